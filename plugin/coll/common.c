@@ -1,0 +1,446 @@
+/* Helpers shared by every collective algorithm: tagged send/receive with length and signature
+ * checks, and failure propagation through the transport. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/coll.h"
+#include "util/error.h"
+#include "util/time.h"
+
+size_t glucx_coll_bytes(const glucx_coll_args_t *args, int size)
+{
+    size_t es = glucx_dtype_size(args->dtype);
+    size_t n = 0;
+    switch (args->coll) {
+    case GLUCX_COLL_ALLREDUCE:
+    case GLUCX_COLL_BROADCAST:
+    case GLUCX_COLL_REDUCE:
+        n = args->count;
+        break;
+    case GLUCX_COLL_ALLGATHER:
+    case GLUCX_COLL_REDUCE_SCATTER:
+    case GLUCX_COLL_ALLTOALL:
+    case GLUCX_COLL_GATHER:
+    case GLUCX_COLL_SCATTER:
+        n = args->count * (size_t)size;
+        break;
+    case GLUCX_COLL_ALLGATHERV:
+    case GLUCX_COLL_ALLTOALLV:
+        if (args->counts != NULL)
+            for (int r = 0; r < size; r++)
+                n += args->counts[r];
+        break;
+    case GLUCX_COLL_BARRIER:
+    default:
+        n = 0;
+    }
+    return n * es;
+}
+
+static glucx_status_t check_peer(glucx_coll_ctx_t *ctx, int peer, unsigned step)
+{
+    if (peer < 0 || peer >= ctx->size || peer == ctx->rank || step > GLUCX_COLL_STEP_MAX)
+        return glucx_coll_fail(ctx, GLUCX_ERR_INVALID_ARG,
+                               "internal error: algorithm %s posted peer %d step %u", ctx->alg_name,
+                               peer, step);
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_coll_isend(glucx_coll_ctx_t *ctx, int peer, unsigned step, const void *buf,
+                                size_t bytes, glucx_tx_req_t *req)
+{
+    glucx_status_t st = check_peer(ctx, peer, step);
+    glucx_tx_req_init(req);
+    if (st != GLUCX_OK)
+        return st;
+    st = ctx->tx->ops->isend(ctx->tx, peer, glucx_coll_tag(ctx, step), buf, bytes, req);
+    if (st != GLUCX_OK)
+        return glucx_coll_fail(ctx, st, "cannot send %zu bytes to rank %d: %s", bytes, peer,
+                               glucx_error_text());
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_coll_irecv(glucx_coll_ctx_t *ctx, int peer, unsigned step, void *buf,
+                                size_t bytes, glucx_tx_req_t *req)
+{
+    glucx_status_t st = check_peer(ctx, peer, step);
+    glucx_tx_req_init(req);
+    if (st != GLUCX_OK)
+        return st;
+    st = ctx->tx->ops->irecv(ctx->tx, &peer, 1, glucx_coll_tag(ctx, step), GLUCX_COLL_TAG_SIG_MASK,
+                             buf, bytes, req);
+    if (st != GLUCX_OK)
+        return glucx_coll_fail(ctx, st, "cannot receive %zu bytes from rank %d: %s", bytes, peer,
+                               glucx_error_text());
+    return GLUCX_OK;
+}
+
+/* Formats "<coll> (seq S, algorithm A) on rank R: <text>", fails the transport with it (first
+ * failure wins), records it as this thread's last error. */
+static glucx_status_t fail_v(glucx_coll_ctx_t *ctx, glucx_status_t status, const char *fmt,
+                             va_list ap)
+{
+    char text[sizeof(ctx->tx->failure)];
+    int n = snprintf(text, sizeof(text), "%s (seq %u, algorithm %s) on rank %d: ",
+                     glucx_coll_name(ctx->args->coll), ctx->seq, ctx->alg_name, ctx->rank);
+    if (n > 0 && (size_t)n < sizeof(text))
+        vsnprintf(text + n, sizeof(text) - (size_t)n, fmt, ap);
+    ctx->tx->ops->fail(ctx->tx, status, text);
+    /* The transport keeps the first failure; report that one (it may be a peer's notice). */
+    glucx_status_t first = glucx_tx_failure(ctx->tx);
+    if (first == GLUCX_OK)
+        first = status;
+    return glucx_error(first, "%s", ctx->tx->failure[0] ? ctx->tx->failure : text);
+}
+
+glucx_status_t glucx_coll_fail(glucx_coll_ctx_t *ctx, glucx_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    glucx_status_t st = fail_v(ctx, status, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+glucx_status_t glucx_coll_waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n)
+{
+    glucx_tx_req_t *ptrs[64];
+    glucx_tx_req_t **pp = ptrs;
+    if (n <= 0)
+        return glucx_tx_failure(ctx->tx) == GLUCX_OK ? GLUCX_OK
+                                                     : glucx_coll_fail(ctx, GLUCX_ERR_ABORTED, "%s",
+                                                                       "communicator failed");
+    if (n > 64) {
+        pp = malloc(sizeof(*pp) * (size_t)n);
+        if (pp == NULL)
+            return glucx_coll_fail(ctx, GLUCX_ERR_NO_MEMORY, "cannot wait for %d requests", n);
+    }
+    for (int i = 0; i < n; i++)
+        pp[i] = &reqs[i];
+
+    glucx_status_t st = ctx->tx->ops->wait(ctx->tx, pp, n, ctx->deadline_ns);
+    if (pp != ptrs)
+        free(pp);
+
+    if (st == GLUCX_ERR_TIMEOUT) {
+        /* name the first peer we are still waiting for */
+        for (int i = 0; i < n; i++) {
+            if (!glucx_tx_req_done(&reqs[i]))
+                return glucx_coll_fail(ctx, GLUCX_ERR_TIMEOUT,
+                                       "timed out waiting to %s %zu bytes %s rank %d",
+                                       reqs[i].is_recv ? "receive" : "send", reqs[i].posted,
+                                       reqs[i].is_recv ? "from" : "to", reqs[i].peer);
+        }
+        return glucx_coll_fail(ctx, GLUCX_ERR_TIMEOUT, "timed out");
+    }
+    if (st != GLUCX_OK)
+        return glucx_coll_fail(ctx, st, "%s", ctx->tx->failure);
+
+    for (int i = 0; i < n; i++) {
+        glucx_tx_req_t *r = &reqs[i];
+        if (r->status == GLUCX_ERR_TRUNCATED)
+            return glucx_coll_fail(ctx, GLUCX_ERR_MISMATCH,
+                                   "rank %d sent more than the %zu bytes expected (%zu elements "
+                                   "of %s): the ranks passed different sizes",
+                                   r->peer, r->posted, r->posted / (ctx->esize ? ctx->esize : 1),
+                                   glucx_dtype_name(ctx->args->dtype));
+        if (r->status != GLUCX_OK)
+            return glucx_coll_fail(ctx, r->status, "%s %s rank %d failed: %s",
+                                   r->is_recv ? "receive from" : "send to", "", r->peer,
+                                   ctx->tx->failure[0] ? ctx->tx->failure
+                                                       : glucx_status_string(r->status));
+        if (!r->is_recv)
+            continue;
+        if (r->bytes != r->posted)
+            return glucx_coll_fail(ctx, GLUCX_ERR_MISMATCH,
+                                   "rank %d sent %zu bytes where %zu were expected (%zu elements "
+                                   "of %s): the ranks passed different sizes",
+                                   r->peer, r->bytes, r->posted,
+                                   r->posted / (ctx->esize ? ctx->esize : 1),
+                                   glucx_dtype_name(ctx->args->dtype));
+        if ((r->tag & GLUCX_COLL_TAG_SIG_MASK) != ctx->sig)
+            return glucx_coll_fail(ctx, GLUCX_ERR_MISMATCH,
+                                   "rank %d called it with a different dtype, op, root, count or "
+                                   "algorithm (signature %02x, here %02x: %s %s root %d count %zu)",
+                                   r->peer, (unsigned)(r->tag & GLUCX_COLL_TAG_SIG_MASK),
+                                   (unsigned)ctx->sig, glucx_dtype_name(ctx->args->dtype),
+                                   glucx_op_name(ctx->args->op), ctx->args->root,
+                                   ctx->args->count);
+    }
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_coll_sendrecv(glucx_coll_ctx_t *ctx, int dst, const void *sbuf, size_t sbytes,
+                                   int src, void *rbuf, size_t rbytes, unsigned step)
+{
+    glucx_tx_req_t reqs[2];
+    int n = 0;
+    glucx_status_t st;
+    if (src >= 0) {
+        st = glucx_coll_irecv(ctx, src, step, rbuf, rbytes, &reqs[n++]);
+        if (st != GLUCX_OK)
+            return st;
+    }
+    if (dst >= 0) {
+        st = glucx_coll_isend(ctx, dst, step, sbuf, sbytes, &reqs[n++]);
+        if (st != GLUCX_OK) {
+            /* the posted receive must not outlive this frame: the failure completed it */
+            return st;
+        }
+    }
+    return glucx_coll_waitall(ctx, reqs, n);
+}
+
+void glucx_coll_copy(void *dst, const void *src, size_t bytes)
+{
+    if (dst != src && bytes > 0)
+        memmove(dst, src, bytes);
+}
+
+void *glucx_coll_malloc(glucx_coll_ctx_t *ctx, size_t bytes, glucx_status_t *status_p)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (p == NULL)
+        *status_p = glucx_coll_fail(ctx, GLUCX_ERR_NO_MEMORY, "cannot allocate %zu bytes of scratch",
+                                    bytes);
+    else
+        *status_p = GLUCX_OK;
+    return p;
+}
+
+/* ---- context preparation, shared by the core and the unit tests ---- */
+
+static int is_rooted(glucx_coll_t c)
+{
+    return c == GLUCX_COLL_BROADCAST || c == GLUCX_COLL_REDUCE || c == GLUCX_COLL_GATHER ||
+           c == GLUCX_COLL_SCATTER;
+}
+
+static int is_reducing(glucx_coll_t c)
+{
+    return c == GLUCX_COLL_ALLREDUCE || c == GLUCX_COLL_REDUCE_SCATTER || c == GLUCX_COLL_REDUCE;
+}
+
+/* a * b without overflow, else SIZE_MAX */
+static size_t mul_sat(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+glucx_status_t glucx_coll_args_check(const glucx_coll_args_t *a, int rank, int size)
+{
+    if (a == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "collective: NULL arguments");
+    const char *name = glucx_coll_name(a->coll);
+    if ((unsigned)a->coll >= GLUCX_COLL_COUNT)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "collective: invalid kind %d", (int)a->coll);
+    if (a->coll == GLUCX_COLL_BARRIER)
+        return GLUCX_OK;
+    size_t es = glucx_dtype_size(a->dtype);
+    if (es == 0)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: invalid dtype %d", name, (int)a->dtype);
+    if (is_reducing(a->coll) && !glucx_op_supported(a->op, a->dtype))
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: op %s is not defined on dtype %s", name,
+                           glucx_op_name(a->op), glucx_dtype_name(a->dtype));
+    if (is_rooted(a->coll) && (a->root < 0 || a->root >= size))
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: root %d out of range [0, %d)", name, a->root,
+                           size);
+    int is_root = is_rooted(a->coll) && a->root == rank;
+    int in_place = a->sendbuf == GLUCX_IN_PLACE;
+    size_t in_elems = 0, out_elems = 0; /* what this rank reads / writes */
+    switch (a->coll) {
+    case GLUCX_COLL_ALLREDUCE:
+        in_elems = out_elems = a->count;
+        break;
+    case GLUCX_COLL_BROADCAST:
+        out_elems = a->count;
+        in_place = 0;
+        break;
+    case GLUCX_COLL_REDUCE:
+        in_elems = a->count;
+        out_elems = is_root ? a->count : 0;
+        if (in_place && !is_root)
+            return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: IN_PLACE is only valid at the root",
+                               name);
+        break;
+    case GLUCX_COLL_ALLGATHER:
+    case GLUCX_COLL_GATHER:
+        in_elems = a->count;
+        out_elems = (a->coll == GLUCX_COLL_GATHER && !is_root) ? 0 : mul_sat(a->count, (size_t)size);
+        if (in_place && a->coll == GLUCX_COLL_GATHER && !is_root)
+            return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: IN_PLACE is only valid at the root",
+                               name);
+        break;
+    case GLUCX_COLL_REDUCE_SCATTER:
+    case GLUCX_COLL_ALLTOALL:
+        in_elems = mul_sat(a->count, (size_t)size);
+        out_elems = a->coll == GLUCX_COLL_ALLTOALL ? in_elems : a->count;
+        break;
+    case GLUCX_COLL_SCATTER:
+        in_elems = is_root ? mul_sat(a->count, (size_t)size) : 0;
+        out_elems = a->count;
+        if (in_place)
+            return glucx_error(GLUCX_ERR_INVALID_ARG,
+                               "%s: IN_PLACE is not supported (at the root, pass recvbuf pointing "
+                               "at the root's block of sendbuf instead)",
+                               name);
+        break;
+    case GLUCX_COLL_ALLGATHERV:
+    case GLUCX_COLL_ALLTOALLV: {
+        const int v_send = a->coll == GLUCX_COLL_ALLTOALLV;
+        if (a->counts == NULL || a->displs == NULL ||
+            (v_send && !in_place && (a->send_counts == NULL || a->send_displs == NULL)))
+            return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: NULL count or displacement array",
+                               name);
+        for (int r = 0; r < size; r++) {
+            size_t end = a->displs[r] + a->counts[r];
+            if (end < a->displs[r])
+                return glucx_error(GLUCX_ERR_INVALID_ARG,
+                                   "%s: counts[%d]=%zu + displs[%d]=%zu overflows", name, r,
+                                   a->counts[r], r, a->displs[r]);
+            if (end > out_elems)
+                out_elems = end;
+            if (v_send && !in_place) {
+                size_t send_end = a->send_displs[r] + a->send_counts[r];
+                if (send_end < a->send_displs[r])
+                    return glucx_error(GLUCX_ERR_INVALID_ARG,
+                                       "%s: send_counts[%d]=%zu + send_displs[%d]=%zu overflows",
+                                       name, r, a->send_counts[r], r, a->send_displs[r]);
+                if (send_end > in_elems)
+                    in_elems = send_end;
+            }
+        }
+        if (!v_send)
+            in_elems = a->counts[rank];
+        if (v_send && in_place)
+            return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: IN_PLACE is not supported", name);
+        break;
+    }
+    default:
+        break;
+    }
+    if (mul_sat(in_elems, es) == SIZE_MAX || mul_sat(out_elems, es) == SIZE_MAX ||
+        mul_sat(in_elems, es) > (SIZE_MAX >> 2) || mul_sat(out_elems, es) > (SIZE_MAX >> 2))
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: %zu/%zu elements of %s overflow the size",
+                           name, in_elems, out_elems, glucx_dtype_name(a->dtype));
+    if (out_elems > 0 && a->recvbuf == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "%s: recvbuf is NULL but %zu elements of %s are to be written", name,
+                           out_elems, glucx_dtype_name(a->dtype));
+    if (in_elems > 0 && !in_place && a->sendbuf == NULL && a->coll != GLUCX_COLL_BROADCAST)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "%s: sendbuf is NULL but %zu elements of %s are to be read", name,
+                           in_elems, glucx_dtype_name(a->dtype));
+    if (in_place && a->recvbuf == NULL && in_elems > 0)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: IN_PLACE with a NULL recvbuf", name);
+    return GLUCX_OK;
+}
+
+/* FNV-1a over the values that must agree across ranks, folded to 8 bits. */
+static uint8_t signature(const glucx_coll_args_t *a, int alg_index)
+{
+    uint64_t v[6] = {(uint64_t)a->coll, (uint64_t)a->dtype,
+                     is_reducing(a->coll) ? (uint64_t)a->op : 0,
+                     is_rooted(a->coll) ? (uint64_t)a->root : 0, 0, (uint64_t)alg_index};
+    if (a->coll != GLUCX_COLL_ALLGATHERV && a->coll != GLUCX_COLL_ALLTOALLV)
+        v[4] = a->count;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    const unsigned char *p = (const unsigned char *)v;
+    for (size_t i = 0; i < sizeof(v); i++)
+        h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+    return (uint8_t)(h ^ (h >> 8) ^ (h >> 16) ^ (h >> 24) ^ (h >> 32) ^ (h >> 40) ^ (h >> 48) ^
+                     (h >> 56));
+}
+
+glucx_status_t glucx_coll_ctx_init(glucx_coll_ctx_t *ctx, glucx_tx_t *tx, const glucx_topo_t *topo,
+                                   const glucx_coll_args_t *args, uint32_t seq, int alg_index,
+                                   int64_t timeout_ms)
+{
+    const glucx_coll_table_t *table = glucx_coll_tables[args->coll];
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->tx = tx;
+    ctx->rank = tx->rank;
+    ctx->size = tx->size;
+    ctx->args = args;
+    ctx->topo = topo;
+    ctx->seq = seq & GLUCX_COLL_TAG_SEQ_MASK;
+    ctx->alg_index = alg_index;
+    ctx->alg_name = (alg_index >= 0 && alg_index < table->count) ? table->algs[alg_index].name
+                                                                   : "none";
+    ctx->esize = glucx_dtype_size(args->dtype);
+    ctx->sig = signature(args, alg_index);
+    ctx->deadline_ns = glucx_deadline_ns(timeout_ms);
+    if (is_reducing(args->coll))
+        ctx->reduce = glucx_kernel_reduce_fn(args->dtype, args->op);
+
+    const size_t es = ctx->esize;
+    const int in_place = args->sendbuf == GLUCX_IN_PLACE;
+    ctx->in_place = in_place;
+    ctx->sendbuf = in_place ? NULL : args->sendbuf;
+    ctx->recvbuf = args->recvbuf;
+    char *rb = args->recvbuf;
+    switch (args->coll) {
+    case GLUCX_COLL_ALLREDUCE:
+    case GLUCX_COLL_REDUCE:
+        if (in_place)
+            ctx->sendbuf = rb;
+        break;
+    case GLUCX_COLL_BROADCAST:
+        ctx->sendbuf = rb;
+        break;
+    case GLUCX_COLL_ALLGATHER:
+    case GLUCX_COLL_GATHER:
+        if (in_place)
+            ctx->sendbuf = rb + (size_t)ctx->rank * args->count * es;
+        break;
+    case GLUCX_COLL_ALLGATHERV:
+        if (in_place)
+            ctx->sendbuf = rb + args->displs[ctx->rank] * es;
+        break;
+    case GLUCX_COLL_REDUCE_SCATTER:
+    case GLUCX_COLL_ALLTOALL:
+        if (in_place) {
+            size_t bytes = args->count * (size_t)ctx->size * es;
+            ctx->scratch_in = malloc(bytes ? bytes : 1);
+            if (ctx->scratch_in == NULL)
+                return glucx_error(GLUCX_ERR_NO_MEMORY,
+                                   "%s: cannot allocate %zu bytes for the in-place input",
+                                   glucx_coll_name(args->coll), bytes);
+            glucx_coll_copy(ctx->scratch_in, rb, bytes);
+            ctx->sendbuf = ctx->scratch_in;
+        }
+        break;
+    default:
+        break;
+    }
+    return GLUCX_OK;
+}
+
+void glucx_coll_ctx_fini(glucx_coll_ctx_t *ctx)
+{
+    free(ctx->scratch_in);
+    ctx->scratch_in = NULL;
+}
+
+glucx_status_t glucx_coll_ctx_run(glucx_coll_ctx_t *ctx)
+{
+    const glucx_coll_table_t *table = glucx_coll_tables[ctx->args->coll];
+    if (ctx->alg_index < 0 || ctx->alg_index >= table->count)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: no algorithm %d",
+                           glucx_coll_name(ctx->args->coll), ctx->alg_index);
+    if (glucx_tx_failure(ctx->tx) != GLUCX_OK)
+        return glucx_error(glucx_tx_failure(ctx->tx), "%s: communicator failed earlier: %s",
+                           glucx_coll_name(ctx->args->coll), ctx->tx->failure);
+    glucx_status_t st = table->algs[ctx->alg_index].run(ctx);
+    if (st != GLUCX_OK || ctx->args->op != GLUCX_OP_AVG || ctx->reduce == NULL)
+        return st;
+    const glucx_coll_args_t *a = ctx->args;
+    if (a->coll == GLUCX_COLL_ALLREDUCE ||
+        (a->coll == GLUCX_COLL_REDUCE && a->root == ctx->rank) ||
+        a->coll == GLUCX_COLL_REDUCE_SCATTER)
+        glucx_kernel_avg_finalize(a->dtype, ctx->recvbuf, a->count, ctx->size);
+    return GLUCX_OK;
+}

@@ -1,0 +1,4 @@
+/* reduce_scatter: algorithm table (rows added by the collectives work). */
+#include "coll/coll.h"
+
+const glucx_coll_table_t glucx_reduce_scatter_table = {NULL, 0};

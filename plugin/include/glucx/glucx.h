@@ -1,0 +1,368 @@
+/**
+ * @file glucx/glucx.h
+ * @brief libglucx public C ABI: context, communicator, point-to-point, collectives, requests.
+ *
+ * Ownership: a context outlives its communicators, a communicator outlives its requests.
+ * User buffers are borrowed from the call that posts them until the operation completes.
+ * Threads: every function may be called from several threads at once unless its comment says
+ * otherwise. Collectives on one communicator must be called in the same order on every rank
+ * (as in MPI); calls from different threads on one communicator are ordered by the caller.
+ */
+#ifndef GLUCX_GLUCX_H
+#define GLUCX_GLUCX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <glucx/export.h>
+#include <glucx/status.h>
+#include <glucx/store.h>
+#include <glucx/types.h>
+#include <glucx/version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque per-process context: UCX context, configuration, trace state. */
+typedef struct glucx_context glucx_context_t;
+/** Opaque communicator: a group of ranks with their endpoints and topology. */
+typedef struct glucx_comm glucx_comm_t;
+/** Opaque non-blocking operation. */
+typedef struct glucx_request glucx_request_t;
+
+/**
+ * Version of the library that is running, "MAJOR.MINOR.PATCH".
+ * @return a static string. Thread-safe.
+ */
+GLUCX_API const char *glucx_version(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Context                                                                                    */
+
+/** Which fields of glucx_context_params_t are set; the others take their defaults. */
+enum {
+    GLUCX_CONTEXT_PARAM_NET_DEVICES = 1u << 0,
+};
+
+typedef struct glucx_context_params {
+    uint64_t field_mask;     /**< GLUCX_CONTEXT_PARAM_* bits */
+    const char *net_devices; /**< UCX network devices for traffic between hosts, as
+                                  UCX_NET_DEVICES takes them: "eth0", "mlx5_0:1", "all" (default:
+                                  UCX_NET_DEVICES from the environment, else all) */
+} glucx_context_params_t;
+
+/**
+ * Create a context: one UCX context with its configuration. Reads the GLUCX_* environment (see
+ * glucx-info) once and logs a warning for each unknown GLUCX_* variable. One context per
+ * process is enough; several are allowed.
+ * @param params    parameters (borrowed for the call), or NULL for defaults.
+ * @param context_p receives the context on success.
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (NULL context_p, or a malformed GLUCX_* value: the
+ *         message names the variable); GLUCX_ERR_TRANSPORT (UCX could not be initialised);
+ *         GLUCX_ERR_NO_MEMORY.
+ */
+GLUCX_API glucx_status_t glucx_context_create(const glucx_context_params_t *params,
+                                              glucx_context_t **context_p);
+
+/** Destroy a context; all its communicators must be destroyed first. NULL is accepted. */
+GLUCX_API void glucx_context_destroy(glucx_context_t *context);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Communicator                                                                               */
+
+/** Which fields of glucx_comm_params_t are set; the others take their defaults. */
+enum {
+    GLUCX_COMM_PARAM_NAME = 1u << 0,
+    GLUCX_COMM_PARAM_TIMEOUT = 1u << 1,
+    GLUCX_COMM_PARAM_TOPOLOGY_FILE = 1u << 2,
+};
+
+/** Largest communicator size (the tag layout reserves 14 bits for the source rank). */
+#define GLUCX_COMM_SIZE_MAX 16384
+
+typedef struct glucx_comm_params {
+    uint64_t field_mask;   /**< GLUCX_COMM_PARAM_* bits of the optional fields below */
+    int rank;              /**< required: this process's rank, 0 <= rank < size */
+    int size;              /**< required: number of ranks, 1 <= size <= GLUCX_COMM_SIZE_MAX */
+    glucx_store_t *store;  /**< required: rendezvous store, borrowed for the create call only */
+    const char *name;      /**< key prefix in the store, the same on every rank and unique per
+                                communicator creation (default "glucx") */
+    int64_t timeout_ms;    /**< default per-operation timeout (default GLUCX_TIMEOUT_MS, 300000) */
+    const char *topology_file; /**< ASTRA-sim style topology file (default GLUCX_TOPOLOGY) */
+} glucx_comm_params_t;
+
+/**
+ * Create a communicator: collective over all @p params->size ranks, which must call it with the
+ * same name. Publishes this rank's worker address and settings digest in the store, reads every
+ * peer's, creates the endpoints and checks that all ranks run the same glucx version with the
+ * same selection settings (GLUCX_TUNE, overrides).
+ * @param context parent context (borrowed; must outlive the communicator).
+ * @param params  parameters (borrowed for the call).
+ * @param comm_p  receives the communicator on success.
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG; GLUCX_ERR_TIMEOUT (a peer did not publish in time:
+ *         the message names it); GLUCX_ERR_MISMATCH (a peer's version or settings differ: the
+ *         message names the rank and both values); GLUCX_ERR_STORE; GLUCX_ERR_TRANSPORT;
+ *         GLUCX_ERR_NO_MEMORY.
+ */
+GLUCX_API glucx_status_t glucx_comm_create(glucx_context_t *context,
+                                           const glucx_comm_params_t *params,
+                                           glucx_comm_t **comm_p);
+
+/**
+ * Destroy a communicator. Outstanding requests are cancelled or failed, and their buffers are
+ * no longer touched once this returns; the requests themselves must still be freed. NULL is
+ * accepted. Not thread-safe with other calls on the same communicator.
+ */
+GLUCX_API void glucx_comm_destroy(glucx_comm_t *comm);
+
+/** This process's rank in @p comm. */
+GLUCX_API int glucx_comm_rank(const glucx_comm_t *comm);
+/** Number of ranks in @p comm. */
+GLUCX_API int glucx_comm_size(const glucx_comm_t *comm);
+
+/**
+ * Copy the last error text of @p comm (the failure that made it unusable, or the last failing
+ * operation) into @p buf, truncated to @p len bytes including the NUL.
+ * @return the full length of the text (as snprintf). Thread-safe.
+ */
+GLUCX_API size_t glucx_comm_last_error(glucx_comm_t *comm, char *buf, size_t len);
+
+/**
+ * Describe how this rank reaches @p peer, e.g. "posix/memory" or "tcp/lo", copied into @p buf.
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (peer out of range or NULL buf). Thread-safe.
+ */
+GLUCX_API glucx_status_t glucx_comm_peer_transport(glucx_comm_t *comm, int peer, char *buf,
+                                                   size_t len);
+
+/**
+ * Fail the communicator from outside: every outstanding and later operation on it returns
+ * GLUCX_ERR_ABORTED, and peers learn of it as far as the network allows. Thread-safe; may be
+ * called from a signal-free watchdog thread.
+ */
+GLUCX_API void glucx_comm_abort(glucx_comm_t *comm, const char *reason);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Point-to-point                                                                             */
+
+/** Largest user tag of glucx_isend()/glucx_irecv() (48 bits). */
+#define GLUCX_TAG_MAX ((UINT64_C(1) << 48) - 1)
+
+/**
+ * Post a send of @p bytes bytes at @p buf (borrowed until completion) to @p peer with @p tag.
+ * Messages between two ranks with one tag are matched in the order they were posted.
+ * Zero-byte messages are allowed (buf may then be NULL).
+ * @param request_p receives the request; release it with glucx_request_free().
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (peer out of range, tag > GLUCX_TAG_MAX, NULL buf with
+ *         bytes > 0); the communicator's failure status if it has failed; GLUCX_ERR_NO_MEMORY.
+ */
+GLUCX_API glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, int peer,
+                                     uint64_t tag, glucx_request_t **request_p);
+
+/**
+ * Post a receive of at most @p bytes bytes into @p buf from @p peer with @p tag. A longer message
+ * completes the request with GLUCX_ERR_TRUNCATED and never writes past @p bytes.
+ * @return as glucx_isend().
+ */
+GLUCX_API glucx_status_t glucx_irecv(glucx_comm_t *comm, void *buf, size_t bytes, int peer,
+                                     uint64_t tag, glucx_request_t **request_p);
+
+/**
+ * Post a receive from whichever of @p peers (an array of @p npeers ranks, borrowed for the
+ * call; duplicates and this rank are allowed) sends first with @p tag.
+ * glucx_request_info() then tells which peer it was.
+ * @return as glucx_isend().
+ */
+GLUCX_API glucx_status_t glucx_irecv_any(glucx_comm_t *comm, void *buf, size_t bytes,
+                                         const int *peers, int npeers, uint64_t tag,
+                                         glucx_request_t **request_p);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Collectives                                                                                */
+
+/** Collective kinds. */
+#define GLUCX_COLL_MAP(X)                                                                  \
+    X(ALLREDUCE, allreduce)                                                                \
+    X(ALLGATHER, allgather)                                                                \
+    X(ALLGATHERV, allgatherv)                                                              \
+    X(REDUCE_SCATTER, reduce_scatter)                                                      \
+    X(ALLTOALL, alltoall)                                                                  \
+    X(ALLTOALLV, alltoallv)                                                                \
+    X(BROADCAST, broadcast)                                                                \
+    X(REDUCE, reduce)                                                                      \
+    X(GATHER, gather)                                                                      \
+    X(SCATTER, scatter)                                                                    \
+    X(BARRIER, barrier)
+
+typedef enum glucx_coll {
+#define GLUCX_COLL_ENUM_(name, lname) GLUCX_COLL_##name,
+    GLUCX_COLL_MAP(GLUCX_COLL_ENUM_)
+#undef GLUCX_COLL_ENUM_
+    GLUCX_COLL_COUNT
+} glucx_coll_t;
+
+/** Name of a collective ("allreduce", ...); "invalid" when out of range. Thread-safe. */
+GLUCX_API const char *glucx_coll_name(glucx_coll_t coll);
+
+/** Pass as sendbuf to take the input from recvbuf (see each collective). */
+#define GLUCX_IN_PLACE ((const void *)1)
+
+/**
+ * Arguments of one collective. Counts and displacements are in elements of @c dtype.
+ *
+ * | coll           | sendbuf (input)                  | recvbuf (output)                      |
+ * |----------------|----------------------------------|---------------------------------------|
+ * | allreduce      | count                            | count (IN_PLACE: input in recvbuf)    |
+ * | allgather      | count                            | size*count, rank r's block at r*count |
+ * | allgatherv     | counts[rank]                     | counts[r] at displs[r] for each r     |
+ * | reduce_scatter | size*count, block r goes to r    | count (IN_PLACE: input in recvbuf,    |
+ * |                |                                  | result at its start, as MPI)          |
+ * | alltoall       | size*count, block r goes to r    | size*count, block r came from r       |
+ * | alltoallv      | send_counts[r] at send_displs[r] | counts[r] at displs[r]                |
+ * | broadcast      | unused                           | count on every rank; root's is input  |
+ * | reduce         | count                            | count, significant at root only       |
+ * | gather         | count                            | size*count at root only               |
+ * | scatter        | size*count at root only          | count (no IN_PLACE; the root may point|
+ * |                |                                  | recvbuf at its own block of sendbuf)  |
+ * | barrier        | unused                           | unused                                |
+ *
+ * IN_PLACE for allgather(v) and gather means this rank's block is already in recvbuf.
+ * Arrays of size entries (counts, displs, send_counts, send_displs) are borrowed for the call.
+ */
+typedef struct glucx_coll_args {
+    glucx_coll_t coll;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count;
+    const size_t *counts;
+    const size_t *displs;
+    const size_t *send_counts;
+    const size_t *send_displs;
+    glucx_dtype_t dtype;
+    glucx_op_t op;
+    int root;
+} glucx_coll_args_t;
+
+/** Which fields of glucx_coll_opts_t are set. */
+enum {
+    GLUCX_COLL_OPT_ALGORITHM = 1u << 0,
+    GLUCX_COLL_OPT_TIMEOUT = 1u << 1,
+    GLUCX_COLL_OPT_PRIORITY = 1u << 2,
+    GLUCX_COLL_OPT_LABEL = 1u << 3,
+};
+
+/** Per-call options; pass NULL for all defaults. */
+typedef struct glucx_coll_opts {
+    uint64_t field_mask;    /**< GLUCX_COLL_OPT_* bits */
+    const char *algorithm;  /**< algorithm name (see glucx-info), overriding selection; it must
+                                 be the same on every rank */
+    int64_t timeout_ms;     /**< this call's timeout (default: the communicator's) */
+    int priority;           /**< scheduling priority hint, higher first (default 0) */
+    const char *label;      /**< trace label, e.g. "bucket3" (borrowed for the call) */
+} glucx_coll_opts_t;
+
+/**
+ * Run a collective and wait for it.
+ * Every algorithm gives bitwise-identical results on all ranks. Counts of 0 are allowed.
+ * @param comm communicator; @param args arguments (see glucx_coll_args_t); @param opts or NULL.
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (NULL buffers with non-zero counts, dtype/op not
+ *         supported, root out of range, unknown algorithm, count overflow); GLUCX_ERR_MISMATCH
+ *         (ranks passed different sizes, dtypes, ops or roots: returned on every rank, the
+ *         message names the collective, sizes and peer); GLUCX_ERR_TIMEOUT; GLUCX_ERR_PEER_FAILED;
+ *         GLUCX_ERR_ABORTED. Any error other than GLUCX_ERR_INVALID_ARG fails the communicator.
+ */
+GLUCX_API glucx_status_t glucx_coll(glucx_comm_t *comm, const glucx_coll_args_t *args,
+                                    const glucx_coll_opts_t *opts);
+
+/**
+ * Start a collective without waiting (same arguments and errors as glucx_coll()); it runs on the
+ * communicator's collective thread in the order started. Buffers and count arrays are borrowed
+ * until the request completes.
+ * @param request_p receives the request; wait on it and release it with glucx_request_free().
+ */
+GLUCX_API glucx_status_t glucx_coll_start(glucx_comm_t *comm, const glucx_coll_args_t *args,
+                                          const glucx_coll_opts_t *opts,
+                                          glucx_request_t **request_p);
+
+/** Convenience forms of glucx_coll(); arguments as in glucx_coll_args_t. */
+GLUCX_API glucx_status_t glucx_allreduce(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, glucx_dtype_t dtype, glucx_op_t op,
+                                         const glucx_coll_opts_t *opts);
+GLUCX_API glucx_status_t glucx_allgather(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, glucx_dtype_t dtype,
+                                         const glucx_coll_opts_t *opts);
+GLUCX_API glucx_status_t glucx_allgatherv(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                          const size_t *counts, const size_t *displs,
+                                          glucx_dtype_t dtype, const glucx_coll_opts_t *opts);
+GLUCX_API glucx_status_t glucx_reduce_scatter(glucx_comm_t *comm, const void *sendbuf,
+                                              void *recvbuf, size_t count, glucx_dtype_t dtype,
+                                              glucx_op_t op, const glucx_coll_opts_t *opts);
+GLUCX_API glucx_status_t glucx_alltoall(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                        size_t count, glucx_dtype_t dtype,
+                                        const glucx_coll_opts_t *opts);
+GLUCX_API glucx_status_t glucx_alltoallv(glucx_comm_t *comm, const void *sendbuf,
+                                         const size_t *send_counts, const size_t *send_displs,
+                                         void *recvbuf, const size_t *recv_counts,
+                                         const size_t *recv_displs, glucx_dtype_t dtype,
+                                         const glucx_coll_opts_t *opts);
+GLUCX_API glucx_status_t glucx_broadcast(glucx_comm_t *comm, void *buf, size_t count,
+                                         glucx_dtype_t dtype, int root,
+                                         const glucx_coll_opts_t *opts);
+GLUCX_API glucx_status_t glucx_reduce(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                      size_t count, glucx_dtype_t dtype, glucx_op_t op, int root,
+                                      const glucx_coll_opts_t *opts);
+GLUCX_API glucx_status_t glucx_gather(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                      size_t count, glucx_dtype_t dtype, int root,
+                                      const glucx_coll_opts_t *opts);
+GLUCX_API glucx_status_t glucx_scatter(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                       size_t count, glucx_dtype_t dtype, int root,
+                                       const glucx_coll_opts_t *opts);
+GLUCX_API glucx_status_t glucx_barrier(glucx_comm_t *comm, const glucx_coll_opts_t *opts);
+
+/**
+ * Name of the algorithm glucx would select for @p coll at @p bytes total message bytes on
+ * @p comm (after GLUCX_TUNE overrides). @return a static string, or NULL for invalid input.
+ */
+GLUCX_API const char *glucx_comm_algorithm(glucx_comm_t *comm, glucx_coll_t coll, size_t bytes);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Requests                                                                                   */
+
+/**
+ * Check a request without blocking (also drives progress).
+ * @return GLUCX_INPROGRESS, GLUCX_OK, or the operation's error. Thread-safe.
+ */
+GLUCX_API glucx_status_t glucx_request_test(glucx_request_t *request);
+
+/**
+ * Wait for a request, blocking the thread (spinning briefly, then sleeping on the transport's
+ * event descriptor) for at most @p timeout_ms (< 0: the communicator's timeout).
+ * @return GLUCX_OK or the operation's error; GLUCX_ERR_TIMEOUT if it did not finish in time
+ *         (a timed-out wait fails the communicator, as a timed-out operation does in Gloo).
+ */
+GLUCX_API glucx_status_t glucx_request_wait(glucx_request_t *request, int64_t timeout_ms);
+
+/**
+ * Cancel a receive that has not matched yet; it then completes with GLUCX_ERR_ABORTED. A send
+ * or a matched receive is not cancellable and completes normally. @return GLUCX_OK (cancel
+ * requested or nothing to do) or GLUCX_ERR_INVALID_ARG.
+ */
+GLUCX_API glucx_status_t glucx_request_cancel(glucx_request_t *request);
+
+/**
+ * After completion: the peer rank and the number of bytes transferred. Either output may be NULL.
+ * @return GLUCX_OK, or GLUCX_INPROGRESS if not complete.
+ */
+GLUCX_API glucx_status_t glucx_request_info(glucx_request_t *request, int *peer_p,
+                                            size_t *bytes_p);
+
+/**
+ * Release a request. An incomplete receive is cancelled (and, if it had matched, waited for) so
+ * its buffer is never written after this returns. NULL is accepted.
+ */
+GLUCX_API void glucx_request_free(glucx_request_t *request);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,117 @@
+/**
+ * Internal transport interface (glucx_tx_*): what the collective and point-to-point layers see
+ * of a transport. Two implementations: UCX (plugin/transport/ucx.c) and an in-process fake for
+ * unit tests (tests/support/fake_tx.c). Nothing above this header names UCX.
+ *
+ * Wire tags. A transport tag is 64 bits; the transport itself writes the source rank into
+ * bits [GLUCX_TX_TAG_SRC_SHIFT, +GLUCX_TX_TAG_SRC_BITS) of every message it sends, and matches
+ * receives on (source, the other bits not in ignore_mask). Callers build the remaining bits
+ * (see plugin/core/tag.h) and leave the source bits zero.
+ *
+ * Failure. A transport fails as a whole (Gloo semantics): once glucx_tx_fail() ran locally, a
+ * peer's failure notice arrived, or a peer was found dead, every outstanding request completes
+ * with the failure status and every new post returns it; glucx_tx_failure() gives the text.
+ */
+#ifndef GLUCX_TX_H
+#define GLUCX_TX_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <glucx/status.h>
+
+#define GLUCX_TX_TAG_SRC_SHIFT 48
+#define GLUCX_TX_TAG_SRC_BITS 14
+#define GLUCX_TX_TAG_SRC_MASK (((UINT64_C(1) << GLUCX_TX_TAG_SRC_BITS) - 1) << GLUCX_TX_TAG_SRC_SHIFT)
+/** Reserved for the transport's own failure notices; callers never set this bit. */
+#define GLUCX_TX_TAG_CTRL (UINT64_C(1) << 62)
+
+typedef struct glucx_tx glucx_tx_t;
+
+/**
+ * A request, in storage owned by the caller (stack or heap) that must stay valid until the
+ * request is complete. Zero it (or call glucx_tx_req_init) before posting.
+ */
+typedef struct glucx_tx_req {
+    atomic_int done;      /**< 0 while pending, 1 once complete (release-store by the transport) */
+    glucx_status_t status; /**< final status once done */
+    int peer;             /**< send: destination; receive: actual source once done */
+    size_t posted;        /**< bytes posted (set by the transport at post time) */
+    size_t bytes;         /**< send: bytes sent; receive: bytes received once done */
+    uint64_t tag;         /**< receive: the sender's full wire tag once done */
+    int is_recv;
+    void *impl;           /**< transport-private */
+    uintptr_t impl_data[4]; /**< transport-private */
+} glucx_tx_req_t;
+
+typedef struct glucx_tx_ops {
+    /** Post a send of bytes at buf to peer (may be this rank). */
+    glucx_status_t (*isend)(glucx_tx_t *tx, int peer, uint64_t tag, const void *buf, size_t bytes,
+                            glucx_tx_req_t *req);
+    /**
+     * Post a receive of at most bytes into buf from the first of peers[0..npeers) whose message
+     * matches tag on the bits outside ignore_mask (and outside the source bits). npeers == 1 is a
+     * plain receive. A longer message completes the request with GLUCX_ERR_TRUNCATED.
+     */
+    glucx_status_t (*irecv)(glucx_tx_t *tx, const int *peers, int npeers, uint64_t tag,
+                            uint64_t ignore_mask, void *buf, size_t bytes, glucx_tx_req_t *req);
+    /** Drive progress once without blocking; @return number of events processed (>= 0). */
+    int (*progress)(glucx_tx_t *tx);
+    /**
+     * Wait until every one of reqs[0..n) is done, the transport fails, or deadline_ns
+     * (CLOCK_MONOTONIC; INT64_MAX for none) passes. Spins briefly, then sleeps on the event
+     * descriptor. @return GLUCX_OK when all are done (their own statuses are in each req),
+     * the failure status, or GLUCX_ERR_TIMEOUT (requests stay posted).
+     * Several threads may wait at once on different requests.
+     */
+    glucx_status_t (*wait)(glucx_tx_t *tx, glucx_tx_req_t *const *reqs, int n,
+                           int64_t deadline_ns);
+    /** Cancel an unmatched receive (it completes with GLUCX_ERR_ABORTED); no-op otherwise. */
+    void (*cancel)(glucx_tx_t *tx, glucx_tx_req_t *req);
+    /**
+     * Fail the transport with status and text: send the text as a failure notice to every peer
+     * (best effort, bounded time), then complete every outstanding request with status. After
+     * it returns no request buffer is touched again. Idempotent: the first failure wins.
+     */
+    void (*fail)(glucx_tx_t *tx, glucx_status_t status, const char *text);
+    /** Describe how this rank reaches peer (e.g. "posix/memory", "tcp/lo") into buf. */
+    void (*describe_peer)(glucx_tx_t *tx, int peer, char *buf, size_t len);
+    /** Destroy: fail (if not failed) with GLUCX_ERR_ABORTED quietly, release everything. */
+    void (*destroy)(glucx_tx_t *tx);
+} glucx_tx_ops_t;
+
+struct glucx_tx {
+    const glucx_tx_ops_t *ops;
+    int rank;
+    int size;
+    /** 0 while healthy, else the failure status (set once, atomically). */
+    atomic_int failed;
+    /** The failure text once failed; written before `failed` is set. */
+    char failure[512];
+};
+
+static inline void glucx_tx_req_init(glucx_tx_req_t *req)
+{
+    atomic_store_explicit(&req->done, 0, memory_order_relaxed);
+    req->status = GLUCX_INPROGRESS;
+    req->peer = -1;
+    req->posted = 0;
+    req->bytes = 0;
+    req->tag = 0;
+    req->is_recv = 0;
+    req->impl = NULL;
+}
+
+static inline int glucx_tx_req_done(const glucx_tx_req_t *req)
+{
+    return atomic_load_explicit(&((glucx_tx_req_t *)req)->done, memory_order_acquire);
+}
+
+/** Failure status of tx, GLUCX_OK while healthy. */
+static inline glucx_status_t glucx_tx_failure(const glucx_tx_t *tx)
+{
+    return (glucx_status_t)atomic_load_explicit(&((glucx_tx_t *)tx)->failed, memory_order_acquire);
+}
+
+#endif
