@@ -1,0 +1,353 @@
+/*
+ * Collective dispatch: validate, choose the algorithm (opts.algorithm, else the selection map
+ * with GLUCX_TUNE applied), run it, fall back to the next-cheapest algorithm when one answers
+ * GLUCX_ERR_UNSUPPORTED (decided identically on every rank before any traffic).
+ * glucx_coll_start() queues the same work on a per-communicator thread.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "util/error.h"
+#include "util/time.h"
+
+struct glucx_coll_job {
+    glucx_coll_job_t *next;
+    glucx_coll_args_t args;
+    glucx_coll_opts_t opts;
+    char algorithm[32];
+    uint32_t seq;
+    glucx_request_t *req;
+};
+
+static int find_alg(glucx_coll_t coll, const char *name)
+{
+    const glucx_coll_table_t *t = glucx_coll_tables[coll];
+    for (int i = 0; i < t->count; i++)
+        if (strcmp(t->algs[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Checks that need no traffic: arguments, options, communicator state. */
+static glucx_status_t precheck(glucx_comm_t *comm, const glucx_coll_args_t *args,
+                               const glucx_coll_opts_t *opts)
+{
+    if (comm == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "collective: NULL communicator");
+    glucx_status_t st = glucx_coll_args_check(args, comm->rank, comm->size);
+    if (st != GLUCX_OK)
+        return st;
+    if (opts != NULL) {
+        if ((opts->field_mask & GLUCX_COLL_OPT_ALGORITHM) && opts->algorithm != NULL &&
+            find_alg(args->coll, opts->algorithm) < 0)
+            return glucx_error(GLUCX_ERR_INVALID_ARG,
+                               "%s: unknown algorithm '%s' (glucx-info lists them)",
+                               glucx_coll_name(args->coll), opts->algorithm);
+        if ((opts->field_mask & GLUCX_COLL_OPT_TIMEOUT) && opts->timeout_ms <= 0)
+            return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: timeout_ms %" PRId64 " <= 0",
+                               glucx_coll_name(args->coll), opts->timeout_ms);
+    }
+    glucx_status_t failed = glucx_tx_failure(comm->tx);
+    if (failed != GLUCX_OK)
+        return glucx_error(failed, "%s: communicator '%s' failed earlier: %s",
+                           glucx_coll_name(args->coll), comm->name, comm->tx->failure);
+    return GLUCX_OK;
+}
+
+/* Run a validated collective with sequence number seq. */
+static glucx_status_t execute(glucx_comm_t *comm, const glucx_coll_args_t *args,
+                              const char *algorithm, int64_t timeout_ms, uint32_t seq)
+{
+    const size_t bytes = glucx_coll_bytes(args, comm->size);
+    int order[64];
+    int norder = 0;
+    int forced = 0;
+    if (algorithm != NULL) {
+        order[norder++] = find_alg(args->coll, algorithm);
+        forced = 1;
+    } else {
+        const glucx_select_range_t *r = glucx_select_lookup(&comm->select, args->coll, bytes);
+        if (r->alg >= 0)
+            order[norder++] = r->alg;
+        forced = r->forced;
+        if (!forced) {
+            int by_cost[64];
+            int n = glucx_select_by_cost(comm->topo, args->coll, bytes, by_cost, 64);
+            for (int i = 0; i < n; i++)
+                if (norder == 0 || by_cost[i] != order[0])
+                    order[norder++] = by_cost[i];
+        }
+    }
+    if (norder == 0)
+        return glucx_error(GLUCX_ERR_UNSUPPORTED, "%s: no algorithm applies to %zu bytes on %d ranks",
+                           glucx_coll_name(args->coll), bytes, comm->size);
+
+    glucx_status_t st = GLUCX_ERR_UNSUPPORTED;
+    for (int i = 0; i < norder && st == GLUCX_ERR_UNSUPPORTED; i++) {
+        glucx_coll_ctx_t ctx;
+        st = glucx_coll_ctx_init(&ctx, comm->tx, comm->topo, args, seq, order[i], timeout_ms);
+        if (st != GLUCX_OK)
+            return st;
+        st = glucx_coll_ctx_run(&ctx);
+        glucx_coll_ctx_fini(&ctx);
+    }
+    if (st == GLUCX_ERR_UNSUPPORTED)
+        return glucx_error(GLUCX_ERR_UNSUPPORTED, "%s: %s algorithm does not support %zu bytes of %s on %d ranks",
+                           glucx_coll_name(args->coll), forced ? "the requested" : "no",
+                           bytes, glucx_dtype_name(args->dtype), comm->size);
+    return st;
+}
+
+static int64_t effective_timeout(const glucx_comm_t *comm, const glucx_coll_opts_t *opts)
+{
+    if (opts != NULL && (opts->field_mask & GLUCX_COLL_OPT_TIMEOUT))
+        return opts->timeout_ms;
+    return comm->timeout_ms;
+}
+
+static const char *requested_alg(const glucx_coll_opts_t *opts)
+{
+    if (opts != NULL && (opts->field_mask & GLUCX_COLL_OPT_ALGORITHM))
+        return opts->algorithm;
+    return NULL;
+}
+
+glucx_status_t glucx_coll(glucx_comm_t *comm, const glucx_coll_args_t *args,
+                          const glucx_coll_opts_t *opts)
+{
+    glucx_status_t st = precheck(comm, args, opts);
+    if (st != GLUCX_OK)
+        return glucx_comm_record_error(comm, st);
+    uint32_t seq = atomic_fetch_add(&comm->coll_seq, 1);
+    st = execute(comm, args, requested_alg(opts), effective_timeout(comm, opts), seq);
+    return glucx_comm_record_error(comm, st);
+}
+
+/* ---- the collective thread ---- */
+
+static void request_complete(glucx_request_t *req, glucx_status_t st)
+{
+    pthread_mutex_lock(&req->lock);
+    req->coll_status = st;
+    if (st != GLUCX_OK)
+        snprintf(req->error, sizeof(req->error), "%s", glucx_error_text());
+    req->coll_done = 1;
+    pthread_cond_broadcast(&req->cond);
+    pthread_mutex_unlock(&req->lock);
+}
+
+static void *coll_thread(void *arg)
+{
+    glucx_comm_t *comm = arg;
+    pthread_mutex_lock(&comm->lock);
+    for (;;) {
+        while (comm->queue_head == NULL && !comm->thread_stop)
+            pthread_cond_wait(&comm->queue_cond, &comm->lock);
+        glucx_coll_job_t *job = comm->queue_head;
+        if (job == NULL)
+            break; /* stop requested and queue drained */
+        comm->queue_head = job->next;
+        if (comm->queue_head == NULL)
+            comm->queue_tail = NULL;
+        pthread_mutex_unlock(&comm->lock);
+
+        glucx_status_t st =
+            execute(comm, &job->args, job->algorithm[0] ? job->algorithm : NULL,
+                    effective_timeout(comm, &job->opts), job->seq);
+        glucx_comm_record_error(comm, st);
+        request_complete(job->req, st);
+        free(job);
+        pthread_mutex_lock(&comm->lock);
+    }
+    pthread_mutex_unlock(&comm->lock);
+    return NULL;
+}
+
+void glucx_comm_stop_thread(glucx_comm_t *comm, glucx_status_t status)
+{
+    pthread_mutex_lock(&comm->lock);
+    int started = comm->thread_started;
+    comm->thread_stop = 1;
+    /* queued jobs that have not started fail now; the running one ends with the transport */
+    glucx_coll_job_t *job = comm->queue_head;
+    comm->queue_head = comm->queue_tail = NULL;
+    pthread_cond_broadcast(&comm->queue_cond);
+    pthread_mutex_unlock(&comm->lock);
+    while (job != NULL) {
+        glucx_coll_job_t *next = job->next;
+        glucx_error(status, "%s: communicator '%s' destroyed before the collective ran",
+                    glucx_coll_name(job->args.coll), comm->name);
+        request_complete(job->req, status);
+        free(job);
+        job = next;
+    }
+    if (started) {
+        /* a running collective ends when the transport fails */
+        comm->tx->ops->fail(comm->tx, status, "communicator destroyed");
+        pthread_join(comm->thread, NULL);
+        comm->thread_started = 0;
+    }
+}
+
+static glucx_request_t *request_new(glucx_comm_t *comm, glucx_req_kind_t kind)
+{
+    glucx_request_t *req = calloc(1, sizeof(*req));
+    if (req == NULL)
+        return NULL;
+    req->kind = kind;
+    req->comm = comm;
+    pthread_mutex_init(&req->lock, NULL);
+    pthread_cond_init(&req->cond, NULL);
+    glucx_tx_req_init(&req->tx);
+    return req;
+}
+
+glucx_status_t glucx_coll_start(glucx_comm_t *comm, const glucx_coll_args_t *args,
+                                const glucx_coll_opts_t *opts, glucx_request_t **request_p)
+{
+    if (request_p == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "coll_start: NULL request_p");
+    glucx_status_t st = precheck(comm, args, opts);
+    if (st != GLUCX_OK)
+        return glucx_comm_record_error(comm, st);
+    glucx_coll_job_t *job = calloc(1, sizeof(*job));
+    glucx_request_t *req = request_new(comm, GLUCX_REQ_COLL);
+    if (job == NULL || req == NULL) {
+        free(job);
+        glucx_request_free(req);
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "%s: cannot queue the collective",
+                           glucx_coll_name(args->coll));
+    }
+    job->args = *args;
+    if (opts != NULL)
+        job->opts = *opts;
+    const char *alg = requested_alg(opts);
+    if (alg != NULL)
+        snprintf(job->algorithm, sizeof(job->algorithm), "%s", alg);
+    job->opts.algorithm = NULL;
+    job->opts.label = NULL; /* borrowed only for the call */
+    job->req = req;
+
+    pthread_mutex_lock(&comm->lock);
+    if (!comm->thread_started && !comm->thread_stop) {
+        if (pthread_create(&comm->thread, NULL, coll_thread, comm) != 0) {
+            pthread_mutex_unlock(&comm->lock);
+            free(job);
+            glucx_request_free(req);
+            return glucx_error(GLUCX_ERR_NO_MEMORY, "%s: cannot start the collective thread",
+                               glucx_coll_name(args->coll));
+        }
+        comm->thread_started = 1;
+    }
+    /* sequence numbers are taken in call order, like glucx_coll() */
+    job->seq = atomic_fetch_add(&comm->coll_seq, 1);
+    if (comm->queue_tail != NULL)
+        comm->queue_tail->next = job;
+    else
+        comm->queue_head = job;
+    comm->queue_tail = job;
+    pthread_cond_signal(&comm->queue_cond);
+    pthread_mutex_unlock(&comm->lock);
+    *request_p = req;
+    return GLUCX_OK;
+}
+
+/* ---- convenience forms ---- */
+
+#define RUN_COLL(...)                                                                      \
+    do {                                                                                   \
+        glucx_coll_args_t a_ = {__VA_ARGS__};                                              \
+        return glucx_coll(comm, &a_, opts);                                                \
+    } while (0)
+
+glucx_status_t glucx_allreduce(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                               size_t count, glucx_dtype_t dtype, glucx_op_t op,
+                               const glucx_coll_opts_t *opts)
+{
+    RUN_COLL(.coll = GLUCX_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+             .dtype = dtype, .op = op);
+}
+
+glucx_status_t glucx_allgather(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                               size_t count, glucx_dtype_t dtype, const glucx_coll_opts_t *opts)
+{
+    RUN_COLL(.coll = GLUCX_COLL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+             .dtype = dtype);
+}
+
+glucx_status_t glucx_allgatherv(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                const size_t *counts, const size_t *displs, glucx_dtype_t dtype,
+                                const glucx_coll_opts_t *opts)
+{
+    RUN_COLL(.coll = GLUCX_COLL_ALLGATHERV, .sendbuf = sendbuf, .recvbuf = recvbuf,
+             .counts = counts, .displs = displs, .dtype = dtype);
+}
+
+glucx_status_t glucx_reduce_scatter(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, glucx_dtype_t dtype, glucx_op_t op,
+                                    const glucx_coll_opts_t *opts)
+{
+    RUN_COLL(.coll = GLUCX_COLL_REDUCE_SCATTER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+             .count = count, .dtype = dtype, .op = op);
+}
+
+glucx_status_t glucx_alltoall(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
+                              size_t count, glucx_dtype_t dtype, const glucx_coll_opts_t *opts)
+{
+    RUN_COLL(.coll = GLUCX_COLL_ALLTOALL, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+             .dtype = dtype);
+}
+
+glucx_status_t glucx_alltoallv(glucx_comm_t *comm, const void *sendbuf, const size_t *send_counts,
+                               const size_t *send_displs, void *recvbuf,
+                               const size_t *recv_counts, const size_t *recv_displs,
+                               glucx_dtype_t dtype, const glucx_coll_opts_t *opts)
+{
+    RUN_COLL(.coll = GLUCX_COLL_ALLTOALLV, .sendbuf = sendbuf, .recvbuf = recvbuf,
+             .counts = recv_counts, .displs = recv_displs, .send_counts = send_counts,
+             .send_displs = send_displs, .dtype = dtype);
+}
+
+glucx_status_t glucx_broadcast(glucx_comm_t *comm, void *buf, size_t count, glucx_dtype_t dtype,
+                               int root, const glucx_coll_opts_t *opts)
+{
+    RUN_COLL(.coll = GLUCX_COLL_BROADCAST, .recvbuf = buf, .count = count, .dtype = dtype,
+             .root = root);
+}
+
+glucx_status_t glucx_reduce(glucx_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                            glucx_dtype_t dtype, glucx_op_t op, int root,
+                            const glucx_coll_opts_t *opts)
+{
+    RUN_COLL(.coll = GLUCX_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+             .dtype = dtype, .op = op, .root = root);
+}
+
+glucx_status_t glucx_gather(glucx_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                            glucx_dtype_t dtype, int root, const glucx_coll_opts_t *opts)
+{
+    RUN_COLL(.coll = GLUCX_COLL_GATHER, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+             .dtype = dtype, .root = root);
+}
+
+glucx_status_t glucx_scatter(glucx_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                             glucx_dtype_t dtype, int root, const glucx_coll_opts_t *opts)
+{
+    RUN_COLL(.coll = GLUCX_COLL_SCATTER, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+             .dtype = dtype, .root = root);
+}
+
+glucx_status_t glucx_barrier(glucx_comm_t *comm, const glucx_coll_opts_t *opts)
+{
+    RUN_COLL(.coll = GLUCX_COLL_BARRIER);
+}
+
+/* ---- requests of both kinds ---- */
+
+glucx_request_t *glucx_request_alloc_p2p(glucx_comm_t *comm)
+{
+    return request_new(comm, GLUCX_REQ_P2P);
+}

@@ -1,0 +1,350 @@
+/*
+ * glucx_comm_*: communicator creation through the rendezvous store, and its lifetime.
+ *
+ * Each rank publishes one record under "<name>/rank/<r>": its glucx version and selection
+ * settings (the digest, compared on every rank so a mixed job fails at creation, naming the rank),
+ * its host identity (ranks with equal identity form a package) and its UCX worker address.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "util/error.h"
+#include "util/time.h"
+
+#define RECORD_MAGIC "GLUCXR1"
+
+/* Record: magic, then three (u32 length, bytes) fields: digest, hostid, address. */
+static glucx_status_t record_pack(const char *digest, const char *hostid, const void *addr,
+                                  size_t addr_len, void **out_p, size_t *len_p)
+{
+    const void *fields[3] = {digest, hostid, addr};
+    size_t lens[3] = {strlen(digest), strlen(hostid), addr_len};
+    size_t total = sizeof(RECORD_MAGIC);
+    for (int i = 0; i < 3; i++)
+        total += 4 + lens[i];
+    unsigned char *p = malloc(total);
+    if (p == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "comm_create: cannot allocate %zu bytes", total);
+    size_t off = 0;
+    memcpy(p, RECORD_MAGIC, sizeof(RECORD_MAGIC));
+    off += sizeof(RECORD_MAGIC);
+    for (int i = 0; i < 3; i++) {
+        uint32_t l = (uint32_t)lens[i];
+        memcpy(p + off, &l, 4);
+        memcpy(p + off + 4, fields[i], lens[i]);
+        off += 4 + lens[i];
+    }
+    *out_p = p;
+    *len_p = total;
+    return GLUCX_OK;
+}
+
+typedef struct record {
+    char digest[1400];
+    char hostid[300];
+    const void *addr; /* points into the raw buffer */
+    size_t addr_len;
+    void *raw;
+} record_t;
+
+static int record_unpack(void *raw, size_t len, record_t *r)
+{
+    const unsigned char *p = raw;
+    size_t off = sizeof(RECORD_MAGIC);
+    if (len < off || memcmp(p, RECORD_MAGIC, sizeof(RECORD_MAGIC)) != 0)
+        return -1;
+    char *strs[2] = {r->digest, r->hostid};
+    size_t caps[2] = {sizeof(r->digest), sizeof(r->hostid)};
+    for (int i = 0; i < 3; i++) {
+        uint32_t l;
+        if (len - off < 4)
+            return -1;
+        memcpy(&l, p + off, 4);
+        off += 4;
+        if (len - off < l)
+            return -1;
+        if (i < 2) {
+            if (l >= caps[i])
+                return -1;
+            memcpy(strs[i], p + off, l);
+            strs[i][l] = '\0';
+        } else {
+            r->addr = p + off;
+            r->addr_len = l;
+        }
+        off += l;
+    }
+    r->raw = raw;
+    return 0;
+}
+
+static void host_identity(char *buf, size_t len)
+{
+    const char *env = getenv("GLUCX_HOSTID");
+    if (env != NULL && env[0] != '\0') {
+        snprintf(buf, len, "%s", env);
+        return;
+    }
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    char boot[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        if (fgets(boot, sizeof(boot), f) == NULL)
+            boot[0] = '\0';
+        fclose(f);
+        boot[strcspn(boot, "\n")] = '\0';
+    }
+    snprintf(buf, len, "%s/%s", host, boot);
+}
+
+/* The settings every rank must share: version, GLUCX_TUNE, and the link costs (calibration). */
+static glucx_status_t settings_digest(const glucx_context_t *ctx, const char *hostid, char *buf,
+                                      size_t len)
+{
+    glucx_topo_t *probe = NULL;
+    glucx_status_t st = glucx_topo_create(1, &hostid, &probe);
+    if (st != GLUCX_OK)
+        return st;
+    snprintf(buf, len, "version=%s tune='%s' costs=%016" PRIx64, glucx_version(),
+             ctx->config.tune, glucx_topo_digest(probe));
+    glucx_topo_destroy(probe);
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_comm_record_error(glucx_comm_t *comm, glucx_status_t status)
+{
+    if (comm != NULL && status != GLUCX_OK && status != GLUCX_INPROGRESS) {
+        pthread_mutex_lock(&comm->lock);
+        snprintf(comm->last_error, sizeof(comm->last_error), "%s", glucx_error_text());
+        pthread_mutex_unlock(&comm->lock);
+    }
+    return status;
+}
+
+static glucx_status_t check_params(const glucx_context_t *ctx, const glucx_comm_params_t *p,
+                                   glucx_comm_t **comm_p)
+{
+    if (ctx == NULL || p == NULL || comm_p == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "comm_create: NULL argument (context %p, params %p, comm_p %p)",
+                           (const void *)ctx, (const void *)p, (void *)comm_p);
+    if (p->size < 1 || p->size > GLUCX_COMM_SIZE_MAX || p->rank < 0 || p->rank >= p->size)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "comm_create: rank %d / size %d out of range (1 <= size <= %d)",
+                           p->rank, p->size, GLUCX_COMM_SIZE_MAX);
+    if (p->store == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_create: rank %d: NULL store", p->rank);
+    if ((p->field_mask & GLUCX_COMM_PARAM_TIMEOUT) && p->timeout_ms <= 0)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_create: timeout_ms %" PRId64 " <= 0",
+                           p->timeout_ms);
+    if ((p->field_mask & GLUCX_COMM_PARAM_NAME) &&
+        (p->name == NULL || p->name[0] == '\0' || strlen(p->name) > 100))
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "comm_create: name must be 1..100 characters");
+    return GLUCX_OK;
+}
+
+/* Read every rank's record; check digests; fill hostids/addrs. */
+static glucx_status_t exchange(glucx_comm_t *comm, glucx_store_t *store, const char *digest,
+                               int64_t deadline_ns, record_t *recs)
+{
+    char key[200];
+    for (int r = 0; r < comm->size; r++) {
+        snprintf(key, sizeof(key), "%s/rank/%d", comm->name, r);
+        int64_t left_ms = (deadline_ns - glucx_now_ns()) / 1000000;
+        void *raw = NULL;
+        size_t len = 0;
+        glucx_status_t st = glucx_store_get(store, key, left_ms > 0 ? left_ms : 0, &raw, &len);
+        if (st == GLUCX_ERR_TIMEOUT)
+            return glucx_error(GLUCX_ERR_TIMEOUT,
+                               "comm_create '%s' on rank %d of %d: rank %d did not publish its "
+                               "address (store key '%s') within %" PRId64 " ms",
+                               comm->name, comm->rank, comm->size, r, key, comm->timeout_ms);
+        if (st != GLUCX_OK)
+            return glucx_error(st, "comm_create '%s' on rank %d: cannot read rank %d's record: %s",
+                               comm->name, comm->rank, r, glucx_error_text());
+        if (record_unpack(raw, len, &recs[r]) != 0) {
+            free(raw);
+            return glucx_error(GLUCX_ERR_MISMATCH,
+                               "comm_create '%s' on rank %d: rank %d's record (%zu bytes) is not "
+                               "a glucx %s record",
+                               comm->name, comm->rank, r, len, glucx_version());
+        }
+        if (strcmp(recs[r].digest, digest) != 0)
+            return glucx_error(GLUCX_ERR_MISMATCH,
+                               "comm_create '%s': rank %d runs with %s but rank %d runs with %s "
+                               "(glucx version, GLUCX_TUNE and GLUCX_CALIBRATION must be the same "
+                               "on every rank)",
+                               comm->name, r, recs[r].digest, comm->rank, digest);
+    }
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_comm_create(glucx_context_t *ctx, const glucx_comm_params_t *p,
+                                 glucx_comm_t **comm_p)
+{
+    glucx_status_t st = check_params(ctx, p, comm_p);
+    if (st != GLUCX_OK)
+        return st;
+    glucx_comm_t *comm = calloc(1, sizeof(*comm));
+    record_t *recs = calloc((size_t)p->size, sizeof(*recs));
+    const void **addrs = calloc((size_t)p->size, sizeof(*addrs));
+    size_t *lens = calloc((size_t)p->size, sizeof(*lens));
+    const char **hostids = calloc((size_t)p->size, sizeof(*hostids));
+    void *mine = NULL;
+    if (comm == NULL || recs == NULL || addrs == NULL || lens == NULL || hostids == NULL) {
+        st = glucx_error(GLUCX_ERR_NO_MEMORY, "comm_create: out of memory for %d ranks", p->size);
+        goto err;
+    }
+    comm->context = ctx;
+    comm->rank = p->rank;
+    comm->size = p->size;
+    comm->timeout_ms =
+        (p->field_mask & GLUCX_COMM_PARAM_TIMEOUT) ? p->timeout_ms : ctx->config.timeout_ms;
+    snprintf(comm->name, sizeof(comm->name), "%s",
+             (p->field_mask & GLUCX_COMM_PARAM_NAME) ? p->name : "glucx");
+    pthread_mutex_init(&comm->lock, NULL);
+    pthread_cond_init(&comm->queue_cond, NULL);
+    int64_t deadline = glucx_deadline_ns(comm->timeout_ms);
+
+    char hostid[256], digest[1300];
+    host_identity(hostid, sizeof(hostid));
+    st = settings_digest(ctx, hostid, digest, sizeof(digest));
+    if (st != GLUCX_OK)
+        goto err;
+
+    const void *addr;
+    size_t addr_len = 0, mine_len = 0;
+    st = glucx_tx_ucx_create(ctx->ucx, p->rank, p->size, &comm->tx, &addr, &addr_len);
+    if (st != GLUCX_OK)
+        goto err;
+    st = record_pack(digest, hostid, addr, addr_len, &mine, &mine_len);
+    if (st != GLUCX_OK)
+        goto err;
+    char key[200];
+    snprintf(key, sizeof(key), "%s/rank/%d", comm->name, p->rank);
+    st = glucx_store_set(p->store, key, mine, mine_len);
+    if (st != GLUCX_OK) {
+        st = glucx_error(st, "comm_create '%s' on rank %d: cannot publish key '%s': %s",
+                         comm->name, p->rank, key, glucx_error_text());
+        goto err;
+    }
+    st = exchange(comm, p->store, digest, deadline, recs);
+    if (st != GLUCX_OK)
+        goto err;
+    for (int r = 0; r < p->size; r++) {
+        addrs[r] = recs[r].addr;
+        lens[r] = recs[r].addr_len;
+        hostids[r] = recs[r].hostid;
+    }
+    st = glucx_topo_create(p->size, hostids, &comm->topo);
+    if (st != GLUCX_OK)
+        goto err;
+    st = glucx_tx_ucx_connect(comm->tx, addrs, lens, deadline);
+    if (st != GLUCX_OK)
+        goto err;
+    st = glucx_select_build(comm->topo, &ctx->tune, &comm->select);
+    if (st != GLUCX_OK)
+        goto err;
+    if (GLUCX_LOG_ON(GLUCX_LOG_INFO) && p->rank == 0) {
+        for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
+            char map[1024];
+            glucx_select_format(&comm->select, (glucx_coll_t)c, map, sizeof(map));
+            glucx_info("comm '%s' (%d ranks, %d packages): %s: %s", comm->name, comm->size,
+                       comm->topo->npackages, glucx_coll_name((glucx_coll_t)c), map);
+        }
+    }
+    for (int r = 0; r < p->size; r++)
+        free(recs[r].raw);
+    free(recs);
+    free(addrs);
+    free(lens);
+    free(hostids);
+    free(mine);
+    *comm_p = comm;
+    return GLUCX_OK;
+
+err:
+    if (recs != NULL)
+        for (int r = 0; r < p->size; r++)
+            free(recs[r].raw);
+    free(recs);
+    free(addrs);
+    free(lens);
+    free(hostids);
+    free(mine);
+    if (comm != NULL) {
+        if (comm->tx != NULL)
+            comm->tx->ops->destroy(comm->tx);
+        glucx_topo_destroy(comm->topo);
+        pthread_cond_destroy(&comm->queue_cond);
+        pthread_mutex_destroy(&comm->lock);
+        free(comm);
+    }
+    return st;
+}
+
+void glucx_comm_destroy(glucx_comm_t *comm)
+{
+    if (comm == NULL)
+        return;
+    glucx_comm_stop_thread(comm, GLUCX_ERR_ABORTED);
+    comm->tx->ops->destroy(comm->tx);
+    glucx_topo_destroy(comm->topo);
+    pthread_cond_destroy(&comm->queue_cond);
+    pthread_mutex_destroy(&comm->lock);
+    free(comm);
+}
+
+int glucx_comm_rank(const glucx_comm_t *comm)
+{
+    return comm == NULL ? -1 : comm->rank;
+}
+
+int glucx_comm_size(const glucx_comm_t *comm)
+{
+    return comm == NULL ? -1 : comm->size;
+}
+
+size_t glucx_comm_last_error(glucx_comm_t *comm, char *buf, size_t len)
+{
+    if (comm == NULL)
+        return 0;
+    pthread_mutex_lock(&comm->lock);
+    int n = snprintf(buf, buf == NULL ? 0 : len, "%s", comm->last_error);
+    pthread_mutex_unlock(&comm->lock);
+    return n < 0 ? 0 : (size_t)n;
+}
+
+glucx_status_t glucx_comm_peer_transport(glucx_comm_t *comm, int peer, char *buf, size_t len)
+{
+    if (comm == NULL || buf == NULL || len == 0 || peer < 0 || peer >= comm->size)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_peer_transport: peer %d out of range",
+                           peer);
+    comm->tx->ops->describe_peer(comm->tx, peer, buf, len);
+    return GLUCX_OK;
+}
+
+void glucx_comm_abort(glucx_comm_t *comm, const char *reason)
+{
+    if (comm == NULL)
+        return;
+    char text[400];
+    snprintf(text, sizeof(text), "communicator '%s' aborted on rank %d: %s", comm->name,
+             comm->rank, reason != NULL ? reason : "no reason given");
+    comm->tx->ops->fail(comm->tx, GLUCX_ERR_ABORTED, text);
+}
+
+const char *glucx_comm_algorithm(glucx_comm_t *comm, glucx_coll_t coll, size_t bytes)
+{
+    if (comm == NULL || (unsigned)coll >= GLUCX_COLL_COUNT)
+        return NULL;
+    const glucx_select_range_t *r = glucx_select_lookup(&comm->select, coll, bytes);
+    const glucx_coll_table_t *t = glucx_coll_tables[coll];
+    return (r->alg >= 0 && r->alg < t->count) ? t->algs[r->alg].name : NULL;
+}

@@ -1,0 +1,41 @@
+/* glucx_context_*: one UCX context and the configuration read from the environment. */
+#include <stdlib.h>
+
+#include "core/core.h"
+#include "util/error.h"
+
+glucx_status_t glucx_context_create(const glucx_context_params_t *params,
+                                    glucx_context_t **context_p)
+{
+    if (context_p == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "context_create: NULL context_p");
+    glucx_context_t *ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "context_create: out of memory");
+    glucx_status_t st = glucx_config_read(&ctx->config);
+    if (st != GLUCX_OK)
+        goto err_free;
+    st = glucx_tune_parse(ctx->config.tune, &ctx->tune);
+    if (st != GLUCX_OK)
+        goto err_free;
+    const char *net_devices = NULL;
+    if (params != NULL && (params->field_mask & GLUCX_CONTEXT_PARAM_NET_DEVICES))
+        net_devices = params->net_devices;
+    st = glucx_tx_ucx_context_create(net_devices, ctx->config.keepalive_ms, &ctx->ucx);
+    if (st != GLUCX_OK)
+        goto err_free;
+    *context_p = ctx;
+    return GLUCX_OK;
+
+err_free:
+    free(ctx);
+    return st;
+}
+
+void glucx_context_destroy(glucx_context_t *context)
+{
+    if (context == NULL)
+        return;
+    glucx_tx_ucx_context_destroy(context->ucx);
+    free(context);
+}

@@ -1,0 +1,69 @@
+/** Internal: the context, communicator and request objects behind the public handles. */
+#ifndef GLUCX_CORE_H
+#define GLUCX_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <glucx/glucx.h>
+
+#include "core/select.h"
+#include "topo/topo.h"
+#include "transport/tx.h"
+#include "transport/ucx.h"
+#include "util/config.h"
+
+struct glucx_context {
+    glucx_config_t config;
+    glucx_tune_t tune;
+    glucx_ucx_context_t *ucx;
+};
+
+typedef struct glucx_coll_job glucx_coll_job_t;
+
+struct glucx_comm {
+    glucx_context_t *context;
+    int rank;
+    int size;
+    int64_t timeout_ms;
+    glucx_tx_t *tx;
+    glucx_topo_t *topo;
+    glucx_select_t select;
+    atomic_uint coll_seq;      /**< next collective sequence number */
+    char name[128];
+
+    pthread_mutex_t lock;      /**< guards last_error and the collective thread's queue */
+    char last_error[1024];
+
+    /* collective thread for glucx_coll_start(), started on first use */
+    pthread_cond_t queue_cond;
+    glucx_coll_job_t *queue_head, *queue_tail;
+    int thread_started;
+    int thread_stop;
+    pthread_t thread;
+};
+
+typedef enum { GLUCX_REQ_P2P, GLUCX_REQ_COLL } glucx_req_kind_t;
+
+struct glucx_request {
+    glucx_req_kind_t kind;
+    glucx_comm_t *comm;
+    glucx_tx_req_t tx;          /**< P2P: the transport request */
+    /* COLL: completion signalled by the collective thread */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int coll_done;
+    glucx_status_t coll_status;
+    char error[512];
+};
+
+/** Record @p status with the thread's current last-error text as @p comm's last error. */
+glucx_status_t glucx_comm_record_error(glucx_comm_t *comm, glucx_status_t status);
+
+/** A new point-to-point request (NULL when out of memory). */
+glucx_request_t *glucx_request_alloc_p2p(glucx_comm_t *comm);
+
+/** Stop and join the collective thread, failing queued jobs with @p status. */
+void glucx_comm_stop_thread(glucx_comm_t *comm, glucx_status_t status);
+
+#endif

@@ -1,0 +1,269 @@
+/*
+ * Point-to-point operations and requests. User tags live in the point-to-point half of the wire
+ * tag space (bit 63 clear, bits 0-47); collectives use the other half, so the two never match.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/core.h"
+#include "util/error.h"
+#include "util/time.h"
+
+static glucx_status_t p2p_check(glucx_comm_t *comm, const void *buf, size_t bytes, uint64_t tag,
+                                glucx_request_t **request_p, const char *op)
+{
+    if (comm == NULL || request_p == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: NULL communicator or request_p", op);
+    if (buf == NULL && bytes > 0)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: NULL buffer of %zu bytes", op, bytes);
+    if (tag > GLUCX_TAG_MAX)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: tag %" PRIu64 " exceeds GLUCX_TAG_MAX (2^48-1)",
+                           op, tag);
+    if (bytes > (SIZE_MAX >> 2))
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: %zu bytes is too large", op, bytes);
+    glucx_status_t failed = glucx_tx_failure(comm->tx);
+    if (failed != GLUCX_OK)
+        return glucx_error(failed, "%s: communicator '%s' failed earlier: %s", op, comm->name,
+                           comm->tx->failure);
+    return GLUCX_OK;
+}
+
+static glucx_status_t check_peer(glucx_comm_t *comm, int peer, const char *op)
+{
+    if (peer < 0 || peer >= comm->size)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: peer %d out of range [0, %d)", op, peer,
+                           comm->size);
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, int peer,
+                           uint64_t tag, glucx_request_t **request_p)
+{
+    glucx_status_t st = p2p_check(comm, buf, bytes, tag, request_p, "isend");
+    if (st == GLUCX_OK)
+        st = check_peer(comm, peer, "isend");
+    if (st != GLUCX_OK)
+        return glucx_comm_record_error(comm, st);
+    glucx_request_t *req = glucx_request_alloc_p2p(comm);
+    if (req == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "isend: out of memory");
+    st = comm->tx->ops->isend(comm->tx, peer, tag, buf, bytes, &req->tx);
+    if (st != GLUCX_OK) {
+        free(req);
+        return glucx_comm_record_error(
+            comm, glucx_error(st, "isend of %zu bytes to rank %d (tag %" PRIu64 "): %s", bytes,
+                              peer, tag, glucx_error_text()));
+    }
+    *request_p = req;
+    return GLUCX_OK;
+}
+
+static glucx_status_t post_recv(glucx_comm_t *comm, void *buf, size_t bytes, const int *peers,
+                                int npeers, uint64_t tag, glucx_request_t **request_p,
+                                const char *op)
+{
+    glucx_request_t *req = glucx_request_alloc_p2p(comm);
+    if (req == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "%s: out of memory", op);
+    glucx_status_t st = comm->tx->ops->irecv(comm->tx, peers, npeers, tag, 0, buf, bytes, &req->tx);
+    if (st != GLUCX_OK) {
+        free(req);
+        return glucx_comm_record_error(
+            comm, glucx_error(st, "%s of %zu bytes (tag %" PRIu64 "): %s", op, bytes, tag,
+                              glucx_error_text()));
+    }
+    *request_p = req;
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_irecv(glucx_comm_t *comm, void *buf, size_t bytes, int peer, uint64_t tag,
+                           glucx_request_t **request_p)
+{
+    glucx_status_t st = p2p_check(comm, buf, bytes, tag, request_p, "irecv");
+    if (st == GLUCX_OK)
+        st = check_peer(comm, peer, "irecv");
+    if (st != GLUCX_OK)
+        return glucx_comm_record_error(comm, st);
+    return post_recv(comm, buf, bytes, &peer, 1, tag, request_p, "irecv");
+}
+
+glucx_status_t glucx_irecv_any(glucx_comm_t *comm, void *buf, size_t bytes, const int *peers,
+                               int npeers, uint64_t tag, glucx_request_t **request_p)
+{
+    glucx_status_t st = p2p_check(comm, buf, bytes, tag, request_p, "irecv_any");
+    if (st != GLUCX_OK)
+        return glucx_comm_record_error(comm, st);
+    if (peers == NULL || npeers < 1)
+        return glucx_comm_record_error(
+            comm, glucx_error(GLUCX_ERR_INVALID_ARG, "irecv_any: empty peer set (%d peers)",
+                              npeers));
+    for (int i = 0; i < npeers; i++)
+        if ((st = check_peer(comm, peers[i], "irecv_any")) != GLUCX_OK)
+            return glucx_comm_record_error(comm, st);
+    return post_recv(comm, buf, bytes, peers, npeers, tag, request_p, "irecv_any");
+}
+
+/* Final status of a completed p2p request, with the message recorded for the caller. */
+static glucx_status_t p2p_result(glucx_request_t *req)
+{
+    glucx_tx_req_t *t = &req->tx;
+    if (t->status == GLUCX_OK)
+        return GLUCX_OK;
+    glucx_comm_t *comm = req->comm;
+    if (t->status == GLUCX_ERR_TRUNCATED)
+        return glucx_comm_record_error(
+            comm, glucx_error(t->status,
+                              "irecv on rank %d: rank %d sent more than the %zu bytes posted "
+                              "(tag %" PRIu64 ")",
+                              comm->rank, t->peer, t->posted, t->tag & GLUCX_TAG_MAX));
+    return glucx_comm_record_error(
+        comm, glucx_error(t->status, "%s of %zu bytes %s rank %d on rank %d: %s",
+                          t->is_recv ? "receive" : "send", t->posted, t->is_recv ? "from" : "to",
+                          t->peer, comm->rank,
+                          comm->tx->failure[0] ? comm->tx->failure
+                                               : glucx_status_string(t->status)));
+}
+
+glucx_status_t glucx_request_test(glucx_request_t *req)
+{
+    if (req == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "request_test: NULL request");
+    if (req->kind == GLUCX_REQ_COLL) {
+        pthread_mutex_lock(&req->lock);
+        glucx_status_t st = req->coll_done ? req->coll_status : GLUCX_INPROGRESS;
+        if (req->coll_done && st != GLUCX_OK)
+            glucx_error(st, "%s", req->error);
+        pthread_mutex_unlock(&req->lock);
+        return st;
+    }
+    if (!glucx_tx_req_done(&req->tx))
+        req->comm->tx->ops->progress(req->comm->tx);
+    if (!glucx_tx_req_done(&req->tx))
+        return GLUCX_INPROGRESS;
+    return p2p_result(req);
+}
+
+static glucx_status_t coll_wait(glucx_request_t *req, int64_t deadline)
+{
+    struct timespec ts;
+    pthread_mutex_lock(&req->lock);
+    while (!req->coll_done) {
+        if (deadline == GLUCX_NO_DEADLINE) {
+            pthread_cond_wait(&req->cond, &req->lock);
+            continue;
+        }
+        /* the condition variable uses CLOCK_REALTIME: convert the remaining time */
+        int64_t left = deadline - glucx_now_ns();
+        if (left <= 0)
+            break;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t abs_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + left;
+        ts.tv_sec = abs_ns / 1000000000;
+        ts.tv_nsec = abs_ns % 1000000000;
+        pthread_cond_timedwait(&req->cond, &req->lock, &ts);
+    }
+    int done = req->coll_done;
+    glucx_status_t st = req->coll_status;
+    if (done && st != GLUCX_OK)
+        glucx_error(st, "%s", req->error);
+    pthread_mutex_unlock(&req->lock);
+    if (done)
+        return st;
+    glucx_comm_t *comm = req->comm;
+    char text[200];
+    snprintf(text, sizeof(text), "wait for a started collective timed out on rank %d",
+             comm->rank);
+    comm->tx->ops->fail(comm->tx, GLUCX_ERR_TIMEOUT, text);
+    return glucx_comm_record_error(comm, glucx_error(GLUCX_ERR_TIMEOUT, "%s", text));
+}
+
+glucx_status_t glucx_request_wait(glucx_request_t *req, int64_t timeout_ms)
+{
+    if (req == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "request_wait: NULL request");
+    glucx_comm_t *comm = req->comm;
+    int64_t deadline = glucx_deadline_ns(timeout_ms < 0 ? comm->timeout_ms : timeout_ms);
+    if (req->kind == GLUCX_REQ_COLL)
+        return coll_wait(req, deadline);
+    glucx_tx_req_t *one = &req->tx;
+    glucx_status_t st = comm->tx->ops->wait(comm->tx, &one, 1, deadline);
+    if (st == GLUCX_ERR_TIMEOUT) {
+        char text[300];
+        snprintf(text, sizeof(text),
+                 "%s of %zu bytes %s rank %d (tag %" PRIu64 ") timed out after %" PRId64
+                 " ms on rank %d",
+                 one->is_recv ? "receive" : "send", one->posted, one->is_recv ? "from" : "to",
+                 one->peer, (uint64_t)(one->tag & GLUCX_TAG_MAX),
+                 timeout_ms < 0 ? comm->timeout_ms : timeout_ms, comm->rank);
+        /* Gloo semantics: a timed-out operation fails the communicator */
+        comm->tx->ops->fail(comm->tx, GLUCX_ERR_TIMEOUT, text);
+        return glucx_comm_record_error(comm, glucx_error(GLUCX_ERR_TIMEOUT, "%s", text));
+    }
+    if (!glucx_tx_req_done(one))
+        return glucx_comm_record_error(
+            comm, glucx_error(st, "wait on rank %d: %s", comm->rank, comm->tx->failure));
+    return p2p_result(req);
+}
+
+glucx_status_t glucx_request_cancel(glucx_request_t *req)
+{
+    if (req == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "request_cancel: NULL request");
+    if (req->kind == GLUCX_REQ_P2P && req->tx.is_recv && !glucx_tx_req_done(&req->tx))
+        req->comm->tx->ops->cancel(req->comm->tx, &req->tx);
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_request_info(glucx_request_t *req, int *peer_p, size_t *bytes_p)
+{
+    if (req == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "request_info: NULL request");
+    if (req->kind == GLUCX_REQ_COLL) {
+        pthread_mutex_lock(&req->lock);
+        int done = req->coll_done;
+        pthread_mutex_unlock(&req->lock);
+        if (!done)
+            return GLUCX_INPROGRESS;
+        if (peer_p != NULL)
+            *peer_p = -1;
+        if (bytes_p != NULL)
+            *bytes_p = 0;
+        return GLUCX_OK;
+    }
+    if (!glucx_tx_req_done(&req->tx))
+        return GLUCX_INPROGRESS;
+    if (peer_p != NULL)
+        *peer_p = req->tx.peer;
+    if (bytes_p != NULL)
+        *bytes_p = req->tx.bytes;
+    return GLUCX_OK;
+}
+
+void glucx_request_free(glucx_request_t *req)
+{
+    if (req == NULL)
+        return;
+    if (req->kind == GLUCX_REQ_COLL) {
+        /* the collective thread still references it until completion */
+        pthread_mutex_lock(&req->lock);
+        while (!req->coll_done)
+            pthread_cond_wait(&req->cond, &req->lock);
+        pthread_mutex_unlock(&req->lock);
+    } else if (!glucx_tx_req_done(&req->tx)) {
+        glucx_comm_t *comm = req->comm;
+        if (req->tx.is_recv)
+            comm->tx->ops->cancel(comm->tx, &req->tx);
+        glucx_tx_req_t *one = &req->tx;
+        if (comm->tx->ops->wait(comm->tx, &one, 1, glucx_deadline_ns(comm->timeout_ms)) !=
+                GLUCX_OK &&
+            !glucx_tx_req_done(one)) {
+            /* never leave the transport a pointer into freed memory */
+            comm->tx->ops->fail(comm->tx, GLUCX_ERR_TIMEOUT,
+                                "request freed while its transfer could not complete");
+        }
+    }
+    pthread_cond_destroy(&req->cond);
+    pthread_mutex_destroy(&req->lock);
+    free(req);
+}

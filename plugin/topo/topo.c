@@ -1,0 +1,186 @@
+/* Minimal topology: packages from host identity, link classes with nominal alpha-beta costs. */
+#include "topo/topo.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+/* Defaults, measured on the development machines (2 cores, UCX 1.13 shared memory; TCP numbers
+ * are typical of 10 GbE). A calibration file from `glucx-bench --calibrate` replaces them. */
+static const glucx_link_cost_t default_cost[GLUCX_LINK_CLASS_COUNT] = {
+    [GLUCX_LINK_SELF] = {.alpha_ns = 50.0, .beta_ns_per_byte = 0.1},
+    [GLUCX_LINK_INTRA] = {.alpha_ns = 1500.0, .beta_ns_per_byte = 0.2},
+    [GLUCX_LINK_INTER] = {.alpha_ns = 20000.0, .beta_ns_per_byte = 0.8},
+};
+static const double default_gamma_ns_per_byte = 0.1;
+static const double default_copy_ns_per_byte = 0.1;
+
+static glucx_topo_t *topo_alloc(int size)
+{
+    glucx_topo_t *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return NULL;
+    t->package_of = calloc((size_t)size, sizeof(int));
+    if (t->package_of == NULL) {
+        free(t);
+        return NULL;
+    }
+    t->size = size;
+    memcpy(t->cost, default_cost, sizeof(default_cost));
+    t->gamma_ns_per_byte = default_gamma_ns_per_byte;
+    t->copy_ns_per_byte = default_copy_ns_per_byte;
+    return t;
+}
+
+glucx_status_t glucx_topo_create(int size, const char *const *hostids, glucx_topo_t **topo_p)
+{
+    if (size < 1 || hostids == NULL || topo_p == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "topology: invalid arguments (size %d)", size);
+    glucx_topo_t *t = topo_alloc(size);
+    if (t == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "topology: cannot allocate for %d ranks", size);
+    /* packages numbered in order of first appearance; O(size^2) is fine at creation */
+    for (int r = 0; r < size; r++) {
+        t->package_of[r] = -1;
+        for (int q = 0; q < r; q++) {
+            if (strcmp(hostids[q], hostids[r]) == 0) {
+                t->package_of[r] = t->package_of[q];
+                break;
+            }
+        }
+        if (t->package_of[r] < 0)
+            t->package_of[r] = t->npackages++;
+    }
+    const char *cal = getenv("GLUCX_CALIBRATION");
+    if (cal != NULL && cal[0] != '\0') {
+        glucx_status_t st = glucx_topo_calibration_load(t, cal);
+        if (st != GLUCX_OK) {
+            glucx_topo_destroy(t);
+            return st;
+        }
+    }
+    *topo_p = t;
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_topo_create_uniform(int size, int npackages, glucx_topo_t **topo_p)
+{
+    if (size < 1 || npackages < 1 || npackages > size || topo_p == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "topology: %d ranks in %d packages", size,
+                           npackages);
+    glucx_topo_t *t = topo_alloc(size);
+    if (t == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "topology: cannot allocate for %d ranks", size);
+    t->npackages = npackages;
+    for (int r = 0; r < size; r++)
+        t->package_of[r] = (int)((long)r * npackages / size);
+    *topo_p = t;
+    return GLUCX_OK;
+}
+
+void glucx_topo_destroy(glucx_topo_t *topo)
+{
+    if (topo == NULL)
+        return;
+    free(topo->package_of);
+    free(topo);
+}
+
+glucx_link_cost_t glucx_topo_bottleneck(const glucx_topo_t *t)
+{
+    if (t->npackages > 1)
+        return t->cost[GLUCX_LINK_INTER];
+    if (t->size > 1)
+        return t->cost[GLUCX_LINK_INTRA];
+    return t->cost[GLUCX_LINK_SELF];
+}
+
+static const char *const class_key[GLUCX_LINK_CLASS_COUNT] = {"self", "intra", "inter"};
+
+glucx_status_t glucx_topo_calibration_save(const glucx_topo_t *t, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "calibration: cannot write %s: %s", path,
+                           strerror(errno));
+    fprintf(f, "# glucx link-class calibration (glucx-bench --calibrate)\n");
+    for (int c = 0; c < GLUCX_LINK_CLASS_COUNT; c++) {
+        fprintf(f, "%s.alpha_ns %.6g\n", class_key[c], t->cost[c].alpha_ns);
+        fprintf(f, "%s.beta_ns_per_byte %.6g\n", class_key[c], t->cost[c].beta_ns_per_byte);
+    }
+    fprintf(f, "gamma_ns_per_byte %.6g\n", t->gamma_ns_per_byte);
+    fprintf(f, "copy_ns_per_byte %.6g\n", t->copy_ns_per_byte);
+    if (fclose(f) != 0)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "calibration: cannot write %s: %s", path,
+                           strerror(errno));
+    return GLUCX_OK;
+}
+
+static double *calibration_field(glucx_topo_t *t, const char *key)
+{
+    if (strcmp(key, "gamma_ns_per_byte") == 0)
+        return &t->gamma_ns_per_byte;
+    if (strcmp(key, "copy_ns_per_byte") == 0)
+        return &t->copy_ns_per_byte;
+    for (int c = 0; c < GLUCX_LINK_CLASS_COUNT; c++) {
+        size_t n = strlen(class_key[c]);
+        if (strncmp(key, class_key[c], n) != 0 || key[n] != '.')
+            continue;
+        if (strcmp(key + n + 1, "alpha_ns") == 0)
+            return &t->cost[c].alpha_ns;
+        if (strcmp(key + n + 1, "beta_ns_per_byte") == 0)
+            return &t->cost[c].beta_ns_per_byte;
+    }
+    return NULL;
+}
+
+glucx_status_t glucx_topo_calibration_load(glucx_topo_t *t, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "calibration: cannot read %s: %s", path,
+                           strerror(errno));
+    char line[256];
+    int lineno = 0;
+    glucx_status_t st = GLUCX_OK;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        lineno++;
+        char key[128];
+        double value;
+        char *p = line + strspn(line, " \t");
+        if (*p == '#' || *p == '\n' || *p == '\0')
+            continue;
+        double *field = NULL;
+        if (sscanf(p, "%127s %lf", key, &value) != 2 || !isfinite(value) || value < 0 ||
+            (field = calibration_field(t, key)) == NULL) {
+            st = glucx_error(GLUCX_ERR_INVALID_ARG,
+                             "calibration: %s line %d: expected '<key> <non-negative number>' "
+                             "with a known key, got: %.*s",
+                             path, lineno, (int)strcspn(p, "\n"), p);
+            break;
+        }
+        *field = value;
+    }
+    fclose(f);
+    return st;
+}
+
+uint64_t glucx_topo_digest(const glucx_topo_t *t)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+#define MIX_(ptr, len)                                                                     \
+    do {                                                                                   \
+        const unsigned char *p_ = (const unsigned char *)(ptr);                            \
+        for (size_t i_ = 0; i_ < (len); i_++)                                              \
+            h = (h ^ p_[i_]) * UINT64_C(0x100000001b3);                                    \
+    } while (0)
+    MIX_(&t->size, sizeof(t->size));
+    MIX_(t->package_of, sizeof(int) * (size_t)t->size);
+    MIX_(t->cost, sizeof(t->cost));
+#undef MIX_
+    return h;
+}

@@ -1,0 +1,128 @@
+#include "util/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/error.h"
+
+extern char **environ;
+
+static const glucx_config_var_t vars[] = {
+#define GLUCX_CONFIG_ROW_(name, def, desc) {#name, def, desc},
+    GLUCX_CONFIG_MAP(GLUCX_CONFIG_ROW_)
+#undef GLUCX_CONFIG_ROW_
+};
+
+const glucx_config_var_t *glucx_config_vars(int *count_p)
+{
+    *count_p = (int)(sizeof(vars) / sizeof(vars[0]));
+    return vars;
+}
+
+static const char *get(const char *name)
+{
+    const char *v = getenv(name);
+    if (v != NULL)
+        return v;
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        if (strcmp(vars[i].name, name) == 0)
+            return vars[i].default_value;
+    return "";
+}
+
+static glucx_status_t parse_ms(const char *name, int64_t min, int64_t *out)
+{
+    const char *v = get(name);
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || x < min)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "%s=%s: expected an integer number of milliseconds >= %lld", name, v,
+                           (long long)min);
+    *out = x;
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_config_parse_size(const char *text, size_t *bytes_p)
+{
+    if (text == NULL || *text == '\0')
+        return GLUCX_ERR_INVALID_ARG;
+    if (strcasecmp(text, "inf") == 0) {
+        *bytes_p = SIZE_MAX;
+        return GLUCX_OK;
+    }
+    if (!isdigit((unsigned char)text[0]))
+        return GLUCX_ERR_INVALID_ARG;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(text, &end, 10);
+    if (errno != 0)
+        return GLUCX_ERR_INVALID_ARG;
+    unsigned shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case '\0':
+        break;
+    case 'K':
+        shift = 10;
+        break;
+    case 'M':
+        shift = 20;
+        break;
+    case 'G':
+        shift = 30;
+        break;
+    default:
+        return GLUCX_ERR_INVALID_ARG;
+    }
+    if (shift != 0) {
+        end++;
+        if (toupper((unsigned char)*end) == 'B' || toupper((unsigned char)*end) == 'I')
+            end += (toupper((unsigned char)*end) == 'I' && toupper((unsigned char)end[1]) == 'B')
+                       ? 2
+                       : 1;
+    }
+    if (*end != '\0' || x > (SIZE_MAX >> shift))
+        return GLUCX_ERR_INVALID_ARG;
+    *bytes_p = (size_t)(x << shift);
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_config_read(glucx_config_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    glucx_status_t st = parse_ms("GLUCX_TIMEOUT_MS", 1, &c->timeout_ms);
+    if (st != GLUCX_OK)
+        return st;
+    st = parse_ms("GLUCX_KEEPALIVE_MS", 10, &c->keepalive_ms);
+    if (st != GLUCX_OK)
+        return st;
+    const char *tune = get("GLUCX_TUNE");
+    if (strlen(tune) >= sizeof(c->tune))
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "GLUCX_TUNE is longer than %zu characters",
+                           sizeof(c->tune) - 1);
+    strcpy(c->tune, tune);
+    const char *cal = get("GLUCX_CALIBRATION");
+    if (strlen(cal) >= sizeof(c->calibration))
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "GLUCX_CALIBRATION path is too long");
+    strcpy(c->calibration, cal);
+
+    for (char **e = environ; e != NULL && *e != NULL; e++) {
+        if (strncmp(*e, "GLUCX_", 6) != 0)
+            continue;
+        size_t n = strcspn(*e, "=");
+        int known = 0;
+        for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+            if (strlen(vars[i].name) == n && strncmp(vars[i].name, *e, n) == 0)
+                known = 1;
+        if (!known)
+            glucx_warn("unknown variable %.*s is ignored (glucx-info lists the known ones)",
+                       (int)n, *e);
+    }
+    return GLUCX_OK;
+}

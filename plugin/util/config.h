@@ -1,0 +1,54 @@
+/**
+ * Internal: the GLUCX_* environment variables, read once per context (glucx_config_*).
+ * glucx-info lists this same table, so the documentation cannot drift from what is read.
+ */
+#ifndef GLUCX_UTIL_CONFIG_H
+#define GLUCX_UTIL_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <glucx/status.h>
+
+/* X(NAME, default, description) */
+#define GLUCX_CONFIG_MAP(X)                                                                \
+    X(GLUCX_LOG_LEVEL, "warn", "log level: error, warn, info, debug, trace")              \
+    X(GLUCX_TIMEOUT_MS, "300000",                                                          \
+      "default timeout of communicator creation and of every operation, milliseconds")    \
+    X(GLUCX_KEEPALIVE_MS, "1000",                                                          \
+      "UCX keepalive interval used to detect dead peers, milliseconds")                    \
+    X(GLUCX_TUNE, "",                                                                      \
+      "algorithm selection overrides: COLL[,COLL]:[LO-HI:]ALG entries joined by '#', "    \
+      "e.g. allreduce:0-4K:recursive_doubling#allreduce:4K-inf:ring")                      \
+    X(GLUCX_STORE, "", "rendezvous store for standalone programs: file:DIR or redis://HOST:PORT") \
+    X(GLUCX_CALIBRATION, "", "link-cost calibration file written by glucx-bench --calibrate") \
+    X(GLUCX_HOSTID, "",                                                                    \
+      "host identity used to group ranks into packages (default: hostname + boot id)")
+
+typedef struct glucx_config {
+    int64_t timeout_ms;
+    int64_t keepalive_ms;
+    char tune[1024];
+    char calibration[512];
+} glucx_config_t;
+
+/** One documented variable. */
+typedef struct glucx_config_var {
+    const char *name;
+    const char *default_value;
+    const char *description;
+} glucx_config_var_t;
+
+/** The table of every GLUCX_* variable; *count_p receives its length. */
+const glucx_config_var_t *glucx_config_vars(int *count_p);
+
+/**
+ * Read the environment into @p config and warn (once per call) about GLUCX_* variables that are
+ * not in the table. @return GLUCX_OK or GLUCX_ERR_INVALID_ARG naming a malformed variable.
+ */
+glucx_status_t glucx_config_read(glucx_config_t *config);
+
+/** Parse a size such as "4096", "4K", "16M", "1G" (binary units) or "inf" (SIZE_MAX). */
+glucx_status_t glucx_config_parse_size(const char *text, size_t *bytes_p);
+
+#endif

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Install the Debian packages glucx needs, idempotently: only missing packages are installed,
+# and `apt-get update` runs only when something is missing.
+#
+# usage: scripts/install-deps.sh [GROUP...]    groups: build (default), test, bench, all
+set -euo pipefail
+
+build_pkgs=(gcc g++ make cmake pkg-config libucx-dev ucx-utils libhiredis-dev)
+test_pkgs=(libcmocka-dev redis-server valgrind)
+bench_pkgs=(openmpi-bin libopenmpi-dev python3-torch python3-numpy)
+
+groups=("$@")
+[ ${#groups[@]} -eq 0 ] && groups=(build)
+want=()
+for g in "${groups[@]}"; do
+  case "$g" in
+    build) want+=("${build_pkgs[@]}") ;;
+    test) want+=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+    bench) want+=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
+    all) want+=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+    *) echo "install-deps: unknown group '$g' (build, test, bench, all)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+# de-duplicate
+readarray -t missing < <(printf '%s\n' "${missing[@]}" | awk 'NF && !seen[$0]++')
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then sudo=(sudo); else
+    echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -q
+"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,183 @@
+/* Unit tests: GLUCX_TUNE parsing and the size-range -> algorithm selection map. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/select.h"
+
+static int alg(glucx_coll_t c, const char *name)
+{
+    const glucx_coll_table_t *t = glucx_coll_tables[c];
+    for (int i = 0; i < t->count; i++)
+        if (strcmp(t->algs[i].name, name) == 0)
+            return i;
+    fail_msg("%s has no algorithm %s", glucx_coll_name(c), name);
+    return -1;
+}
+
+static void test_tune_parse_valid(void **state)
+{
+    (void)state;
+    glucx_tune_t t;
+    assert_int_equal(glucx_tune_parse("", &t), GLUCX_OK);
+    assert_int_equal(t.count, 0);
+    assert_int_equal(glucx_tune_parse(NULL, &t), GLUCX_OK);
+    assert_int_equal(glucx_tune_parse("allreduce:0-4K:recursive_doubling#allreduce:4K-inf:ring", &t),
+                     GLUCX_OK);
+    assert_int_equal(t.count, 2);
+    assert_int_equal(t.entries[0].colls, 1u << GLUCX_COLL_ALLREDUCE);
+    assert_int_equal(t.entries[0].lo, 0);
+    assert_int_equal(t.entries[0].hi, 4096);
+    assert_string_equal(t.entries[0].alg_name, "recursive_doubling");
+    assert_int_equal(t.entries[1].lo, 4096);
+    assert_true(t.entries[1].hi == SIZE_MAX);
+    /* several collectives, no range, empty entries ignored */
+    assert_int_equal(glucx_tune_parse("#allgather,reduce_scatter:ring##", &t), GLUCX_OK);
+    assert_int_equal(t.count, 1);
+    assert_int_equal(t.entries[0].colls,
+                     (1u << GLUCX_COLL_ALLGATHER) | (1u << GLUCX_COLL_REDUCE_SCATTER));
+    assert_int_equal(t.entries[0].lo, 0);
+    assert_true(t.entries[0].hi == SIZE_MAX);
+}
+
+static void test_tune_parse_invalid(void **state)
+{
+    (void)state;
+    glucx_tune_t t;
+    struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"allreduce", "expected"},
+        {"allreduc:ring", "unknown collective 'allreduc'"},
+        {"allreduce:nosuch", "no algorithm 'nosuch'"},
+        {"allreduce:4K:ring", "not LO-HI"},
+        {"allreduce:8K-4K:ring", "bad range"},
+        {"allreduce:1X-4K:ring", "bad range"},
+        {"allreduce:0-4K:ring:extra", "expected"},
+        {"barrier,allreduce:ring", "barrier has no algorithm 'ring'"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(glucx_tune_parse(bad[i].text, &t), GLUCX_ERR_INVALID_ARG);
+        if (strstr(glucx_last_error(), bad[i].needle) == NULL)
+            fail_msg("'%s': message '%s' lacks '%s'", bad[i].text, glucx_last_error(),
+                     bad[i].needle);
+    }
+}
+
+/* The map covers every size exactly once and picks the cheapest algorithm where not tuned. */
+static void check_map(const glucx_topo_t *topo, const glucx_select_t *sel, glucx_coll_t c)
+{
+    int n = sel->nranges[c];
+    assert_true(n >= 1);
+    const glucx_select_range_t *r = sel->ranges[c];
+    assert_int_equal(r[0].lo, 0);
+    assert_true(r[n - 1].hi == SIZE_MAX);
+    for (int i = 1; i < n; i++)
+        assert_true(r[i].lo == r[i - 1].hi);
+    /* spot-check the argmin at powers of two (computed here from the cost functions) */
+    for (int k = 0; k < 34; k++) {
+        size_t bytes = (size_t)1 << k;
+        const glucx_select_range_t *hit = glucx_select_lookup(sel, c, bytes);
+        assert_true(bytes >= hit->lo && bytes < hit->hi);
+        if (hit->forced)
+            continue;
+        size_t probe = (size_t)((double)bytes * 1.41421356);
+        const glucx_coll_table_t *t = glucx_coll_tables[c];
+        double best = INFINITY;
+        int best_i = -1;
+        for (int i = 0; i < t->count; i++) {
+            double cost = t->algs[i].cost(topo, probe);
+            if (cost < best) {
+                best = cost;
+                best_i = i;
+            }
+        }
+        assert_int_equal(hit->alg, best_i);
+    }
+}
+
+static void test_map_from_costs(void **state)
+{
+    (void)state;
+    int sizes[] = {1, 2, 3, 4, 7, 8, 16};
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        glucx_topo_t *topo;
+        assert_int_equal(glucx_topo_create_uniform(sizes[s], 1, &topo), GLUCX_OK);
+        glucx_select_t sel;
+        assert_int_equal(glucx_select_build(topo, NULL, &sel), GLUCX_OK);
+        for (int c = 0; c < GLUCX_COLL_COUNT; c++)
+            check_map(topo, &sel, (glucx_coll_t)c);
+        glucx_topo_destroy(topo);
+    }
+}
+
+static void test_map_with_tune(void **state)
+{
+    (void)state;
+    glucx_topo_t *topo;
+    assert_int_equal(glucx_topo_create_uniform(4, 1, &topo), GLUCX_OK);
+    glucx_select_t base, sel;
+    glucx_tune_t tune;
+    assert_int_equal(glucx_select_build(topo, NULL, &base), GLUCX_OK);
+    assert_int_equal(glucx_tune_parse("allreduce:1K-1M:ring#allreduce:4K-8K:rabenseifner", &tune),
+                     GLUCX_OK);
+    assert_int_equal(glucx_select_build(topo, &tune, &sel), GLUCX_OK);
+    check_map(topo, &sel, GLUCX_COLL_ALLREDUCE);
+    const int ring = alg(GLUCX_COLL_ALLREDUCE, "ring");
+    const int rab = alg(GLUCX_COLL_ALLREDUCE, "rabenseifner");
+    struct {
+        size_t bytes;
+        int expect; /* -1: as in the untuned map */
+    } cases[] = {{0, -1},    {1023, -1},         {1024, ring}, {4095, ring}, {4096, rab},
+                 {8191, rab}, {8192, ring},      {(1u << 20) - 1, ring},     {1u << 20, -1},
+                 {SIZE_MAX - 1, -1}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const glucx_select_range_t *r = glucx_select_lookup(&sel, GLUCX_COLL_ALLREDUCE,
+                                                            cases[i].bytes);
+        int expect = cases[i].expect >= 0
+                         ? cases[i].expect
+                         : glucx_select_lookup(&base, GLUCX_COLL_ALLREDUCE, cases[i].bytes)->alg;
+        if (r->alg != expect)
+            fail_msg("%zu bytes: algorithm %d, expected %d", cases[i].bytes, r->alg, expect);
+        assert_int_equal(r->forced, cases[i].expect >= 0);
+    }
+    /* other collectives untouched */
+    assert_memory_equal(sel.ranges[GLUCX_COLL_ALLGATHER], base.ranges[GLUCX_COLL_ALLGATHER],
+                        sizeof(glucx_select_range_t) * (size_t)base.nranges[GLUCX_COLL_ALLGATHER]);
+    char text[512];
+    glucx_select_format(&sel, GLUCX_COLL_ALLREDUCE, text, sizeof(text));
+    assert_non_null(strstr(text, "1K-4K:ring(tuned)"));
+    assert_non_null(strstr(text, "4K-8K:rabenseifner(tuned)"));
+    glucx_topo_destroy(topo);
+}
+
+static void test_by_cost_order(void **state)
+{
+    (void)state;
+    glucx_topo_t *topo;
+    assert_int_equal(glucx_topo_create_uniform(8, 1, &topo), GLUCX_OK);
+    for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
+        int order[64];
+        int n = glucx_select_by_cost(topo, (glucx_coll_t)c, 1 << 20, order, 64);
+        assert_true(n >= 1);
+        for (int i = 1; i < n; i++)
+            assert_true(glucx_coll_tables[c]->algs[order[i - 1]].cost(topo, 1 << 20) <=
+                        glucx_coll_tables[c]->algs[order[i]].cost(topo, 1 << 20));
+    }
+    glucx_topo_destroy(topo);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tune_parse_valid),   cmocka_unit_test(test_tune_parse_invalid),
+        cmocka_unit_test(test_map_from_costs),     cmocka_unit_test(test_map_with_tune),
+        cmocka_unit_test(test_by_cost_order),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,88 @@
+/* Unit tests: GLUCX_* environment parsing and size strings. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util/config.h"
+
+static void test_parse_size(void **state)
+{
+    (void)state;
+    size_t v;
+    assert_int_equal(glucx_config_parse_size("0", &v), GLUCX_OK);
+    assert_int_equal(v, 0);
+    assert_int_equal(glucx_config_parse_size("4096", &v), GLUCX_OK);
+    assert_int_equal(v, 4096);
+    assert_int_equal(glucx_config_parse_size("4K", &v), GLUCX_OK);
+    assert_int_equal(v, 4096);
+    assert_int_equal(glucx_config_parse_size("16m", &v), GLUCX_OK);
+    assert_int_equal(v, 16u << 20);
+    assert_int_equal(glucx_config_parse_size("2G", &v), GLUCX_OK);
+    assert_int_equal(v, (size_t)2 << 30);
+    assert_int_equal(glucx_config_parse_size("1KiB", &v), GLUCX_OK);
+    assert_int_equal(v, 1024);
+    assert_int_equal(glucx_config_parse_size("inf", &v), GLUCX_OK);
+    assert_true(v == SIZE_MAX);
+    const char *bad[] = {"", "-1", "K", "4X", "4KK", "1.5M", " 4", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(glucx_config_parse_size(bad[i], &v), GLUCX_ERR_INVALID_ARG);
+}
+
+static void test_defaults_and_values(void **state)
+{
+    (void)state;
+    unsetenv("GLUCX_TIMEOUT_MS");
+    unsetenv("GLUCX_KEEPALIVE_MS");
+    unsetenv("GLUCX_TUNE");
+    glucx_config_t c;
+    assert_int_equal(glucx_config_read(&c), GLUCX_OK);
+    assert_int_equal(c.timeout_ms, 300000);
+    assert_int_equal(c.keepalive_ms, 1000);
+    assert_string_equal(c.tune, "");
+
+    setenv("GLUCX_TIMEOUT_MS", "1234", 1);
+    setenv("GLUCX_TUNE", "allreduce:ring", 1);
+    assert_int_equal(glucx_config_read(&c), GLUCX_OK);
+    assert_int_equal(c.timeout_ms, 1234);
+    assert_string_equal(c.tune, "allreduce:ring");
+
+    const char *bad[] = {"abc", "0", "-5", "12ms", ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("GLUCX_TIMEOUT_MS", bad[i], 1);
+        assert_int_equal(glucx_config_read(&c), GLUCX_ERR_INVALID_ARG);
+        assert_non_null(strstr(glucx_last_error(), "GLUCX_TIMEOUT_MS"));
+    }
+    unsetenv("GLUCX_TIMEOUT_MS");
+    unsetenv("GLUCX_TUNE");
+}
+
+static void test_table_lists_every_read_variable(void **state)
+{
+    (void)state;
+    int n;
+    const glucx_config_var_t *vars = glucx_config_vars(&n);
+    const char *must[] = {"GLUCX_LOG_LEVEL", "GLUCX_TIMEOUT_MS", "GLUCX_KEEPALIVE_MS",
+                          "GLUCX_TUNE",      "GLUCX_STORE",      "GLUCX_CALIBRATION",
+                          "GLUCX_HOSTID"};
+    for (size_t i = 0; i < sizeof(must) / sizeof(must[0]); i++) {
+        int found = 0;
+        for (int j = 0; j < n; j++)
+            found |= strcmp(vars[j].name, must[i]) == 0 && vars[j].description[0] != '\0';
+        assert_true(found);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_defaults_and_values),
+        cmocka_unit_test(test_table_lists_every_read_variable),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
