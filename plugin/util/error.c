@@ -10,10 +10,13 @@ static _Thread_local char last_error[1024];
 
 glucx_status_t glucx_error(glucx_status_t status, const char *fmt, ...)
 {
+    /* format into a local buffer first: callers often pass glucx_error_text() as an argument */
+    char text[sizeof(last_error)];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
+    memcpy(last_error, text, sizeof(text));
     glucx_debug("error %s: %s", glucx_status_string(status), last_error);
     return status;
 }
