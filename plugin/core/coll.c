@@ -152,6 +152,7 @@ static void *coll_thread(void *arg)
         comm->queue_head = job->next;
         if (comm->queue_head == NULL)
             comm->queue_tail = NULL;
+        comm->thread_busy = 1;
         pthread_mutex_unlock(&comm->lock);
 
         glucx_status_t st =
@@ -161,6 +162,7 @@ static void *coll_thread(void *arg)
         request_complete(job->req, st);
         free(job);
         pthread_mutex_lock(&comm->lock);
+        comm->thread_busy = 0;
     }
     pthread_mutex_unlock(&comm->lock);
     return NULL;
@@ -170,6 +172,7 @@ void glucx_comm_stop_thread(glucx_comm_t *comm, glucx_status_t status)
 {
     pthread_mutex_lock(&comm->lock);
     int started = comm->thread_started;
+    int busy = comm->thread_busy;
     comm->thread_stop = 1;
     /* queued jobs that have not started fail now; the running one ends with the transport */
     glucx_coll_job_t *job = comm->queue_head;
@@ -186,7 +189,9 @@ void glucx_comm_stop_thread(glucx_comm_t *comm, glucx_status_t status)
     }
     if (started) {
         /* a running collective ends when the transport fails */
-        comm->tx->ops->fail(comm->tx, status, "communicator destroyed");
+        if (busy)
+            comm->tx->ops->fail(comm->tx, status,
+                                "communicator destroyed while a started collective was running");
         pthread_join(comm->thread, NULL);
         comm->thread_started = 0;
     }

@@ -40,6 +40,7 @@ struct glucx_comm {
     glucx_coll_job_t *queue_head, *queue_tail;
     int thread_started;
     int thread_stop;
+    int thread_busy;           /**< the collective thread is running a job */
     pthread_t thread;
 };
 

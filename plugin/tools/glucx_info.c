@@ -12,11 +12,11 @@
 #include <string.h>
 
 #include <glucx/glucx.h>
-#include <ucp/api/ucp_version.h>
 
 #include "coll/coll.h"
 #include "common/local_ranks.h"
 #include "core/core.h"
+#include "transport/ucx_info.h"
 #include "util/config.h"
 
 static void usage(FILE *out)
@@ -31,7 +31,7 @@ static void usage(FILE *out)
 static void print_build(void)
 {
     printf("glucx %s\n", glucx_version());
-    printf("  build: %s, %s, UCX headers %d.%d\n",
+    printf("  build: %s, %s\n",
 #ifdef __OPTIMIZE__
            "optimized",
 #else
@@ -40,12 +40,12 @@ static void print_build(void)
 #if defined(__SANITIZE_ADDRESS__)
            "AddressSanitizer",
 #else
-           "no sanitizer",
+           "no sanitizer"
 #endif
-           UCP_API_MAJOR, UCP_API_MINOR);
-    unsigned maj, min, rel;
-    ucp_get_version(&maj, &min, &rel);
-    printf("  UCX library: %u.%u.%u\n", maj, min, rel);
+    );
+    char ucx[128];
+    glucx_tx_ucx_version(ucx, sizeof(ucx));
+    printf("  UCX: %s\n", ucx);
     printf("  tracing: not built yet (arrives with the tracing work)\n");
 }
 
