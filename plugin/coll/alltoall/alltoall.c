@@ -1,4 +1,15 @@
-/* alltoall: algorithm table (rows added by the collectives work). */
-#include "coll/coll.h"
+/* alltoall: algorithm table. */
+#include "coll/alltoall/alltoall.h"
 
-const glucx_coll_table_t glucx_alltoall_table = {NULL, 0};
+static const glucx_coll_alg_t algs[GLUCX_ALLTOALL_ALG_COUNT] = {
+    [GLUCX_ALLTOALL_PAIRWISE] = {"pairwise",
+                                 "n-1 steps, step k sends to rank+k and receives from rank-k; "
+                                 "for large blocks (Thakur, Rabenseifner & Gropp 2005)",
+                                 glucx_alltoall_pairwise_cost, glucx_alltoall_pairwise_run},
+    [GLUCX_ALLTOALL_BRUCK] = {"bruck",
+                              "ceil(log2 n) steps of about n/2 packed blocks; for small blocks "
+                              "(Bruck et al. 1997)",
+                              glucx_alltoall_bruck_cost, glucx_alltoall_bruck_run},
+};
+
+const glucx_coll_table_t glucx_alltoall_table = {algs, GLUCX_ALLTOALL_ALG_COUNT};

@@ -1,4 +1,12 @@
-/* barrier: algorithm table (rows added by the collectives work). */
-#include "coll/coll.h"
+/* barrier: algorithm table. */
+#include "coll/barrier/barrier.h"
 
-const glucx_coll_table_t glucx_barrier_table = {NULL, 0};
+static const glucx_coll_alg_t algs[GLUCX_BARRIER_ALG_COUNT] = {
+    [GLUCX_BARRIER_DISSEMINATION] = {"dissemination",
+                                     "ceil(log2 n) rounds of zero-byte messages to rank + 2^k "
+                                     "(Hensgen, Finkel & Manber 1988)",
+                                     glucx_barrier_dissemination_cost,
+                                     glucx_barrier_dissemination_run},
+};
+
+const glucx_coll_table_t glucx_barrier_table = {algs, GLUCX_BARRIER_ALG_COUNT};

@@ -1,4 +1,16 @@
-/* broadcast: algorithm table (rows added by the collectives work). */
-#include "coll/coll.h"
+/* broadcast: algorithm table. */
+#include "coll/broadcast/broadcast.h"
 
-const glucx_coll_table_t glucx_broadcast_table = {NULL, 0};
+static const glucx_coll_alg_t algs[GLUCX_BROADCAST_ALG_COUNT] = {
+    [GLUCX_BROADCAST_BINOMIAL] = {"binomial",
+                                  "binomial tree, whole message per edge; log2(n) steps "
+                                  "(Thakur, Rabenseifner & Gropp 2005)",
+                                  glucx_broadcast_binomial_cost, glucx_broadcast_binomial_run},
+    [GLUCX_BROADCAST_SCATTER_ALLGATHER] = {"scatter_allgather",
+                                           "binomial scatter then ring allgather, for large "
+                                           "messages (van de Geijn; Thakur et al. 2005)",
+                                           glucx_broadcast_scatter_allgather_cost,
+                                           glucx_broadcast_scatter_allgather_run},
+};
+
+const glucx_coll_table_t glucx_broadcast_table = {algs, GLUCX_BROADCAST_ALG_COUNT};

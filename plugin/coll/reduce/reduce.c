@@ -1,4 +1,16 @@
-/* reduce: algorithm table (rows added by the collectives work). */
-#include "coll/coll.h"
+/* reduce: algorithm table. */
+#include "coll/reduce/reduce.h"
 
-const glucx_coll_table_t glucx_reduce_table = {NULL, 0};
+static const glucx_coll_alg_t algs[GLUCX_REDUCE_ALG_COUNT] = {
+    [GLUCX_REDUCE_BINOMIAL] = {"binomial",
+                               "binomial tree, whole vector combined at each level, operands in "
+                               "rank order (Thakur, Rabenseifner & Gropp 2005)",
+                               glucx_reduce_binomial_cost, glucx_reduce_binomial_run},
+    [GLUCX_REDUCE_REDUCE_SCATTER_GATHER] = {"reduce_scatter_gather",
+                                            "recursive-halving reduce-scatter then gather to the "
+                                            "root, for large messages (Rabenseifner 2004)",
+                                            glucx_reduce_reduce_scatter_gather_cost,
+                                            glucx_reduce_reduce_scatter_gather_run},
+};
+
+const glucx_coll_table_t glucx_reduce_table = {algs, GLUCX_REDUCE_ALG_COUNT};

@@ -1,0 +1,16 @@
+/** Internal: barrier algorithms (rows of glucx_barrier_table). */
+#ifndef GLUCX_COLL_BARRIER_H
+#define GLUCX_COLL_BARRIER_H
+
+#include "coll/coll.h"
+
+/** Rows of glucx_barrier_table, in table order. */
+typedef enum glucx_barrier_alg {
+    GLUCX_BARRIER_DISSEMINATION,
+    GLUCX_BARRIER_ALG_COUNT
+} glucx_barrier_alg_t;
+
+double glucx_barrier_dissemination_cost(const glucx_topo_t *topo, size_t bytes);
+glucx_status_t glucx_barrier_dissemination_run(glucx_coll_ctx_t *ctx);
+
+#endif
