@@ -340,13 +340,21 @@ glucx_status_t glucx_coll_args_check(const glucx_coll_args_t *a, int rank, int s
 }
 
 /* FNV-1a over the values that must agree across ranks, folded to 8 bits. */
-static uint8_t signature(const glucx_coll_args_t *a, int alg_index)
+static uint8_t signature(const glucx_coll_args_t *a, int alg_index, int size)
 {
     uint64_t v[6] = {(uint64_t)a->coll, (uint64_t)a->dtype,
                      is_reducing(a->coll) ? (uint64_t)a->op : 0,
                      is_rooted(a->coll) ? (uint64_t)a->root : 0, 0, (uint64_t)alg_index};
-    if (a->coll != GLUCX_COLL_ALLGATHERV && a->coll != GLUCX_COLL_ALLTOALLV)
+    if (a->coll == GLUCX_COLL_ALLGATHERV) {
+        /* every rank passes the same counts: fold them in, so that a rank with other counts is
+         * caught by every rank that hears from it */
+        uint64_t hc = UINT64_C(0xcbf29ce484222325);
+        for (int r = 0; r < size; r++)
+            hc = (hc ^ (uint64_t)a->counts[r]) * UINT64_C(0x100000001b3);
+        v[4] = hc;
+    } else if (a->coll != GLUCX_COLL_ALLTOALLV) {
         v[4] = a->count;
+    }
     uint64_t h = UINT64_C(0xcbf29ce484222325);
     const unsigned char *p = (const unsigned char *)v;
     for (size_t i = 0; i < sizeof(v); i++)
@@ -371,7 +379,7 @@ glucx_status_t glucx_coll_ctx_init(glucx_coll_ctx_t *ctx, glucx_tx_t *tx, const 
     ctx->alg_name = (alg_index >= 0 && alg_index < table->count) ? table->algs[alg_index].name
                                                                    : "none";
     ctx->esize = glucx_dtype_size(args->dtype);
-    ctx->sig = signature(args, alg_index);
+    ctx->sig = signature(args, alg_index, ctx->size);
     ctx->deadline_ns = glucx_deadline_ns(timeout_ms);
     if (is_reducing(args->coll))
         ctx->reduce = glucx_kernel_reduce_fn(args->dtype, args->op);

@@ -1,0 +1,55 @@
+/*
+ * Allgather, recursive doubling (power-of-two sizes only).
+ *
+ * In step k (distance d = 2^k) rank r exchanges the d blocks it holds (the aligned group of d
+ * ranks containing r) with rank r XOR d; after log2(n) steps every rank holds all n blocks.
+ * Data is received directly at its place in recvbuf.
+ *
+ * Cost, m = total output bytes, n ranks: log2(n) alpha + (n-1)/n m beta.
+ * Topology: a hypercube; the last steps pair distant ranks, so they cross package boundaries
+ * when packages are contiguous rank ranges.
+ * Source: Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication Operations in
+ * MPICH" (IJHPCA 2005), MPICH's allgather for power-of-two sizes and short/medium messages.
+ * Other sizes return GLUCX_ERR_UNSUPPORTED (the bruck row takes them).
+ */
+#include <math.h>
+
+#include "coll/allgather/allgather.h"
+
+static int is_pow2(int n)
+{
+    return n > 0 && (n & (n - 1)) == 0;
+}
+
+double glucx_allgather_recursive_doubling_cost(const glucx_topo_t *topo, size_t bytes)
+{
+    const int n = topo->size;
+    if (!is_pow2(n))
+        return INFINITY;
+    const glucx_link_cost_t l = glucx_topo_bottleneck(topo);
+    int steps = 0;
+    while ((1 << steps) < n)
+        steps++;
+    return steps * l.alpha_ns + (double)(n - 1) / n * (double)bytes * l.beta_ns_per_byte;
+}
+
+glucx_status_t glucx_allgather_recursive_doubling_run(glucx_coll_ctx_t *ctx)
+{
+    const int n = ctx->size, r = ctx->rank;
+    if (!is_pow2(n))
+        return GLUCX_ERR_UNSUPPORTED;
+    const size_t bytes = ctx->args->count * ctx->esize; /* one block */
+    char *out = ctx->recvbuf;
+    glucx_coll_copy(out + (size_t)r * bytes, ctx->sendbuf, bytes);
+    unsigned step = 0;
+    for (int d = 1; d < n; d <<= 1, step++) {
+        const int peer = r ^ d;
+        const size_t mine = (size_t)(r & ~(d - 1)), theirs = (size_t)(peer & ~(d - 1));
+        glucx_status_t st =
+            glucx_coll_sendrecv(ctx, peer, out + mine * bytes, (size_t)d * bytes, peer,
+                                out + theirs * bytes, (size_t)d * bytes, step);
+        if (st != GLUCX_OK)
+            return st;
+    }
+    return GLUCX_OK;
+}

@@ -1,0 +1,38 @@
+/** Internal: allreduce algorithms (rows of glucx_allreduce_table). */
+#ifndef GLUCX_COLL_ALLREDUCE_H
+#define GLUCX_COLL_ALLREDUCE_H
+
+#include "coll/coll.h"
+
+/**
+ * Rows of glucx_allreduce_table, in table order: small messages first. The ring comes before
+ * rabenseifner because their alpha-beta costs tie on two ranks (selection keeps the earlier row),
+ * and there the ring's segment pipeline measured as fast or faster at 1-16 MiB (2 ranks, UCX
+ * shared memory; a noisy shared machine).
+ */
+typedef enum glucx_allreduce_alg {
+    GLUCX_ALLREDUCE_RECURSIVE_DOUBLING,
+    GLUCX_ALLREDUCE_RING,
+    GLUCX_ALLREDUCE_RABENSEIFNER,
+    GLUCX_ALLREDUCE_ALG_COUNT
+} glucx_allreduce_alg_t;
+
+double glucx_allreduce_recursive_doubling_cost(const glucx_topo_t *topo, size_t bytes);
+glucx_status_t glucx_allreduce_recursive_doubling_run(glucx_coll_ctx_t *ctx);
+
+double glucx_allreduce_rabenseifner_cost(const glucx_topo_t *topo, size_t bytes);
+glucx_status_t glucx_allreduce_rabenseifner_run(glucx_coll_ctx_t *ctx);
+
+double glucx_allreduce_ring_cost(const glucx_topo_t *topo, size_t bytes);
+glucx_status_t glucx_allreduce_ring_run(glucx_coll_ctx_t *ctx);
+
+/** floor(log2 n) for n >= 1, i.e. p = 1 << result is the largest power of two <= n. */
+static inline int glucx_allreduce_floor_log2(int n)
+{
+    int lg = 0;
+    while ((2 << lg) <= n)
+        lg++;
+    return lg;
+}
+
+#endif
