@@ -31,18 +31,17 @@ static void usage(FILE *out)
 static void print_build(void)
 {
     printf("glucx %s\n", glucx_version());
-    printf("  build: %s, %s\n",
 #ifdef __OPTIMIZE__
-           "optimized",
+    const char *opt = "optimized";
 #else
-           "debug",
+    const char *opt = "debug";
 #endif
 #if defined(__SANITIZE_ADDRESS__)
-           "AddressSanitizer",
+    const char *san = "AddressSanitizer";
 #else
-           "no sanitizer"
+    const char *san = "no sanitizer";
 #endif
-    );
+    printf("  build: %s, %s\n", opt, san);
     char ucx[128];
     glucx_tx_ucx_version(ucx, sizeof(ucx));
     printf("  UCX: %s\n", ucx);
