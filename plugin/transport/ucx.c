@@ -1,0 +1,469 @@
+/* UCX transport: context, worker, endpoints and handshake, peer descriptions, destroy. */
+#include "transport/ucx.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/ucx_int.h"
+#include "util/error.h"
+#include "util/time.h"
+
+#define UCX_DEFAULT_KEEPALIVE_NS 20000000000LL
+
+static glucx_status_t config_set(ucp_config_t *cfg, const char *name, const char *value)
+{
+    ucs_status_t us = ucp_config_modify(cfg, name, value);
+    if (us != UCS_OK)
+        return glucx_error(GLUCX_ERR_TRANSPORT, "ucx context: cannot set %s=%s: %s", name, value,
+                           ucs_status_string(us));
+    return GLUCX_OK;
+}
+
+/* Whether UCX_TLS (NULL: not set) lets an mm transport (posix or sysv) in. Setting their options
+ * when they are all off makes UCX warn about an unused ("invalid") configuration. */
+static int mm_enabled(const char *tls)
+{
+    if (tls == NULL || tls[0] == '\0')
+        return 1;
+    int negate = tls[0] == '^';
+    int all = 0, posix = 0, sysv = 0; /* named in the list */
+    for (const char *p = tls + negate; *p != '\0';) {
+        size_t n = strcspn(p, ",");
+        const char *item = p;
+        size_t len = n;
+        if (len > 0 && *item == '\\') { /* explicit name, no alias */
+            item++;
+            len--;
+        }
+#define NAMED(s) (len == strlen(s) && strncmp(item, s, len) == 0)
+        if (NAMED("all"))
+            all = 1;
+        if (NAMED("sm") || NAMED("shm") || NAMED("mm"))
+            posix = sysv = 1;
+        if (NAMED("posix"))
+            posix = 1;
+        if (NAMED("sysv"))
+            sysv = 1;
+#undef NAMED
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (negate)
+        return !(posix && sysv);
+    return all || posix || sysv;
+}
+
+glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keepalive_ms,
+                                           glucx_ucx_context_t **uctx_p)
+{
+    glucx_status_t st;
+    if (uctx_p == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "ucx context: NULL output pointer");
+    glucx_ucx_context_t *uctx = calloc(1, sizeof(*uctx));
+    if (uctx == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "ucx context: out of memory");
+    ucp_config_t *cfg;
+    ucs_status_t us = ucp_config_read(NULL, NULL, &cfg);
+    if (us != UCS_OK) {
+        st = glucx_error(GLUCX_ERR_TRANSPORT, "ucx context: cannot read the UCX configuration: %s",
+                         ucs_status_string(us));
+        goto err_free;
+    }
+    if (net_devices != NULL && (st = config_set(cfg, "NET_DEVICES", net_devices)) != GLUCX_OK)
+        goto err_cfg;
+    /* Peer error handling drops posix/sysv unless they expose it. UCX 1.13 applies the base
+     * name MM_ERROR_HANDLING to both through ucp_config_modify (the POSIX_/SYSV_ names are not
+     * applied from there). The user's own setting wins. */
+    if (getenv("UCX_MM_ERROR_HANDLING") == NULL && getenv("UCX_POSIX_ERROR_HANDLING") == NULL &&
+        getenv("UCX_SYSV_ERROR_HANDLING") == NULL && mm_enabled(getenv("UCX_TLS")) &&
+        (st = config_set(cfg, "MM_ERROR_HANDLING", "y")) != GLUCX_OK)
+        goto err_cfg;
+    uctx->keepalive_ns = UCX_DEFAULT_KEEPALIVE_NS;
+    if (keepalive_ms > 0) {
+        char value[32];
+        snprintf(value, sizeof(value), "%" PRId64 "ms", keepalive_ms);
+        if ((st = config_set(cfg, "KEEPALIVE_INTERVAL", value)) != GLUCX_OK)
+            goto err_cfg;
+        uctx->keepalive_ns = keepalive_ms * 1000000;
+    }
+    ucp_params_t params = {
+        .field_mask =
+            UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME,
+        .features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP,
+        .mt_workers_shared = 0,
+        .name = "glucx",
+    };
+    us = ucp_init(&params, cfg, &uctx->ucp);
+    if (us != UCS_OK) {
+        st = glucx_error(GLUCX_ERR_TRANSPORT, "ucx context: ucp_init failed: %s",
+                         ucs_status_string(us));
+        goto err_cfg;
+    }
+    ucp_config_release(cfg);
+    *uctx_p = uctx;
+    return GLUCX_OK;
+
+err_cfg:
+    ucp_config_release(cfg);
+err_free:
+    free(uctx);
+    return st;
+}
+
+void glucx_tx_ucx_context_destroy(glucx_ucx_context_t *uctx)
+{
+    if (uctx == NULL)
+        return;
+    ucp_cleanup(uctx->ucp);
+    free(uctx);
+}
+
+static void ucx_describe_peer(glucx_tx_t *base, int peer, char *buf, size_t len)
+{
+    glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
+    if (buf == NULL || len == 0)
+        return;
+    if (peer < 0 || peer >= base->size)
+        snprintf(buf, len, "invalid peer %d", peer);
+    else if (tx->desc[peer][0] == '\0')
+        snprintf(buf, len, "unconnected");
+    else
+        snprintf(buf, len, "%s", tx->desc[peer]);
+}
+
+static void ucx_destroy(glucx_tx_t *base)
+{
+    if (base == NULL)
+        return;
+    glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
+    glucx_ucx_record_failure(tx, GLUCX_ERR_ABORTED, GLUCX_UCX_FAIL_QUIET, -1, NULL,
+                             "transport destroyed");
+    pthread_mutex_lock(&tx->lock);
+    glucx_ucx_teardown_if_pending(tx);
+    pthread_mutex_unlock(&tx->lock);
+    if (tx->ctrl_req != NULL) {
+        /* Matched but not finished when cancelled: let it finish (bounded). */
+        int64_t deadline = glucx_now_ns() + GLUCX_UCX_FLUSH_WAIT_NS;
+        while (tx->ctrl_req != NULL && glucx_now_ns() < deadline)
+            ucp_worker_progress(tx->worker);
+    }
+    ucp_worker_release_address(tx->worker, tx->addr);
+    ucp_worker_destroy(tx->worker);
+    pthread_cond_destroy(&tx->cond);
+    pthread_mutex_destroy(&tx->lock);
+    pthread_mutex_destroy(&tx->fail_lock);
+    free(tx->eps);
+    free(tx->peers);
+    free(tx->ep_failed);
+    free(tx->desc);
+    free(tx);
+}
+
+static const glucx_tx_ops_t ucx_ops = {
+    .isend = glucx_ucx_isend,
+    .irecv = glucx_ucx_irecv,
+    .progress = glucx_ucx_progress,
+    .wait = glucx_ucx_wait,
+    .cancel = glucx_ucx_cancel,
+    .fail = glucx_ucx_fail,
+    .describe_peer = ucx_describe_peer,
+    .destroy = ucx_destroy,
+};
+
+glucx_status_t glucx_tx_ucx_create(glucx_ucx_context_t *uctx, int rank, int size, glucx_tx_t **tx_p,
+                                   const void **addr_p, size_t *addr_len_p)
+{
+    glucx_status_t st;
+    ucs_status_t us;
+    if (uctx == NULL || tx_p == NULL || addr_p == NULL || addr_len_p == NULL || size < 1 ||
+        size > (1 << GLUCX_TX_TAG_SRC_BITS) || rank < 0 || rank >= size)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "ucx create: rank %d, size %d (at most %d ranks) or NULL argument", rank,
+                           size, 1 << GLUCX_TX_TAG_SRC_BITS);
+    glucx_ucx_tx_t *tx = calloc(1, sizeof(*tx));
+    if (tx == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "ucx create: out of memory");
+    tx->base.ops = &ucx_ops;
+    tx->base.rank = rank;
+    tx->base.size = size;
+    atomic_init(&tx->base.failed, 0);
+    atomic_init(&tx->fail_pending, 0);
+    atomic_init(&tx->torn_down, 0);
+    tx->uctx = uctx;
+    int64_t tick = uctx->keepalive_ns / 2;
+    tx->tick_ns = tick < 10000000 ? 10000000 : tick > 1000000000 ? 1000000000 : tick;
+    tx->eps = calloc((size_t)size, sizeof(*tx->eps));
+    tx->peers = calloc((size_t)size, sizeof(*tx->peers));
+    tx->ep_failed = calloc((size_t)size, 1);
+    tx->desc = calloc((size_t)size, sizeof(*tx->desc));
+    if (tx->eps == NULL || tx->peers == NULL || tx->ep_failed == NULL || tx->desc == NULL) {
+        st = glucx_error(GLUCX_ERR_NO_MEMORY, "ucx create: out of memory for %d peers", size);
+        goto err_free;
+    }
+    for (int r = 0; r < size; r++) {
+        tx->peers[r].tx = tx;
+        tx->peers[r].rank = r;
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&tx->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&tx->lock, NULL);
+    pthread_mutex_init(&tx->fail_lock, NULL);
+
+    ucp_worker_params_t wp = {
+        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = UCS_THREAD_MODE_SERIALIZED,
+    };
+    us = ucp_worker_create(uctx->ucp, &wp, &tx->worker);
+    if (us != UCS_OK) {
+        st = glucx_error(GLUCX_ERR_TRANSPORT, "ucx create: rank %d: cannot create a worker: %s",
+                         rank, ucs_status_string(us));
+        goto err_sync;
+    }
+    us = ucp_worker_get_efd(tx->worker, &tx->efd);
+    if (us != UCS_OK) {
+        st = glucx_error(GLUCX_ERR_TRANSPORT,
+                         "ucx create: rank %d: no event descriptor for the worker: %s", rank,
+                         ucs_status_string(us));
+        goto err_worker;
+    }
+    us = ucp_worker_get_address(tx->worker, &tx->addr, &tx->addr_len);
+    if (us != UCS_OK) {
+        st = glucx_error(GLUCX_ERR_TRANSPORT, "ucx create: rank %d: cannot get the address: %s",
+                         rank, ucs_status_string(us));
+        goto err_worker;
+    }
+    pthread_mutex_lock(&tx->lock);
+    st = glucx_ucx_post_ctrl(tx);
+    pthread_mutex_unlock(&tx->lock);
+    if (st != GLUCX_OK)
+        goto err_addr;
+    *tx_p = &tx->base;
+    *addr_p = tx->addr;
+    *addr_len_p = tx->addr_len;
+    return GLUCX_OK;
+
+err_addr:
+    ucp_worker_release_address(tx->worker, tx->addr);
+err_worker:
+    ucp_worker_destroy(tx->worker);
+err_sync:
+    pthread_cond_destroy(&tx->cond);
+    pthread_mutex_destroy(&tx->lock);
+    pthread_mutex_destroy(&tx->fail_lock);
+err_free:
+    free(tx->eps);
+    free(tx->peers);
+    free(tx->ep_failed);
+    free(tx->desc);
+    free(tx);
+    return st;
+}
+
+/* "sysv/memory+tcp/lo" from the lane lines of ucp_ep_print_info ("lane[0]:  3:sysv/memory.0 ...").
+ */
+static void summarize_lanes(const char *info, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (const char *p = strstr(info, "lane["); p != NULL; p = strstr(p + 1, "lane[")) {
+        const char *q = strstr(p, "]:");
+        if (q == NULL)
+            break;
+        q += 2;
+        while (*q == ' ')
+            q++;
+        const char *colon = q;
+        while (*colon >= '0' && *colon <= '9')
+            colon++;
+        if (*colon == ':')
+            q = colon + 1;
+        size_t n = strcspn(q, " \t\n");
+        /* drop the ".<path index>" suffix of the device */
+        size_t end = n;
+        while (end > 0 && q[end - 1] >= '0' && q[end - 1] <= '9')
+            end--;
+        if (end > 0 && end < n && q[end - 1] == '.')
+            n = end - 1;
+        if (n == 0 || memchr(q, '/', n) == NULL)
+            continue;
+        char item[GLUCX_UCX_DESC_LEN];
+        snprintf(item, sizeof(item), "%.*s", (int)n, q);
+        /* skip duplicates (several lanes on one transport) */
+        int dup = 0;
+        for (const char *s = out; (s = strstr(s, item)) != NULL; s++) {
+            size_t il = strlen(item);
+            if ((s == out || s[-1] == '+') && (s[il] == '\0' || s[il] == '+')) {
+                dup = 1;
+                break;
+            }
+        }
+        if (dup)
+            continue;
+        int w = snprintf(out + used, len - used, "%s%s", used > 0 ? "+" : "", item);
+        if (w < 0 || (size_t)w >= len - used) {
+            out[used] = '\0';
+            break;
+        }
+        used += (size_t)w;
+    }
+    if (out[0] == '\0')
+        snprintf(out, len, "unknown");
+}
+
+static void describe_endpoints(glucx_ucx_tx_t *tx)
+{
+    for (int r = 0; r < tx->base.size; r++) {
+        char *text = NULL;
+        size_t text_len = 0;
+        FILE *f = open_memstream(&text, &text_len);
+        if (f == NULL) {
+            snprintf(tx->desc[r], sizeof(tx->desc[r]), "unknown");
+            continue;
+        }
+        pthread_mutex_lock(&tx->lock);
+        if (tx->eps[r] != NULL)
+            ucp_ep_print_info(tx->eps[r], f);
+        pthread_mutex_unlock(&tx->lock);
+        fclose(f);
+        summarize_lanes(text != NULL ? text : "", tx->desc[r], sizeof(tx->desc[r]));
+        free(text);
+        glucx_info("ucx: rank %d reaches rank %d over %s", tx->base.rank, r, tx->desc[r]);
+    }
+}
+
+glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, const size_t *lens,
+                                    int64_t deadline_ns)
+{
+    if (base == NULL || addrs == NULL || lens == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "connect: NULL argument");
+    glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
+    int rank = base->rank, size = base->size;
+    glucx_status_t st = GLUCX_OK;
+    if (size < 1 || size > (1 << GLUCX_TX_TAG_SRC_BITS))
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "connect: bad size %d", size);
+    if (glucx_tx_failure(base) != GLUCX_OK)
+        return glucx_error(glucx_tx_failure(base), "connect: rank %d: transport failed: %s", rank,
+                           base->failure);
+    if (tx->connected)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "connect: rank %d: already connected", rank);
+    for (int r = 0; r < size; r++)
+        if (addrs[r] == NULL || lens[r] == 0)
+            return glucx_error(GLUCX_ERR_INVALID_ARG, "connect: rank %d: no address for rank %d",
+                               rank, r);
+
+    pthread_mutex_lock(&tx->lock);
+    for (int r = 0; r < size; r++) {
+        ucp_ep_params_t ep = {
+            .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                          UCP_EP_PARAM_FIELD_ERR_HANDLER,
+            .address = (const ucp_address_t *)addrs[r],
+            .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+            .err_handler = {.cb = glucx_ucx_ep_error_cb, .arg = &tx->peers[r]},
+        };
+        ucs_status_t us = ucp_ep_create(tx->worker, &ep, &tx->eps[r]);
+        if (us != UCS_OK) {
+            tx->eps[r] = NULL;
+            st = glucx_error(GLUCX_ERR_TRANSPORT,
+                             "connect: rank %d cannot create an endpoint to rank %d (address of "
+                             "%zu bytes): %s",
+                             rank, r, lens[r], ucs_status_string(us));
+            break;
+        }
+    }
+    tx->connected = 1;
+    pthread_mutex_unlock(&tx->lock);
+    if (st != GLUCX_OK) {
+        glucx_ucx_fail(base, st, glucx_error_text());
+        return glucx_error(st, "%s", base->failure);
+    }
+
+    /* Handshake: a hello to and from every other rank. */
+    glucx_ucx_hello_t out = {.magic = GLUCX_UCX_HELLO_MAGIC, .rank = rank, .size = size};
+    glucx_ucx_hello_t *in = calloc((size_t)size, sizeof(*in));
+    glucx_tx_req_t *reqs = calloc((size_t)size * 2, sizeof(*reqs));
+    glucx_tx_req_t **ptrs = calloc((size_t)size * 2, sizeof(*ptrs));
+    if (in == NULL || reqs == NULL || ptrs == NULL) {
+        st = glucx_error(GLUCX_ERR_NO_MEMORY, "connect: out of memory for %d peers", size);
+        glucx_ucx_fail(base, st, "connect: out of memory");
+        goto out;
+    }
+    int n = 0;
+    for (int p = 0; p < size && st == GLUCX_OK; p++) {
+        if (p == rank)
+            continue;
+        uint64_t from =
+            GLUCX_TX_TAG_CTRL | GLUCX_UCX_CTRL_HELLO | ((uint64_t)p << GLUCX_TX_TAG_SRC_SHIFT);
+        uint64_t to =
+            GLUCX_TX_TAG_CTRL | GLUCX_UCX_CTRL_HELLO | ((uint64_t)rank << GLUCX_TX_TAG_SRC_SHIFT);
+        st = glucx_ucx_recv_raw(tx, p, from, ~UINT64_C(0), &in[p], sizeof(in[p]), &reqs[2 * p]);
+        ptrs[n++] = &reqs[2 * p];
+        if (st == GLUCX_OK) {
+            st = glucx_ucx_send_raw(tx, p, to, &out, sizeof(out), &reqs[2 * p + 1]);
+            ptrs[n++] = &reqs[2 * p + 1];
+        }
+    }
+    if (st == GLUCX_OK)
+        st = glucx_ucx_wait(base, ptrs, n, deadline_ns);
+    if (st == GLUCX_ERR_TIMEOUT) {
+        char missing[256];
+        size_t used = 0;
+        int count = 0;
+        missing[0] = '\0';
+        for (int p = 0; p < size; p++) {
+            if (p == rank ||
+                (glucx_tx_req_done(&reqs[2 * p]) && glucx_tx_req_done(&reqs[2 * p + 1])))
+                continue;
+            count++;
+            if (used < sizeof(missing) - 16) {
+                int w = snprintf(missing + used, sizeof(missing) - used, "%s%d",
+                                 used > 0 ? ", " : "", p);
+                used += w > 0 ? (size_t)w : 0;
+            } else if (used < sizeof(missing) - 4) {
+                used += (size_t)snprintf(missing + used, sizeof(missing) - used, "...");
+            }
+        }
+        char text[400];
+        snprintf(text, sizeof(text),
+                 "connect: rank %d of %d: no handshake with %d rank(s) by the deadline: %s", rank,
+                 size, count, missing);
+        /* Fail quietly towards peers: they time out on their own; this completes our hellos. */
+        glucx_ucx_record_failure(tx, GLUCX_ERR_TIMEOUT, 0, -1, NULL, "%s", text);
+        glucx_ucx_fail(base, GLUCX_ERR_TIMEOUT, text);
+        st = glucx_error(GLUCX_ERR_TIMEOUT, "%s", text);
+        goto out;
+    }
+    if (st != GLUCX_OK) {
+        glucx_ucx_fail(base, st, glucx_error_text());
+        st = glucx_error(st, "connect: rank %d: handshake failed: %s", rank, base->failure);
+        goto out;
+    }
+    for (int p = 0; p < size; p++) {
+        if (p == rank)
+            continue;
+        if (reqs[2 * p].status != GLUCX_OK || reqs[2 * p].bytes != sizeof(in[p]) ||
+            in[p].magic != GLUCX_UCX_HELLO_MAGIC || in[p].rank != p || in[p].size != size) {
+            char text[300];
+            snprintf(text, sizeof(text),
+                     "connect: rank %d of %d: bad hello from rank %d (%zu bytes, status %s, "
+                     "says rank %d of %d)",
+                     rank, size, p, reqs[2 * p].bytes, glucx_status_string(reqs[2 * p].status),
+                     (int)in[p].rank, (int)in[p].size);
+            glucx_ucx_fail(base, GLUCX_ERR_MISMATCH, text);
+            st = glucx_error(GLUCX_ERR_MISMATCH, "%s", text);
+            goto out;
+        }
+    }
+    describe_endpoints(tx);
+
+out:
+    free(in);
+    free(reqs);
+    free(ptrs);
+    return st;
+}

@@ -1,0 +1,117 @@
+/**
+ * UCX implementation of the internal transport interface (plugin/transport/tx.h), over UCP's
+ * tag-matching API. This header names no UCX type: everything UCX stays in plugin/transport/.
+ *
+ * Lifecycle: glucx_tx_ucx_context_create (one per glucx context) -> glucx_tx_ucx_create (this
+ * rank's worker; publish the address it returns) -> glucx_tx_ucx_connect (endpoints to every peer
+ * from their published addresses, plus a handshake) -> tx->ops->... -> tx->ops->destroy ->
+ * glucx_tx_ucx_context_destroy. A context outlives its transports.
+ *
+ * Facts this relies on (Debian UCX 1.13.1, checked on this machine):
+ * - Endpoints created with peer error handling drop the shared-memory transports unless the mm
+ *   transports expose error handling. In 1.13.1, ucp_config_modify() applies the base-table name
+ *   "MM_ERROR_HANDLING" to both posix and sysv; the names "POSIX_ERROR_HANDLING" and
+ *   "SYSV_ERROR_HANDLING" are accepted by ucp_config_modify but never applied ("invalid
+ *   configurations" warning). The environment variables UCX_POSIX_ERROR_HANDLING,
+ *   UCX_SYSV_ERROR_HANDLING and UCX_MM_ERROR_HANDLING all work.
+ * - With error handling on, same-host peers use sysv (or posix) lanes; cma offers no peer error
+ *   handling and is not selected, so rendezvous runs over the mm active-message pipeline. Traffic
+ *   to self goes over sysv too.
+ * - A SIGKILLed same-host peer is found by keepalive on the sysv lane (about one keepalive
+ *   interval, "Connection reset by remote peer"); over tcp the closed socket is seen at once
+ *   ("Endpoint timeout").
+ * - ucp_tag_recv_nbx's immediate-completion path was seen to leave recv_info unfilled, so
+ *   receives are posted with UCP_OP_ATTR_FLAG_NO_IMM_CMPL and always complete in the callback.
+ *
+ * Behaviour of the ops beyond tx.h:
+ * - Receives from one source or from a set covering every rank are single UCX receives; a set
+ *   that leaves some rank out is matched by probing each of its sources from the progress path
+ *   (ucp_tag_probe_nb with remove=1, then ucp_tag_msg_recv_nbx), in posting order, rotating the
+ *   first source probed. Such a receive is FIFO with respect to the other set receives; a
+ *   single-source receive posted later may still match a message first.
+ * - On GLUCX_ERR_TRUNCATED, req->bytes is the sender's full length (> posted) and req->peer and
+ *   req->tag are the sender's; nothing past the posted length is written.
+ * - A post after the failure returns the failure status and completes the request with it.
+ * - wait() returns GLUCX_OK when every request is done, except that after a failure it returns
+ *   the failure status if any of them did not succeed.
+ * - Failure: every rank that fails sends one notice to each peer before force-closing its
+ *   endpoints: its own reason, or a received notice forwarded in the origin's words, so a peer
+ *   reads the notice before it sees this rank's connection close (each rank fails once: no
+ *   loops). Every other rank ends with "rank <origin> reported: <text>" and its status. A
+ *   peer failure seen locally (endpoint error, a request ended with an error) waits 100 ms for a
+ *   notice that explains it before it becomes the failure ("rank N failed: <UCX status>");
+ *   requests UCX ended with an error meanwhile complete with the final status.
+ * - destroy() of a healthy transport flushes its endpoints (<= 1 s) so sends already complete
+ *   locally reach their peers, then closes them without notices.
+ */
+#ifndef GLUCX_TRANSPORT_UCX_H
+#define GLUCX_TRANSPORT_UCX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/tx.h"
+
+/** One UCP context per glucx context (opaque). */
+typedef struct glucx_ucx_context glucx_ucx_context_t;
+
+/**
+ * Create a UCP context with the tag and wakeup features.
+ *
+ * Configuration: the UCX_* environment as usual, then
+ * - UCX_NET_DEVICES := @p net_devices when not NULL;
+ * - MM_ERROR_HANDLING := y (shared memory keeps working with peer error handling) unless the
+ *   user set UCX_MM_ERROR_HANDLING, UCX_POSIX_ERROR_HANDLING or UCX_SYSV_ERROR_HANDLING;
+ * - UCX_KEEPALIVE_INTERVAL := @p keepalive_ms when > 0 (dead shared-memory peers are only found
+ *   by keepalive, and only while someone progresses; the wait loop wakes up for it).
+ *
+ * @param net_devices  value for UCX_NET_DEVICES (e.g. "lo"), or NULL to keep UCX's default.
+ * @param keepalive_ms keepalive interval in milliseconds; <= 0 keeps UCX's (20 s by default).
+ * @param uctx_p       [out] the new context, owned by the caller (glucx_tx_ucx_context_destroy).
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (uctx_p NULL); GLUCX_ERR_NO_MEMORY;
+ *         GLUCX_ERR_TRANSPORT (UCX refused the configuration or failed to initialise).
+ * Thread-safe (no shared state).
+ */
+glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keepalive_ms,
+                                           glucx_ucx_context_t **uctx_p);
+
+/** Destroy a context whose transports are all destroyed. NULL is a no-op. */
+void glucx_tx_ucx_context_destroy(glucx_ucx_context_t *uctx);
+
+/**
+ * Create this rank's transport: a UCP worker (serialized thread mode behind the transport's own
+ * lock, so any number of application threads may call the ops concurrently) and a receive for
+ * failure notices that stays posted for the transport's lifetime.
+ *
+ * @param uctx       context (borrowed; must outlive the transport).
+ * @param rank       this rank, 0 <= rank < size.
+ * @param size       number of ranks, 1 <= size <= 2^GLUCX_TX_TAG_SRC_BITS.
+ * @param tx_p       [out] the transport; destroy with (*tx_p)->ops->destroy.
+ * @param addr_p     [out] this worker's address bytes, owned by the transport, valid until destroy.
+ * @param addr_len_p [out] length of *addr_p in bytes.
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG; GLUCX_ERR_NO_MEMORY; GLUCX_ERR_TRANSPORT.
+ * Thread-safe with respect to other transports.
+ */
+glucx_status_t glucx_tx_ucx_create(glucx_ucx_context_t *uctx, int rank, int size, glucx_tx_t **tx_p,
+                                   const void **addr_p, size_t *addr_len_p);
+
+/**
+ * Create an endpoint (peer error handling) to every rank from its address, then handshake: every
+ * rank sends a small hello (rank, size) to every other rank and waits for theirs, then flushes its
+ * endpoints, so every pair has exchanged a message and wireup is complete. Logs at info level the
+ * UCX transports chosen for each peer and caches them for describe_peer.
+ *
+ * @param tx          transport from glucx_tx_ucx_create, not yet connected.
+ * @param addrs       addrs[r] = address of rank r (addrs[rank] is our own), borrowed for the call.
+ * @param lens        lens[r] = length of addrs[r] in bytes.
+ * @param deadline_ns CLOCK_MONOTONIC deadline for the whole handshake (INT64_MAX: none).
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG; GLUCX_ERR_TIMEOUT (the message names the ranks whose
+ *         hello is missing; the transport is failed); GLUCX_ERR_MISMATCH (a peer reports another
+ *         size or rank); GLUCX_ERR_PEER_FAILED or another failure status when the transport failed
+ *         during the handshake; GLUCX_ERR_TRANSPORT (endpoint creation failed).
+ * Call once, before any other op, from one thread.
+ */
+glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *tx, const void *const *addrs, const size_t *lens,
+                                    int64_t deadline_ns);
+
+#endif

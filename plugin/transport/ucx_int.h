@@ -1,0 +1,204 @@
+/**
+ * Private to the UCX transport (plugin/transport/ucx*.c): shared state and helpers.
+ *
+ * Locking. One mutex (tx->lock) serialises every UCP call on the worker (the worker runs in
+ * UCS_THREAD_MODE_SERIALIZED) and all request bookkeeping; UCX invokes request callbacks only
+ * inside UCP calls, so callbacks always run with tx->lock held and never take it. Failure
+ * recording has its own small lock (tx->fail_lock) because UCX may report an endpoint error from
+ * its asynchronous thread.
+ *
+ * Requests. A posted glucx_tx_req_t is linked into tx's list of outstanding requests through its
+ * impl_data words (no allocation): impl = the UCX request (NULL while none), impl_data[0..1] =
+ * next/prev, impl_data[2] = the transport, impl_data[3] = kind | pointer to the probe-receive
+ * record (8-byte aligned) for receives from a subset of ranks.
+ */
+#ifndef GLUCX_TRANSPORT_UCX_INT_H
+#define GLUCX_TRANSPORT_UCX_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <ucp/api/ucp.h>
+
+#include "transport/tx.h"
+#include "transport/ucx.h"
+
+/** Low tag bits of control messages (GLUCX_TX_TAG_CTRL set) say what they are. */
+#define GLUCX_UCX_CTRL_KIND_MASK UINT64_C(0xff)
+#define GLUCX_UCX_CTRL_NOTICE UINT64_C(0) /**< failure notice (glucx_ucx_notice_t) */
+#define GLUCX_UCX_CTRL_HELLO UINT64_C(1)  /**< connect handshake (glucx_ucx_hello_t) */
+
+/** Spin this long (progressing) before sleeping on the worker's event descriptor. */
+#define GLUCX_UCX_SPIN_NS 30000
+/** Longest wait for failure notices to leave (fail()). */
+#define GLUCX_UCX_NOTICE_WAIT_NS 200000000LL
+/** Longest wait for force-closed endpoints and their requests to finish (fail()). */
+#define GLUCX_UCX_CLOSE_WAIT_NS 5000000000LL
+/** Longest wait for flushing endpoints on a healthy destroy. */
+#define GLUCX_UCX_FLUSH_WAIT_NS 1000000000LL
+/** A peer failure seen locally waits this long for a failure notice that explains it (the notice
+ * of the rank that failed first may still be on its way), then becomes the failure. */
+#define GLUCX_UCX_SUSPECT_GRACE_NS 100000000LL
+/** Length of a cached describe_peer text. */
+#define GLUCX_UCX_DESC_LEN 64
+
+enum glucx_ucx_req_kind {
+    GLUCX_UCX_REQ_SEND = 1,       /**< tag send */
+    GLUCX_UCX_REQ_RECV = 2,       /**< tag receive posted to UCX (one source or every source) */
+    GLUCX_UCX_REQ_PROBE_WAIT = 3, /**< receive from a subset, not yet matched by a probe */
+    GLUCX_UCX_REQ_PROBE_RECV = 4, /**< receive from a subset, probed and being received */
+    GLUCX_UCX_REQ_CANCELING = 5,  /**< GLUCX_UCX_REQ_RECV the caller asked to cancel */
+    GLUCX_UCX_REQ_PARKED = 6,     /**< UCX ended it with a peer error: completes at the failure */
+};
+#define GLUCX_UCX_KIND_BITS UINT64_C(7)
+
+struct glucx_ucx_context {
+    ucp_context_h ucp;
+    int64_t keepalive_ns; /**< keepalive interval in force (UCX default when not configured) */
+};
+
+/** Failure notice payload (tag GLUCX_TX_TAG_CTRL | src | GLUCX_UCX_CTRL_NOTICE). */
+typedef struct glucx_ucx_notice {
+    int32_t status;
+    int32_t rank;
+    char text[512]; /* = sizeof(glucx_tx_t.failure) */
+} glucx_ucx_notice_t;
+
+/** Handshake payload. */
+typedef struct glucx_ucx_hello {
+    uint32_t magic;
+    int32_t rank;
+    int32_t size;
+} glucx_ucx_hello_t;
+#define GLUCX_UCX_HELLO_MAGIC 0x676c7578u
+
+/** A receive from a subset of ranks, matched by probing each source (FIFO list in tx). */
+typedef struct glucx_ucx_probe {
+    struct glucx_ucx_probe *next, *prev;
+    glucx_tx_req_t *req;
+    void *buf;
+    uint64_t tag;  /**< tag to match, source bits zero */
+    uint64_t mask; /**< bits compared, source bits included */
+    int start;     /**< rotating first source, so no source starves */
+    int npeers;    /**< distinct sources */
+    int peers[];
+} glucx_ucx_probe_t;
+
+/** Error-callback argument per endpoint. */
+typedef struct glucx_ucx_peer {
+    struct glucx_ucx_tx *tx;
+    int rank;
+} glucx_ucx_peer_t;
+
+typedef struct glucx_ucx_tx {
+    glucx_tx_t base; /* first: glucx_tx_t * <-> glucx_ucx_tx_t * */
+    glucx_ucx_context_t *uctx;
+    ucp_worker_h worker;
+    ucp_address_t *addr;
+    size_t addr_len;
+    int efd;
+
+    ucp_ep_h *eps;            /**< [size], NULL before connect and after teardown */
+    glucx_ucx_peer_t *peers;  /**< [size] */
+    unsigned char *ep_failed; /**< [size] UCX reported the endpoint dead */
+    char (*desc)[GLUCX_UCX_DESC_LEN];
+    int connected;
+
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /**< waiters that do not own the event descriptor */
+    int efd_owner;       /**< a waiter is (about to be) asleep on efd */
+    int efd_sleeping;    /**< ... and has released the lock */
+    int cond_waiters;
+
+    glucx_tx_req_t *outstanding; /**< doubly linked through impl_data[0..1] */
+    glucx_ucx_probe_t *probe_head, *probe_tail;
+
+    void *ctrl_req; /**< the posted notice receive (UCX request) or NULL */
+    glucx_ucx_notice_t ctrl_buf;
+
+    pthread_mutex_t fail_lock; /**< guards the fields below up to fail_pending */
+    int fail_notify;           /**< send notices to peers on teardown */
+    int fail_quiet;            /**< destroy of a healthy transport: flush, no warning */
+    int notice_origin;         /**< rank the failure started at (forwarded in notices) */
+    char notice_text[512];     /**< text sent in notices: the origin's own words */
+    /** A peer failure seen locally, not yet the failure (0: none); see glucx_ucx_suspect. */
+    _Atomic int64_t suspect_at_ns;
+    glucx_status_t suspect_status;
+    char suspect_text[512];
+    atomic_int fail_pending; /**< failure recorded, teardown not run yet */
+    int in_teardown;
+    atomic_int torn_down;
+    int notices_pending;
+    glucx_ucx_notice_t notice_buf; /**< outgoing notice (must outlive its sends) */
+
+    int64_t tick_ns; /**< longest sleep before progressing again (keepalive) */
+} glucx_ucx_tx_t;
+
+static inline glucx_ucx_tx_t *glucx_ucx_tx(glucx_tx_t *tx)
+{
+    return (glucx_ucx_tx_t *)tx;
+}
+
+/* ucx_req.c */
+glucx_status_t glucx_ucx_status(ucs_status_t status);
+glucx_status_t glucx_ucx_isend(glucx_tx_t *tx, int peer, uint64_t tag, const void *buf,
+                               size_t bytes, glucx_tx_req_t *req);
+glucx_status_t glucx_ucx_irecv(glucx_tx_t *tx, const int *peers, int npeers, uint64_t tag,
+                               uint64_t ignore_mask, void *buf, size_t bytes, glucx_tx_req_t *req);
+void glucx_ucx_cancel(glucx_tx_t *tx, glucx_tx_req_t *req);
+/** Post without the user-tag checks (control traffic). Lock not held. */
+glucx_status_t glucx_ucx_send_raw(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, const void *buf,
+                                  size_t bytes, glucx_tx_req_t *req);
+glucx_status_t glucx_ucx_recv_raw(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, uint64_t mask,
+                                  void *buf, size_t bytes, glucx_tx_req_t *req);
+/** Match pending subset receives against unexpected messages. Lock held. */
+int glucx_ucx_probe_all(glucx_ucx_tx_t *tx);
+/** (Re)post the failure-notice receive. Lock held. */
+glucx_status_t glucx_ucx_post_ctrl(glucx_ucx_tx_t *tx);
+/** Complete a request: fill it, unlink it, release-store done, wake waiters. Lock held. */
+void glucx_ucx_complete(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, glucx_status_t status, int peer,
+                        size_t bytes, uint64_t tag);
+void glucx_ucx_list_add(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, int kind);
+static inline int glucx_ucx_req_kind(const glucx_tx_req_t *req)
+{
+    return (int)(req->impl_data[3] & GLUCX_UCX_KIND_BITS);
+}
+static inline glucx_ucx_probe_t *glucx_ucx_req_probe(const glucx_tx_req_t *req)
+{
+    return (glucx_ucx_probe_t *)(req->impl_data[3] & ~(uintptr_t)GLUCX_UCX_KIND_BITS);
+}
+
+/* ucx_wait.c */
+int glucx_ucx_progress(glucx_tx_t *tx);
+glucx_status_t glucx_ucx_wait(glucx_tx_t *tx, glucx_tx_req_t *const *reqs, int n,
+                              int64_t deadline_ns);
+void glucx_ucx_fail(glucx_tx_t *tx, glucx_status_t status, const char *text);
+#define GLUCX_UCX_FAIL_NOTIFY 1 /**< tell the peers (failure notices) at teardown */
+#define GLUCX_UCX_FAIL_QUIET 2  /**< no warning; flush before closing (healthy destroy) */
+/**
+ * Record a failure (first one wins): write the text, then publish the status. Safe from any
+ * thread and from UCX callbacks; the teardown runs later, after the current progress call.
+ * @param flags  GLUCX_UCX_FAIL_* bits.
+ * @param origin rank where the failure started (a received notice's), -1 for this rank.
+ * @param notice text the notices carry (the origin's words); NULL: the failure text.
+ * @return 1 if this call recorded the failure.
+ */
+int glucx_ucx_record_failure(glucx_ucx_tx_t *tx, glucx_status_t status, int flags, int origin,
+                             const char *notice, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/**
+ * A peer failure seen locally (endpoint error, request error): it becomes the transport's
+ * failure after GLUCX_UCX_SUSPECT_GRACE_NS unless a failure notice arrives first. Safe from any
+ * thread and from UCX callbacks. The first suspicion is kept.
+ */
+void glucx_ucx_suspect(glucx_ucx_tx_t *tx, glucx_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/** Run the pending teardown if any (lock held, not inside a UCX callback). */
+void glucx_ucx_teardown_if_pending(glucx_ucx_tx_t *tx);
+/** One non-blocking progress round with the lock held; returns events. */
+int glucx_ucx_progress_locked(glucx_ucx_tx_t *tx);
+/** UCX endpoint error callback. */
+void glucx_ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
+
+#endif

@@ -1,0 +1,513 @@
+/* UCX transport: posting, completing and cancelling requests (see ucx_int.h for the locking). */
+#include "transport/ucx_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+#define SRC_OF(tag) ((int)(((tag)&GLUCX_TX_TAG_SRC_MASK) >> GLUCX_TX_TAG_SRC_SHIFT))
+#define SRC_BITS(rank) ((uint64_t)(rank) << GLUCX_TX_TAG_SRC_SHIFT)
+
+glucx_status_t glucx_ucx_status(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK:
+        return GLUCX_OK;
+    case UCS_INPROGRESS:
+        return GLUCX_INPROGRESS;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+        return GLUCX_ERR_TRUNCATED;
+    case UCS_ERR_CANCELED:
+        return GLUCX_ERR_ABORTED;
+    case UCS_ERR_NO_MEMORY:
+        return GLUCX_ERR_NO_MEMORY;
+    case UCS_ERR_INVALID_PARAM:
+        return GLUCX_ERR_INVALID_ARG;
+    case UCS_ERR_UNSUPPORTED:
+        return GLUCX_ERR_UNSUPPORTED;
+    case UCS_ERR_TIMED_OUT:
+        return GLUCX_ERR_TIMEOUT;
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_NOT_CONNECTED:
+    case UCS_ERR_IO_ERROR:
+    case UCS_ERR_SHMEM_SEGMENT:
+        return GLUCX_ERR_PEER_FAILED;
+    default:
+        return GLUCX_ERR_TRANSPORT;
+    }
+}
+
+/* ---- outstanding-request list (lock held) ---- */
+
+static inline glucx_tx_req_t *req_next(const glucx_tx_req_t *r)
+{
+    return (glucx_tx_req_t *)r->impl_data[0];
+}
+
+static inline glucx_tx_req_t *req_prev(const glucx_tx_req_t *r)
+{
+    return (glucx_tx_req_t *)r->impl_data[1];
+}
+
+void glucx_ucx_list_add(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, int kind)
+{
+    req->impl = NULL;
+    req->impl_data[0] = (uintptr_t)tx->outstanding;
+    req->impl_data[1] = 0;
+    req->impl_data[2] = (uintptr_t)tx;
+    req->impl_data[3] = (uintptr_t)kind;
+    if (tx->outstanding != NULL)
+        tx->outstanding->impl_data[1] = (uintptr_t)req;
+    tx->outstanding = req;
+}
+
+static void list_del(glucx_ucx_tx_t *tx, glucx_tx_req_t *req)
+{
+    glucx_tx_req_t *next = req_next(req), *prev = req_prev(req);
+    if (prev != NULL)
+        prev->impl_data[0] = (uintptr_t)next;
+    else if (tx->outstanding == req)
+        tx->outstanding = next;
+    if (next != NULL)
+        next->impl_data[1] = (uintptr_t)prev;
+    req->impl_data[0] = req->impl_data[1] = 0;
+}
+
+static void probe_unlink(glucx_ucx_tx_t *tx, glucx_ucx_probe_t *p)
+{
+    if (p->prev != NULL)
+        p->prev->next = p->next;
+    else
+        tx->probe_head = p->next;
+    if (p->next != NULL)
+        p->next->prev = p->prev;
+    else
+        tx->probe_tail = p->prev;
+    p->next = p->prev = NULL;
+}
+
+void glucx_ucx_complete(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, glucx_status_t status, int peer,
+                        size_t bytes, uint64_t tag)
+{
+    if (atomic_load_explicit(&req->done, memory_order_relaxed))
+        return;
+    list_del(tx, req);
+    req->impl = NULL;
+    /* Once the transport failed, every request that did not succeed reports the failure. */
+    glucx_status_t failed = glucx_tx_failure(&tx->base);
+    if (status != GLUCX_OK && status != GLUCX_ERR_TRUNCATED && failed != GLUCX_OK)
+        status = failed;
+    req->status = status;
+    if (peer >= 0)
+        req->peer = peer;
+    req->bytes = bytes;
+    if (req->is_recv && tag != 0)
+        req->tag = tag;
+    atomic_store_explicit(&req->done, 1, memory_order_release);
+    if (tx->cond_waiters > 0)
+        pthread_cond_broadcast(&tx->cond);
+    if (tx->efd_sleeping)
+        ucp_worker_signal(tx->worker);
+}
+
+/* ---- UCX callbacks (lock held: they run inside UCP calls) ---- */
+
+/*
+ * A request that UCX ends with an error other than a cancellation the caller asked for or a
+ * truncation means the transport is broken towards a peer: the whole transport fails (Gloo
+ * semantics). The request is parked, not completed: it completes with the transport's failure
+ * status once the failure is decided (a notice explaining it may still arrive; see
+ * glucx_ucx_suspect). Lock held (callbacks run inside UCP calls). @return 1 if parked.
+ */
+static int park_on_error(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, ucs_status_t status)
+{
+    if (status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED ||
+        (status == UCS_ERR_CANCELED && glucx_ucx_req_kind(req) == GLUCX_UCX_REQ_CANCELING) ||
+        glucx_tx_failure(&tx->base) != GLUCX_OK)
+        return 0;
+    glucx_status_t st = glucx_ucx_status(status);
+    if (st == GLUCX_ERR_ABORTED)
+        st = GLUCX_ERR_PEER_FAILED; /* UCX cancelled it on its own: the endpoint went away */
+    if (req->peer >= 0)
+        glucx_ucx_suspect(tx, st, "rank %d failed: %s (%s of %zu bytes)", req->peer,
+                          ucs_status_string(status), req->is_recv ? "receive" : "send",
+                          req->posted);
+    else
+        glucx_ucx_suspect(tx, st, "receive of %zu bytes failed: %s", req->posted,
+                          ucs_status_string(status));
+    req->impl = NULL;
+    req->impl_data[3] = GLUCX_UCX_REQ_PARKED;
+    return 1;
+}
+
+static void send_cb(void *request, ucs_status_t status, void *user_data)
+{
+    glucx_tx_req_t *req = user_data;
+    glucx_ucx_tx_t *tx = (glucx_ucx_tx_t *)req->impl_data[2];
+    if (!park_on_error(tx, req, status))
+        glucx_ucx_complete(tx, req, glucx_ucx_status(status), -1,
+                           status == UCS_OK ? req->posted : 0, 0);
+    ucp_request_free(request);
+}
+
+static void recv_done(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, ucs_status_t status,
+                      const ucp_tag_recv_info_t *info)
+{
+    if (park_on_error(tx, req, status))
+        return;
+    if ((status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED) && info != NULL) {
+        /* On truncation UCX reports the sender's length; nothing past posted was written. */
+        glucx_ucx_complete(tx, req, glucx_ucx_status(status), SRC_OF(info->sender_tag),
+                           info->length, info->sender_tag);
+    } else {
+        glucx_ucx_complete(tx, req, glucx_ucx_status(status), -1, 0, 0);
+    }
+}
+
+static void recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
+                    void *user_data)
+{
+    glucx_tx_req_t *req = user_data;
+    recv_done((glucx_ucx_tx_t *)req->impl_data[2], req, status, info);
+    ucp_request_free(request);
+}
+
+static void ctrl_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
+                    void *user_data)
+{
+    glucx_ucx_tx_t *tx = user_data;
+    tx->ctrl_req = NULL;
+    ucp_request_free(request);
+    if (status != UCS_OK && status != UCS_ERR_MESSAGE_TRUNCATED)
+        return; /* cancelled at teardown */
+    int src = SRC_OF(info->sender_tag);
+    glucx_ucx_notice_t *n = &tx->ctrl_buf;
+    n->text[sizeof(n->text) - 1] = '\0';
+    glucx_status_t st = (glucx_status_t)n->status;
+    if (info->length < offsetof(glucx_ucx_notice_t, text) || st >= GLUCX_OK ||
+        strcmp(glucx_status_string(st), "unknown status") == 0)
+        st = GLUCX_ERR_PEER_FAILED; /* a notice we cannot read still means the peer failed */
+    const char *text = info->length > offsetof(glucx_ucx_notice_t, text) ? n->text : "(no text)";
+    int origin = src;
+    if (info->length >= offsetof(glucx_ucx_notice_t, text) && n->rank >= 0 &&
+        n->rank < tx->base.size)
+        origin = n->rank;
+    /* Forwarded at teardown (see send_notices), in the origin's words. */
+    glucx_ucx_record_failure(tx, st, GLUCX_UCX_FAIL_NOTIFY, origin, text, "rank %d reported: %s",
+                             origin, text);
+}
+
+glucx_status_t glucx_ucx_post_ctrl(glucx_ucx_tx_t *tx)
+{
+    ucp_request_param_t param = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+        .cb.recv = ctrl_cb,
+        .user_data = tx,
+    };
+    static char posting; /* marks "callback not run yet" */
+    tx->ctrl_req = &posting;
+    void *r = ucp_tag_recv_nbx(tx->worker, &tx->ctrl_buf, sizeof(tx->ctrl_buf),
+                               GLUCX_TX_TAG_CTRL | GLUCX_UCX_CTRL_NOTICE,
+                               GLUCX_TX_TAG_CTRL | GLUCX_UCX_CTRL_KIND_MASK, &param);
+    if (UCS_PTR_IS_ERR(r)) {
+        tx->ctrl_req = NULL;
+        return glucx_error(glucx_ucx_status(UCS_PTR_STATUS(r)),
+                           "ucx: cannot post the failure-notice receive: %s",
+                           ucs_status_string(UCS_PTR_STATUS(r)));
+    }
+    if (tx->ctrl_req == &posting)
+        tx->ctrl_req = r; /* otherwise the callback already ran (and freed r) */
+    return GLUCX_OK;
+}
+
+/* ---- posting ---- */
+
+static glucx_status_t post_failed(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, const char *op, int peer)
+{
+    glucx_status_t st = glucx_tx_failure(&tx->base);
+    req->status = st;
+    atomic_store_explicit(&req->done, 1, memory_order_release);
+    return glucx_error(st, "%s: peer %d, bytes=%zu: transport failed: %s", op, peer, req->posted,
+                       tx->base.failure);
+}
+
+static void req_start(glucx_tx_req_t *req, int is_recv, int peer, size_t bytes, uint64_t tag)
+{
+    req->is_recv = is_recv;
+    req->peer = peer;
+    req->posted = bytes;
+    req->bytes = 0;
+    req->tag = tag;
+    req->status = GLUCX_INPROGRESS;
+    req->impl = NULL;
+    atomic_store_explicit(&req->done, 0, memory_order_relaxed);
+}
+
+/* Lock held. */
+static glucx_status_t send_locked(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, const void *buf,
+                                  size_t bytes, glucx_tx_req_t *req)
+{
+    if (glucx_tx_failure(&tx->base) != GLUCX_OK)
+        return post_failed(tx, req, "isend", peer);
+    if (!tx->connected || tx->eps[peer] == NULL) {
+        req->status = GLUCX_ERR_INVALID_ARG;
+        atomic_store_explicit(&req->done, 1, memory_order_release);
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "isend: peer %d, bytes=%zu: not connected", peer,
+                           bytes);
+    }
+    glucx_ucx_list_add(tx, req, GLUCX_UCX_REQ_SEND);
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send = send_cb,
+        .user_data = req,
+    };
+    void *r = ucp_tag_send_nbx(tx->eps[peer], buf, bytes, wire_tag, &param);
+    if (r == NULL) {
+        glucx_ucx_complete(tx, req, GLUCX_OK, -1, bytes, 0);
+    } else if (UCS_PTR_IS_ERR(r)) {
+        /* The endpoint is broken (e.g. the peer's shared memory is gone): the request waits
+         * for the transport's failure like the others. */
+        ucs_status_t us = UCS_PTR_STATUS(r);
+        if (!park_on_error(tx, req, us)) {
+            glucx_ucx_complete(tx, req, glucx_ucx_status(us), -1, 0, 0);
+            return glucx_error(req->status, "isend: peer %d, bytes=%zu, tag=0x%llx: %s", peer,
+                               bytes, (unsigned long long)wire_tag, ucs_status_string(us));
+        }
+    } else if (!glucx_tx_req_done(req)) {
+        req->impl = r;
+    }
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_ucx_send_raw(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, const void *buf,
+                                  size_t bytes, glucx_tx_req_t *req)
+{
+    req_start(req, 0, peer, bytes, wire_tag);
+    pthread_mutex_lock(&tx->lock);
+    glucx_status_t st = send_locked(tx, peer, wire_tag, buf, bytes, req);
+    pthread_mutex_unlock(&tx->lock);
+    return st;
+}
+
+glucx_status_t glucx_ucx_isend(glucx_tx_t *base, int peer, uint64_t tag, const void *buf,
+                               size_t bytes, glucx_tx_req_t *req)
+{
+    glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
+    if (req == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "isend: peer %d, bytes=%zu: NULL request", peer,
+                           bytes);
+    if (peer < 0 || peer >= base->size || (bytes > 0 && buf == NULL) || (tag & GLUCX_TX_TAG_CTRL)) {
+        req_start(req, 0, peer, bytes, tag);
+        req->status = GLUCX_ERR_INVALID_ARG;
+        atomic_store_explicit(&req->done, 1, memory_order_release);
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "isend: peer %d (size %d), bytes=%zu, buf=%p, tag=0x%llx: invalid "
+                           "(peer out of range, NULL buffer or reserved control bit)",
+                           peer, base->size, bytes, buf, (unsigned long long)tag);
+    }
+    uint64_t wire = (tag & ~GLUCX_TX_TAG_SRC_MASK) | SRC_BITS(base->rank);
+    return glucx_ucx_send_raw(tx, peer, wire, buf, bytes, req);
+}
+
+/* Lock held. mask includes the source bits when matching one source. */
+static glucx_status_t recv_locked(glucx_ucx_tx_t *tx, uint64_t tag, uint64_t mask, void *buf,
+                                  size_t bytes, glucx_tx_req_t *req)
+{
+    glucx_ucx_list_add(tx, req, GLUCX_UCX_REQ_RECV);
+    /* No immediate completion: UCX 1.13 leaves recv_info unfilled on that path, while the
+     * callback always gets the sender's tag and length (it then runs inside this call). */
+    ucp_request_param_t param = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+        .cb.recv = recv_cb,
+        .user_data = req,
+    };
+    void *r = ucp_tag_recv_nbx(tx->worker, buf, bytes, tag, mask, &param);
+    if (UCS_PTR_IS_ERR(r)) {
+        ucs_status_t us = UCS_PTR_STATUS(r);
+        glucx_ucx_complete(tx, req, glucx_ucx_status(us), -1, 0, 0);
+        return glucx_error(req->status, "irecv: bytes=%zu, tag=0x%llx: %s", bytes,
+                           (unsigned long long)tag, ucs_status_string(us));
+    } else if (r != NULL && !glucx_tx_req_done(req)) {
+        req->impl = r;
+    }
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_ucx_recv_raw(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, uint64_t mask,
+                                  void *buf, size_t bytes, glucx_tx_req_t *req)
+{
+    req_start(req, 1, peer, bytes, 0);
+    pthread_mutex_lock(&tx->lock);
+    glucx_status_t st;
+    if (glucx_tx_failure(&tx->base) != GLUCX_OK)
+        st = post_failed(tx, req, "irecv", peer);
+    else
+        st = recv_locked(tx, wire_tag, mask, buf, bytes, req);
+    pthread_mutex_unlock(&tx->lock);
+    return st;
+}
+
+glucx_status_t glucx_ucx_irecv(glucx_tx_t *base, const int *peers, int npeers, uint64_t tag,
+                               uint64_t ignore_mask, void *buf, size_t bytes, glucx_tx_req_t *req)
+{
+    glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
+    if (req == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "irecv: bytes=%zu: NULL request", bytes);
+    req_start(req, 1, npeers == 1 && peers != NULL ? peers[0] : -1, bytes, 0);
+    if (peers == NULL || npeers < 1 || (bytes > 0 && buf == NULL) || (tag & GLUCX_TX_TAG_CTRL)) {
+        req->status = GLUCX_ERR_INVALID_ARG;
+        atomic_store_explicit(&req->done, 1, memory_order_release);
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "irecv: npeers=%d, bytes=%zu, buf=%p, tag=0x%llx: invalid (no peers, "
+                           "NULL buffer or reserved control bit)",
+                           npeers, bytes, buf, (unsigned long long)tag);
+    }
+    int size = base->size;
+    if (npeers == 1) {
+        /* the common case: one source, no allocation */
+        if (peers[0] < 0 || peers[0] >= size) {
+            req->status = GLUCX_ERR_INVALID_ARG;
+            atomic_store_explicit(&req->done, 1, memory_order_release);
+            return glucx_error(GLUCX_ERR_INVALID_ARG,
+                               "irecv: peer %d out of range [0, %d), bytes=%zu", peers[0], size,
+                               bytes);
+        }
+        uint64_t ignore = ignore_mask & ~(GLUCX_TX_TAG_SRC_MASK | GLUCX_TX_TAG_CTRL);
+        uint64_t wire = (tag & ~(GLUCX_TX_TAG_SRC_MASK | ignore)) | SRC_BITS(peers[0]);
+        return glucx_ucx_recv_raw(tx, peers[0], wire, ~ignore, buf, bytes, req);
+    }
+    /* Deduplicate the source set (duplicates and self are allowed). */
+    unsigned char *seen = calloc((size_t)size, 1);
+    glucx_ucx_probe_t *p = malloc(sizeof(*p) + sizeof(int) * (size_t)npeers);
+    if (seen == NULL || p == NULL) {
+        free(seen);
+        free(p);
+        req->status = GLUCX_ERR_NO_MEMORY;
+        atomic_store_explicit(&req->done, 1, memory_order_release);
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "irecv: npeers=%d: out of memory", npeers);
+    }
+    int distinct = 0;
+    for (int i = 0; i < npeers; i++) {
+        int r = peers[i];
+        if (r < 0 || r >= size) {
+            free(seen);
+            free(p);
+            req->status = GLUCX_ERR_INVALID_ARG;
+            atomic_store_explicit(&req->done, 1, memory_order_release);
+            return glucx_error(GLUCX_ERR_INVALID_ARG,
+                               "irecv: peers[%d]=%d out of range [0, %d), bytes=%zu", i, r, size,
+                               bytes);
+        }
+        if (!seen[r]) {
+            seen[r] = 1;
+            p->peers[distinct++] = r;
+        }
+    }
+    free(seen);
+    /* Compare every bit except the ignored ones; the control bit always (it must be 0). */
+    uint64_t ignore = ignore_mask & ~(GLUCX_TX_TAG_SRC_MASK | GLUCX_TX_TAG_CTRL);
+    uint64_t base_tag = tag & ~(GLUCX_TX_TAG_SRC_MASK | ignore);
+    uint64_t mask = ~ignore;
+
+    pthread_mutex_lock(&tx->lock);
+    glucx_status_t st = GLUCX_OK;
+    if (glucx_tx_failure(base) != GLUCX_OK) {
+        free(p);
+        st = post_failed(tx, req, "irecv", req->peer);
+    } else if (distinct == 1) {
+        free(p);
+        st = recv_locked(tx, base_tag | SRC_BITS(peers[0]), mask, buf, bytes, req);
+    } else if (distinct == size) {
+        free(p);
+        st = recv_locked(tx, base_tag, mask & ~GLUCX_TX_TAG_SRC_MASK, buf, bytes, req);
+    } else {
+        /* A UCX receive cannot name a set of sources: probe each source instead, so a message
+         * from a rank outside the set is never taken. */
+        p->req = req;
+        p->buf = buf;
+        p->tag = base_tag;
+        p->mask = mask;
+        p->start = 0;
+        p->npeers = distinct;
+        p->next = NULL;
+        p->prev = tx->probe_tail;
+        if (tx->probe_tail != NULL)
+            tx->probe_tail->next = p;
+        else
+            tx->probe_head = p;
+        tx->probe_tail = p;
+        glucx_ucx_list_add(tx, req, GLUCX_UCX_REQ_PROBE_WAIT);
+        req->impl_data[3] |= (uintptr_t)p;
+        /* Messages already unexpected (e.g. self-sends) match now, in posting order. */
+        glucx_ucx_probe_all(tx);
+    }
+    pthread_mutex_unlock(&tx->lock);
+    return st;
+}
+
+int glucx_ucx_probe_all(glucx_ucx_tx_t *tx)
+{
+    int matched = 0;
+    glucx_ucx_probe_t *next;
+    for (glucx_ucx_probe_t *p = tx->probe_head; p != NULL; p = next) {
+        next = p->next;
+        for (int k = 0; k < p->npeers; k++) {
+            int i = (p->start + k) % p->npeers;
+            ucp_tag_recv_info_t info;
+            ucp_tag_message_h msg =
+                ucp_tag_probe_nb(tx->worker, p->tag | SRC_BITS(p->peers[i]), p->mask, 1, &info);
+            if (msg == NULL)
+                continue;
+            p->start = (i + 1) % p->npeers;
+            glucx_tx_req_t *req = p->req;
+            void *buf = p->buf;
+            probe_unlink(tx, p);
+            free(p);
+            req->impl_data[3] = GLUCX_UCX_REQ_PROBE_RECV;
+            ucp_request_param_t param = {
+                .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                                UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+                .cb.recv = recv_cb,
+                .user_data = req,
+            };
+            void *r = ucp_tag_msg_recv_nbx(tx->worker, buf, req->posted, msg, &param);
+            if (UCS_PTR_IS_ERR(r)) {
+                /* The probe told the sender and length; use them for the report. */
+                recv_done(tx, req, UCS_PTR_STATUS(r), &info);
+            } else if (r != NULL && !glucx_tx_req_done(req)) {
+                req->impl = r;
+            }
+            matched++;
+            break;
+        }
+    }
+    return matched;
+}
+
+void glucx_ucx_cancel(glucx_tx_t *base, glucx_tx_req_t *req)
+{
+    glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
+    if (req == NULL)
+        return;
+    pthread_mutex_lock(&tx->lock);
+    if (!glucx_tx_req_done(req) && (glucx_ucx_tx_t *)req->impl_data[2] == tx) {
+        int kind = glucx_ucx_req_kind(req);
+        if (kind == GLUCX_UCX_REQ_RECV && req->impl != NULL) {
+            /* Completes with UCS_ERR_CANCELED if unmatched; a matched receive goes on. */
+            req->impl_data[3] = GLUCX_UCX_REQ_CANCELING;
+            ucp_request_cancel(tx->worker, req->impl);
+        } else if (kind == GLUCX_UCX_REQ_PROBE_WAIT) {
+            glucx_ucx_probe_t *p = glucx_ucx_req_probe(req);
+            probe_unlink(tx, p);
+            free(p);
+            glucx_ucx_complete(tx, req, GLUCX_ERR_ABORTED, -1, 0, 0);
+        }
+    }
+    pthread_mutex_unlock(&tx->lock);
+}

@@ -1,0 +1,442 @@
+/*
+ * UCX transport: the progress engine (spin, then sleep on the worker's event descriptor) and
+ * failure handling (record, notify peers, force-close endpoints, complete every request).
+ *
+ * Sleeping. At most one waiter (the "efd owner") sleeps in ppoll on the worker's event fd after
+ * ucp_worker_arm; the others sleep on tx->cond. Whoever completes a request wakes them: a
+ * completion broadcasts tx->cond when someone sleeps on it and signals the worker
+ * (ucp_worker_signal) when the owner sleeps, so a waiter never sleeps through a completion that
+ * another thread's progress produced. The owner broadcasts tx->cond after every wake-up, so the
+ * cond sleepers re-check and one of them takes over the descriptor when the owner leaves.
+ * Sleeps never last past the deadline nor past tx->tick_ns: UCX's keepalive (which finds dead
+ * shared-memory peers) only runs inside ucp_worker_progress.
+ */
+#include "transport/ucx_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+#include "util/time.h"
+
+/* More than UCX's keepalive iteration skip (32), so a timed wake-up runs a keepalive round. */
+#define KEEPALIVE_PROGRESS_CALLS 40
+
+int glucx_ucx_record_failure(glucx_ucx_tx_t *tx, glucx_status_t status, int flags, int origin,
+                             const char *notice, const char *fmt, ...)
+{
+    if (status >= GLUCX_OK)
+        status = GLUCX_ERR_ABORTED;
+    int first = 0;
+    pthread_mutex_lock(&tx->fail_lock);
+    if (atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(tx->base.failure, sizeof(tx->base.failure), fmt, ap);
+        va_end(ap);
+        tx->fail_notify = (flags & GLUCX_UCX_FAIL_NOTIFY) != 0;
+        tx->fail_quiet = (flags & GLUCX_UCX_FAIL_QUIET) != 0;
+        tx->notice_origin = origin >= 0 ? origin : tx->base.rank;
+        snprintf(tx->notice_text, sizeof(tx->notice_text), "%s",
+                 notice != NULL ? notice : tx->base.failure);
+        atomic_store_explicit(&tx->fail_pending, 1, memory_order_relaxed);
+        atomic_store_explicit(&tx->base.failed, (int)status, memory_order_release);
+        first = 1;
+    }
+    pthread_mutex_unlock(&tx->fail_lock);
+    if (first) {
+        if (!(flags & GLUCX_UCX_FAIL_QUIET))
+            glucx_warn("ucx: rank %d: transport failed (%s): %s", tx->base.rank,
+                       glucx_status_string(status), tx->base.failure);
+        /* Wake a sleeping waiter so the teardown runs promptly. */
+        ucp_worker_signal(tx->worker);
+    }
+    return first;
+}
+
+void glucx_ucx_suspect(glucx_ucx_tx_t *tx, glucx_status_t status, const char *fmt, ...)
+{
+    int first = 0;
+    pthread_mutex_lock(&tx->fail_lock);
+    if (tx->suspect_at_ns == 0 &&
+        atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(tx->suspect_text, sizeof(tx->suspect_text), fmt, ap);
+        va_end(ap);
+        tx->suspect_status = status;
+        tx->suspect_at_ns = glucx_now_ns();
+        first = 1;
+    }
+    pthread_mutex_unlock(&tx->fail_lock);
+    if (first) {
+        glucx_debug("ucx: rank %d: suspects a peer failure: %s", tx->base.rank, tx->suspect_text);
+        ucp_worker_signal(tx->worker);
+    }
+}
+
+/* The suspicion becomes the failure once its grace period is over. @return when it will (or
+ * INT64_MAX when none is pending). */
+static int64_t commit_suspicion(glucx_ucx_tx_t *tx)
+{
+    char text[sizeof(tx->suspect_text)];
+    glucx_status_t status;
+    pthread_mutex_lock(&tx->fail_lock);
+    int64_t at = tx->suspect_at_ns;
+    int64_t due = at != 0 ? at + GLUCX_UCX_SUSPECT_GRACE_NS : INT64_MAX;
+    int commit = at != 0 && glucx_now_ns() >= due;
+    if (commit) {
+        memcpy(text, tx->suspect_text, sizeof(text));
+        status = tx->suspect_status;
+        tx->suspect_at_ns = 0;
+    }
+    pthread_mutex_unlock(&tx->fail_lock);
+    if (commit) {
+        glucx_ucx_record_failure(tx, status, GLUCX_UCX_FAIL_NOTIFY, -1, NULL, "%s", text);
+        return INT64_MAX;
+    }
+    return atomic_load_explicit(&tx->base.failed, memory_order_relaxed) ? INT64_MAX : due;
+}
+
+void glucx_ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    glucx_ucx_peer_t *peer = arg;
+    glucx_ucx_tx_t *tx = peer->tx;
+    (void)ep;
+    tx->ep_failed[peer->rank] = 1;
+    glucx_ucx_suspect(tx,
+                      glucx_ucx_status(status) == GLUCX_ERR_TRANSPORT ? GLUCX_ERR_TRANSPORT
+                                                                      : GLUCX_ERR_PEER_FAILED,
+                      "rank %d failed: %s", peer->rank, ucs_status_string(status));
+}
+
+static void notice_cb(void *request, ucs_status_t status, void *user_data)
+{
+    glucx_ucx_tx_t *tx = user_data;
+    (void)status;
+    tx->notices_pending--;
+    ucp_request_free(request);
+}
+
+/* Progress until every UCX request in reqs[0..n) (NULL entries skipped) completed or the time
+ * is up; free them. Lock held, outside callbacks. @return the number left unfinished. */
+static int finish_requests(glucx_ucx_tx_t *tx, void **reqs, int n, int64_t wait_ns)
+{
+    int64_t deadline = glucx_now_ns() + wait_ns;
+    int left;
+    for (;;) {
+        left = 0;
+        for (int i = 0; i < n; i++)
+            if (reqs[i] != NULL && ucp_request_check_status(reqs[i]) == UCS_INPROGRESS)
+                left++;
+        if (left == 0 || glucx_now_ns() >= deadline)
+            break;
+        ucp_worker_progress(tx->worker);
+    }
+    for (int i = 0; i < n; i++) {
+        if (reqs[i] != NULL && ucp_request_check_status(reqs[i]) != UCS_INPROGRESS) {
+            ucp_request_free(reqs[i]);
+            reqs[i] = NULL;
+        }
+    }
+    return left;
+}
+
+/* Tell every peer (but the origin and the dead) why this transport failed, in the origin's words:
+ * a rank that fails because of a notice forwards it, so the notice reaches every peer ahead of
+ * this rank closing its endpoints (same connection, in order). No loops: each rank fails once. */
+static void send_notices(glucx_ucx_tx_t *tx)
+{
+    static const size_t head = offsetof(glucx_ucx_notice_t, text);
+    glucx_ucx_notice_t *n = &tx->notice_buf;
+    memset(n, 0, sizeof(*n));
+    n->status = (int32_t)glucx_tx_failure(&tx->base);
+    n->rank = tx->notice_origin;
+    snprintf(n->text, sizeof(n->text), "%s", tx->notice_text);
+    size_t len = head + strlen(n->text) + 1;
+    uint64_t tag = GLUCX_TX_TAG_CTRL | GLUCX_UCX_CTRL_NOTICE |
+                   ((uint64_t)tx->base.rank << GLUCX_TX_TAG_SRC_SHIFT);
+    for (int p = 0; p < tx->base.size; p++) {
+        if (p == tx->base.rank || p == tx->notice_origin || tx->eps[p] == NULL || tx->ep_failed[p])
+            continue;
+        ucp_request_param_t param = {
+            .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+            .cb.send = notice_cb,
+            .user_data = tx,
+        };
+        void *r = ucp_tag_send_nbx(tx->eps[p], n, len, tag, &param);
+        if (UCS_PTR_IS_PTR(r))
+            tx->notices_pending++;
+    }
+    /* Progressing also drains what peers sent us, so closing the connection afterwards is an
+     * orderly shutdown rather than a reset that could discard our notice at the peer. */
+    int64_t deadline = glucx_now_ns() + GLUCX_UCX_NOTICE_WAIT_NS;
+    while (tx->notices_pending > 0 && glucx_now_ns() < deadline)
+        ucp_worker_progress(tx->worker);
+    for (int i = 0; i < 16; i++)
+        ucp_worker_progress(tx->worker);
+    /* Unsent notices are cancelled by the force-close below (their callback frees them). */
+}
+
+/* Lock held, not inside a UCX callback. */
+static void teardown(glucx_ucx_tx_t *tx)
+{
+    int size = tx->base.size;
+    glucx_status_t failed = glucx_tx_failure(&tx->base);
+    tx->in_teardown = 1;
+
+    if (tx->connected && tx->fail_notify)
+        send_notices(tx);
+
+    void **closing = calloc((size_t)size, sizeof(void *));
+    void **flushing = calloc((size_t)size, sizeof(void *));
+    if (tx->connected && tx->fail_quiet && flushing != NULL) {
+        /* Healthy destroy: let sends already handed to UCX reach their peers first. */
+        for (int p = 0; p < size; p++) {
+            if (tx->eps[p] == NULL || tx->ep_failed[p])
+                continue;
+            ucp_request_param_t param = {.op_attr_mask = 0};
+            void *r = ucp_ep_flush_nbx(tx->eps[p], &param);
+            flushing[p] = UCS_PTR_IS_PTR(r) ? r : NULL;
+        }
+        finish_requests(tx, flushing, size, GLUCX_UCX_FLUSH_WAIT_NS);
+    }
+
+    /* Receives that have not matched leave now; subset receives never reached UCX. */
+    glucx_tx_req_t *next;
+    for (glucx_tx_req_t *req = tx->outstanding; req != NULL; req = next) {
+        next = (glucx_tx_req_t *)req->impl_data[0];
+        int kind = glucx_ucx_req_kind(req);
+        if ((kind == GLUCX_UCX_REQ_RECV || kind == GLUCX_UCX_REQ_CANCELING) && req->impl != NULL) {
+            ucp_request_cancel(tx->worker, req->impl);
+        } else if (kind == GLUCX_UCX_REQ_PARKED) {
+            glucx_ucx_complete(tx, req, failed, -1, 0, 0);
+        } else if (kind == GLUCX_UCX_REQ_PROBE_WAIT) {
+            glucx_ucx_probe_t *p = glucx_ucx_req_probe(req);
+            if (p->prev != NULL)
+                p->prev->next = p->next;
+            else
+                tx->probe_head = p->next;
+            if (p->next != NULL)
+                p->next->prev = p->prev;
+            else
+                tx->probe_tail = p->prev;
+            free(p);
+            glucx_ucx_complete(tx, req, failed, -1, 0, 0);
+        }
+    }
+    if (tx->ctrl_req != NULL)
+        ucp_request_cancel(tx->worker, tx->ctrl_req);
+
+    /* Matched rendezvous receives and sends cannot be cancelled in UCX 1.13: force-closing the
+     * endpoints completes them (UCS_ERR_CANCELED) once their callbacks run. */
+    for (int p = 0; p < size; p++) {
+        if (tx->eps == NULL || tx->eps[p] == NULL)
+            continue;
+        ucp_request_param_t param = {
+            .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+            .flags = UCP_EP_CLOSE_FLAG_FORCE,
+        };
+        void *r = ucp_ep_close_nbx(tx->eps[p], &param);
+        tx->eps[p] = NULL;
+        if (closing != NULL)
+            closing[p] = UCS_PTR_IS_PTR(r) ? r : NULL;
+    }
+    int64_t deadline = glucx_now_ns() + GLUCX_UCX_CLOSE_WAIT_NS;
+    int left = closing != NULL ? finish_requests(tx, closing, size, GLUCX_UCX_CLOSE_WAIT_NS) : 0;
+    if (flushing != NULL)
+        finish_requests(tx, flushing, size, GLUCX_UCX_CLOSE_WAIT_NS / 10);
+    while (tx->outstanding != NULL && glucx_now_ns() < deadline)
+        ucp_worker_progress(tx->worker);
+    if (left > 0)
+        glucx_warn("ucx: rank %d: %d endpoint(s) did not close within %lld ms", tx->base.rank, left,
+                   GLUCX_UCX_CLOSE_WAIT_NS / 1000000);
+    free(closing);
+    free(flushing);
+
+    /* Nothing should be left; if UCX still holds a request, report it and complete it anyway so
+     * no caller waits forever. */
+    for (glucx_tx_req_t *req = tx->outstanding; req != NULL; req = next) {
+        next = (glucx_tx_req_t *)req->impl_data[0];
+        glucx_warn("ucx: rank %d: %s to/from rank %d (%zu bytes) still pending after teardown",
+                   tx->base.rank, req->is_recv ? "receive" : "send", req->peer, req->posted);
+        glucx_ucx_complete(tx, req, failed, -1, 0, 0);
+    }
+
+    tx->connected = 0;
+    tx->in_teardown = 0;
+    atomic_store_explicit(&tx->fail_pending, 0, memory_order_relaxed);
+    atomic_store_explicit(&tx->torn_down, 1, memory_order_release);
+    if (tx->cond_waiters > 0)
+        pthread_cond_broadcast(&tx->cond);
+    if (tx->efd_sleeping)
+        ucp_worker_signal(tx->worker);
+}
+
+void glucx_ucx_teardown_if_pending(glucx_ucx_tx_t *tx)
+{
+    if (atomic_load_explicit(&tx->fail_pending, memory_order_acquire) && !tx->in_teardown &&
+        !atomic_load_explicit(&tx->torn_down, memory_order_relaxed))
+        teardown(tx);
+}
+
+int glucx_ucx_progress_locked(glucx_ucx_tx_t *tx)
+{
+    if (tx->suspect_at_ns != 0)
+        commit_suspicion(tx);
+    int n = 0;
+    for (int i = 0; i < 16; i++) {
+        unsigned c = ucp_worker_progress(tx->worker);
+        n += (int)c;
+        if (c == 0)
+            break;
+    }
+    if (tx->probe_head != NULL)
+        n += glucx_ucx_probe_all(tx);
+    glucx_ucx_teardown_if_pending(tx);
+    return n;
+}
+
+int glucx_ucx_progress(glucx_tx_t *base)
+{
+    glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
+    /* Non-blocking: whoever holds the lock is progressing already. */
+    if (pthread_mutex_trylock(&tx->lock) != 0)
+        return 0;
+    int n = glucx_ucx_progress_locked(tx);
+    pthread_mutex_unlock(&tx->lock);
+    return n;
+}
+
+void glucx_ucx_fail(glucx_tx_t *base, glucx_status_t status, const char *text)
+{
+    glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
+    glucx_ucx_record_failure(tx, status, GLUCX_UCX_FAIL_NOTIFY, -1, NULL, "%s",
+                             text != NULL ? text : "failed");
+    pthread_mutex_lock(&tx->lock);
+    glucx_ucx_teardown_if_pending(tx);
+    pthread_mutex_unlock(&tx->lock);
+}
+
+static int all_done(glucx_tx_req_t *const *reqs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!glucx_tx_req_done(reqs[i]))
+            return 0;
+    return 1;
+}
+
+static void to_timespec(int64_t t_ns, struct timespec *ts)
+{
+    ts->tv_sec = (time_t)(t_ns / 1000000000);
+    ts->tv_nsec = (long)(t_ns % 1000000000);
+}
+
+/* Sleep until an event, a completion, the deadline or the next keepalive round. */
+static void block_once(glucx_ucx_tx_t *tx, glucx_tx_req_t *const *reqs, int n, int64_t deadline)
+{
+    pthread_mutex_lock(&tx->lock);
+    glucx_ucx_progress_locked(tx);
+    int64_t now = glucx_now_ns();
+    int64_t wake = deadline;
+    if (wake - now > tx->tick_ns)
+        wake = now + tx->tick_ns;
+    int64_t due = commit_suspicion(tx);
+    if (due < wake)
+        wake = due;
+    if (all_done(reqs, n) || wake <= now)
+        goto out;
+    if (!tx->efd_owner) {
+        ucs_status_t st = ucp_worker_arm(tx->worker);
+        if (st == UCS_ERR_BUSY)
+            goto out; /* events arrived meanwhile: progress them first */
+        if (st != UCS_OK) {
+            /* No usable descriptor: nap briefly on the condition variable instead. */
+            if (wake - now > 1000000)
+                wake = now + 1000000;
+            goto cond_wait;
+        }
+        tx->efd_owner = 1;
+        tx->efd_sleeping = 1;
+        pthread_mutex_unlock(&tx->lock);
+        struct pollfd pfd = {.fd = tx->efd, .events = POLLIN};
+        struct timespec rel;
+        to_timespec(wake - now, &rel);
+        int rc = ppoll(&pfd, 1, &rel, NULL);
+        pthread_mutex_lock(&tx->lock);
+        tx->efd_sleeping = 0;
+        tx->efd_owner = 0;
+        if (rc == 0) {
+            for (int i = 0; i < KEEPALIVE_PROGRESS_CALLS; i++)
+                ucp_worker_progress(tx->worker);
+        }
+        glucx_ucx_progress_locked(tx);
+        if (tx->cond_waiters > 0)
+            pthread_cond_broadcast(&tx->cond);
+        goto out;
+    }
+cond_wait:
+    tx->cond_waiters++;
+    struct timespec abs;
+    to_timespec(wake, &abs);
+    pthread_cond_timedwait(&tx->cond, &tx->lock, &abs);
+    tx->cond_waiters--;
+out:
+    pthread_mutex_unlock(&tx->lock);
+}
+
+glucx_status_t glucx_ucx_wait(glucx_tx_t *base, glucx_tx_req_t *const *reqs, int n,
+                              int64_t deadline_ns)
+{
+    glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
+    if (n < 0 || (n > 0 && reqs == NULL))
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "wait: n=%d, reqs=%p: invalid", n,
+                           (const void *)reqs);
+    for (int i = 0; i < n; i++)
+        if (reqs[i] == NULL)
+            return glucx_error(GLUCX_ERR_INVALID_ARG, "wait: reqs[%d] of %d is NULL", i, n);
+    int64_t spin_end = glucx_now_ns() + GLUCX_UCX_SPIN_NS;
+    for (;;) {
+        if (all_done(reqs, n))
+            break;
+        int64_t now = glucx_now_ns();
+        if (now >= deadline_ns) {
+            if (glucx_ucx_progress(base) > 0 && all_done(reqs, n))
+                break;
+            int pending = 0, first = -1;
+            for (int i = 0; i < n; i++) {
+                if (!glucx_tx_req_done(reqs[i])) {
+                    pending++;
+                    if (first < 0)
+                        first = i;
+                }
+            }
+            const glucx_tx_req_t *r = reqs[first];
+            return glucx_error(GLUCX_ERR_TIMEOUT,
+                               "wait: rank %d: %d of %d requests pending at the deadline (first: "
+                               "%s %s rank %d, bytes=%zu, tag=0x%llx)",
+                               base->rank, pending, n, r->is_recv ? "receive" : "send",
+                               r->is_recv ? "from" : "to", r->peer, r->posted,
+                               (unsigned long long)r->tag);
+        }
+        if (now < spin_end) {
+            pthread_mutex_lock(&tx->lock);
+            glucx_ucx_progress_locked(tx);
+            pthread_mutex_unlock(&tx->lock);
+            continue;
+        }
+        block_once(tx, reqs, n, deadline_ns);
+    }
+    glucx_status_t failed = glucx_tx_failure(base);
+    if (failed != GLUCX_OK) {
+        for (int i = 0; i < n; i++)
+            if (reqs[i]->status != GLUCX_OK)
+                return glucx_error(failed, "wait: rank %d: transport failed: %s", base->rank,
+                                   base->failure);
+    }
+    return GLUCX_OK;
+}
