@@ -38,7 +38,9 @@ typedef struct glucx_tx_req {
     glucx_status_t status; /**< final status once done */
     int peer;             /**< send: destination; receive: actual source once done */
     size_t posted;        /**< bytes posted (set by the transport at post time) */
-    size_t bytes;         /**< send: bytes sent; receive: bytes received once done */
+    size_t bytes;         /**< send: bytes sent; receive: bytes received once done (with
+                               GLUCX_ERR_TRUNCATED: the sender's full length, > posted; only
+                               `posted` bytes were written) */
     uint64_t tag;         /**< receive: the sender's full wire tag once done */
     int is_recv;
     void *impl;           /**< transport-private */

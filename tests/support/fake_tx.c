@@ -111,7 +111,7 @@ static void deliver(fake_rank_t *dst, fake_recv_t *rv, int src, uint64_t wire_ta
         memcpy(rv->buf, data, n);
     req->peer = src;
     req->tag = wire_tag;
-    req->bytes = n;
+    req->bytes = bytes; /* the sender's length, as the UCX transport reports it */
     complete(dst, req, bytes <= rv->bytes ? GLUCX_OK : GLUCX_ERR_TRUNCATED);
 }
 

@@ -186,6 +186,8 @@ static void test_truncation_and_zero_bytes(void **state)
     assert_int_equal(send_(t0, 1, TAG(3), out, 8, &s), GLUCX_OK);
     assert_int_equal(wait1(t1, &r, 1000), GLUCX_OK);
     assert_int_equal(r.status, GLUCX_ERR_TRUNCATED);
+    assert_int_equal(r.bytes, 8); /* the sender's length */
+    assert_int_equal(r.posted, 4);
     for (int i = 4; i < 8; i++)
         assert_int_equal(in[i], 0xee); /* never past the posted length */
     /* the same in the unexpected order */
