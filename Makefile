@@ -19,13 +19,13 @@ build: deps $(BUILD)/CMakeCache.txt
 
 # Every test, through ctest.
 test: build
-	cd $(BUILD) && ctest --output-on-failure --timeout 600
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 # The same suite built with AddressSanitizer + UBSan (CI runs it).
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGLUCX_SANITIZE=ON $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure --timeout 900
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) --timeout 900
 
 # Collective benchmarks against Open MPI and Gloo TCP (see docs/perf.md).
 bench: build
