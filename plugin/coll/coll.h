@@ -18,6 +18,11 @@
  *   request), so an algorithm just returns the status it got. An algorithm that fails on its
  *   own (e.g. malloc) calls glucx_coll_fail().
  * - Never send to self: copy locally (glucx_coll_copy).
+ * - Input and output never overlap except as glucx_coll_args_t documents for IN_PLACE: the core
+ *   copies an input that overlaps the output in any other way to ctx->scratch_in first.
+ * - Rooted collectives and alltoallv, where a rank's own messages may all look right while a
+ *   peer's do not, are followed by a zero-byte confirmation round run by the core, so a
+ *   mismatch found by any rank is returned by every rank.
  */
 #ifndef GLUCX_COLL_H
 #define GLUCX_COLL_H
@@ -32,13 +37,20 @@
 #include "transport/tx.h"
 
 /* Collective wire-tag layout (the transport adds the source in bits 48-61):
- * bit 63 = 1 (collective space), bits 24-47 seq (24 bits), bits 8-23 step, bits 0-7 signature. */
+ * bit 63 = 1 (collective space), bits 32-47 seq (16 bits), bits 16-31 step (16 bits),
+ * bits 0-15 signature: coll (4 bits) | dtype (4) | op (3) | root mod 32 for rooted collectives,
+ * else a hash of count and algorithm (5).
+ * The first three are exact, so a dtype or op mismatch is always caught; counts are caught by
+ * the exact length check of every receive. */
 #define GLUCX_COLL_TAG_SPACE (UINT64_C(1) << 63)
-#define GLUCX_COLL_TAG_SEQ_SHIFT 24
-#define GLUCX_COLL_TAG_SEQ_MASK UINT64_C(0xffffff)
-#define GLUCX_COLL_TAG_STEP_SHIFT 8
+#define GLUCX_COLL_TAG_SEQ_SHIFT 32
+#define GLUCX_COLL_TAG_SEQ_MASK UINT64_C(0xffff)
+#define GLUCX_COLL_TAG_STEP_SHIFT 16
 #define GLUCX_COLL_STEP_MAX 0xffffu
-#define GLUCX_COLL_TAG_SIG_MASK UINT64_C(0xff)
+#define GLUCX_COLL_TAG_SIG_MASK UINT64_C(0xffff)
+/** Steps from here up are reserved for the core's confirmation round (algorithms use fewer:
+ *  at most about 2 x GLUCX_COMM_SIZE_MAX). */
+#define GLUCX_COLL_STEP_CONFIRM 0xffe0u
 
 /** Everything an algorithm needs to run one collective. Built by the core; read-only to algorithms. */
 typedef struct glucx_coll_ctx {
@@ -60,7 +72,7 @@ typedef struct glucx_coll_ctx {
     glucx_reduce_fn_t reduce;   /**< kernel for (dtype, op); NULL for collectives that do not reduce */
     const glucx_topo_t *topo;
     uint32_t seq;               /**< collective sequence number on this comm (same on all ranks) */
-    uint8_t sig;                /**< signature of (coll, dtype, op, root, count, algorithm) */
+    uint16_t sig;               /**< signature of (coll, dtype, op, root, count, algorithm) */
     const char *alg_name;       /**< for messages */
     int alg_index;              /**< row in glucx_coll_tables[args->coll] */
     int64_t deadline_ns;        /**< CLOCK_MONOTONIC deadline of the whole collective */

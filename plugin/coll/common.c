@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/barrier/barrier.h"
 #include "util/error.h"
 #include "util/time.h"
 
@@ -230,8 +231,12 @@ static size_t mul_sat(size_t a, size_t b)
     return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
 }
 
-glucx_status_t glucx_coll_args_check(const glucx_coll_args_t *a, int rank, int size)
+/* Validate and compute how many elements this rank reads from sendbuf and writes to recvbuf
+ * (for v-collectives: the extent up to the largest displacement + count). */
+static glucx_status_t check_extents(const glucx_coll_args_t *a, int rank, int size,
+                                    size_t *in_elems_p, size_t *out_elems_p)
 {
+    *in_elems_p = *out_elems_p = 0;
     if (a == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "collective: NULL arguments");
     const char *name = glucx_coll_name(a->coll);
@@ -326,6 +331,19 @@ glucx_status_t glucx_coll_args_check(const glucx_coll_args_t *a, int rank, int s
         mul_sat(in_elems, es) > (SIZE_MAX >> 2) || mul_sat(out_elems, es) > (SIZE_MAX >> 2))
         return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: %zu/%zu elements of %s overflow the size",
                            name, in_elems, out_elems, glucx_dtype_name(a->dtype));
+    *in_elems_p = in_elems;
+    *out_elems_p = out_elems;
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_coll_args_check(const glucx_coll_args_t *a, int rank, int size)
+{
+    size_t in_elems, out_elems;
+    glucx_status_t st = check_extents(a, rank, size, &in_elems, &out_elems);
+    if (st != GLUCX_OK || a->coll == GLUCX_COLL_BARRIER)
+        return st;
+    const char *name = glucx_coll_name(a->coll);
+    const int in_place = a->sendbuf == GLUCX_IN_PLACE;
     if (out_elems > 0 && a->recvbuf == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG,
                            "%s: recvbuf is NULL but %zu elements of %s are to be written", name,
@@ -339,28 +357,52 @@ glucx_status_t glucx_coll_args_check(const glucx_coll_args_t *a, int rank, int s
     return GLUCX_OK;
 }
 
-/* FNV-1a over the values that must agree across ranks, folded to 8 bits. */
-static uint8_t signature(const glucx_coll_args_t *a, int alg_index, int size)
+_Static_assert(GLUCX_COLL_COUNT <= 16 && GLUCX_DTYPE_COUNT <= 16 && GLUCX_OP_COUNT <= 8,
+              "the signature holds coll, dtype and op in 4, 4 and 3 bits");
+
+/* The signature (16 bits): coll, dtype and op exactly (4, 4, 3 bits), then 5 bits: for rooted
+ * collectives the root modulo 32 (exact up to 32 ranks), otherwise an FNV-1a hash of the count
+ * (for allgatherv: every rank's count, which all ranks pass alike) and the algorithm. Counts are
+ * also caught by the exact length check of every receive. */
+static uint16_t signature(const glucx_coll_args_t *a, int alg_index, int size)
 {
-    uint64_t v[6] = {(uint64_t)a->coll, (uint64_t)a->dtype,
-                     is_reducing(a->coll) ? (uint64_t)a->op : 0,
-                     is_rooted(a->coll) ? (uint64_t)a->root : 0, 0, (uint64_t)alg_index};
-    if (a->coll == GLUCX_COLL_ALLGATHERV) {
-        /* every rank passes the same counts: fold them in, so that a rank with other counts is
-         * caught by every rank that hears from it */
-        uint64_t hc = UINT64_C(0xcbf29ce484222325);
-        for (int r = 0; r < size; r++)
-            hc = (hc ^ (uint64_t)a->counts[r]) * UINT64_C(0x100000001b3);
-        v[4] = hc;
-    } else if (a->coll != GLUCX_COLL_ALLTOALLV) {
-        v[4] = a->count;
+    unsigned low;
+    if (is_rooted(a->coll)) {
+        low = (unsigned)a->root & 31u;
+    } else {
+        uint64_t v[2] = {0, (uint64_t)alg_index};
+        if (a->coll == GLUCX_COLL_ALLGATHERV) {
+            uint64_t hc = UINT64_C(0xcbf29ce484222325);
+            for (int r = 0; r < size; r++)
+                hc = (hc ^ (uint64_t)a->counts[r]) * UINT64_C(0x100000001b3);
+            v[0] = hc;
+        } else if (a->coll != GLUCX_COLL_ALLTOALLV) {
+            v[0] = a->count;
+        }
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+        const unsigned char *p = (const unsigned char *)v;
+        for (size_t i = 0; i < sizeof(v); i++)
+            h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+        h ^= h >> 32;
+        h ^= h >> 16;
+        h ^= h >> 8;
+        low = (unsigned)(h & 31u);
     }
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    const unsigned char *p = (const unsigned char *)v;
-    for (size_t i = 0; i < sizeof(v); i++)
-        h = (h ^ p[i]) * UINT64_C(0x100000001b3);
-    return (uint8_t)(h ^ (h >> 8) ^ (h >> 16) ^ (h >> 24) ^ (h >> 32) ^ (h >> 40) ^ (h >> 48) ^
-                     (h >> 56));
+    const unsigned op = is_reducing(a->coll) ? (unsigned)a->op & 7u : 0;
+    return (uint16_t)((((unsigned)a->coll & 15u) << 12) | (((unsigned)a->dtype & 15u) << 8) |
+                      (op << 5) | low);
+}
+
+/* Work from a private copy of the input (in-place reduce_scatter/alltoall, overlapping buffers). */
+static glucx_status_t copy_input(glucx_coll_ctx_t *ctx, const void *input, size_t bytes)
+{
+    ctx->scratch_in = malloc(bytes ? bytes : 1);
+    if (ctx->scratch_in == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "%s: cannot allocate %zu bytes for a copy of the input",
+                           glucx_coll_name(ctx->args->coll), bytes);
+    glucx_coll_copy(ctx->scratch_in, input, bytes);
+    ctx->sendbuf = ctx->scratch_in;
+    return GLUCX_OK;
 }
 
 glucx_status_t glucx_coll_ctx_init(glucx_coll_ctx_t *ctx, glucx_tx_t *tx, const glucx_topo_t *topo,
@@ -410,21 +452,52 @@ glucx_status_t glucx_coll_ctx_init(glucx_coll_ctx_t *ctx, glucx_tx_t *tx, const 
         break;
     case GLUCX_COLL_REDUCE_SCATTER:
     case GLUCX_COLL_ALLTOALL:
-        if (in_place) {
-            size_t bytes = args->count * (size_t)ctx->size * es;
-            ctx->scratch_in = malloc(bytes ? bytes : 1);
-            if (ctx->scratch_in == NULL)
-                return glucx_error(GLUCX_ERR_NO_MEMORY,
-                                   "%s: cannot allocate %zu bytes for the in-place input",
-                                   glucx_coll_name(args->coll), bytes);
-            glucx_coll_copy(ctx->scratch_in, rb, bytes);
-            ctx->sendbuf = ctx->scratch_in;
-        }
+        if (in_place)
+            return copy_input(ctx, rb, args->count * (size_t)ctx->size * es);
         break;
     default:
         break;
     }
-    return GLUCX_OK;
+    if (in_place || args->coll == GLUCX_COLL_BROADCAST || args->coll == GLUCX_COLL_BARRIER)
+        return GLUCX_OK;
+
+    /* The caller passed its own pointers. Where they alias exactly as IN_PLACE would, treat the
+     * call as in place; where the input overlaps the output in any other way, work from a copy
+     * of the input, so no algorithm ever reads what it has already overwritten. */
+    size_t in_elems, out_elems;
+    if (check_extents(args, ctx->rank, ctx->size, &in_elems, &out_elems) != GLUCX_OK)
+        return GLUCX_OK; /* validated by glucx_coll_args_check() before */
+    const char *in = ctx->sendbuf, *out = ctx->recvbuf;
+    const size_t in_bytes = in_elems * es, out_bytes = out_elems * es;
+    if (in == NULL || out == NULL || in_bytes == 0 || out_bytes == 0 || in + in_bytes <= out ||
+        out + out_bytes <= in)
+        return GLUCX_OK;
+    const char *own = NULL; /* where IN_PLACE puts this rank's input */
+    switch (args->coll) {
+    case GLUCX_COLL_ALLREDUCE:
+    case GLUCX_COLL_REDUCE:
+        own = rb;
+        break;
+    case GLUCX_COLL_ALLGATHER:
+    case GLUCX_COLL_GATHER:
+        own = rb + (size_t)ctx->rank * args->count * es;
+        break;
+    case GLUCX_COLL_ALLGATHERV:
+        own = rb + args->displs[ctx->rank] * es;
+        break;
+    case GLUCX_COLL_SCATTER:
+        /* documented: the root's recvbuf may be its own block of sendbuf */
+        if (out == in + (size_t)ctx->rank * args->count * es && out_bytes == args->count * es)
+            return GLUCX_OK;
+        break;
+    default:
+        break;
+    }
+    if (own != NULL && in == own) {
+        ctx->in_place = 1;
+        return GLUCX_OK;
+    }
+    return copy_input(ctx, in, in_bytes);
 }
 
 void glucx_coll_ctx_fini(glucx_coll_ctx_t *ctx)
@@ -443,9 +516,17 @@ glucx_status_t glucx_coll_ctx_run(glucx_coll_ctx_t *ctx)
         return glucx_error(glucx_tx_failure(ctx->tx), "%s: communicator failed earlier: %s",
                            glucx_coll_name(ctx->args->coll), ctx->tx->failure);
     glucx_status_t st = table->algs[ctx->alg_index].run(ctx);
-    if (st != GLUCX_OK || ctx->args->op != GLUCX_OP_AVG || ctx->reduce == NULL)
-        return st;
     const glucx_coll_args_t *a = ctx->args;
+    if (st == GLUCX_OK && (is_rooted(a->coll) || a->coll == GLUCX_COLL_ALLTOALLV)) {
+        /* In these a rank can see only right-looking messages while a peer saw a mismatch (or
+         * a rank with the wrong root may receive nothing at all). A zero-byte dissemination
+         * round, signed like the collective, completes only when every rank finished without
+         * error: otherwise the failure notice reaches every rank first. Cost: ceil(log2 n)
+         * alpha. */
+        st = glucx_barrier_dissemination_rounds(ctx, GLUCX_COLL_STEP_CONFIRM);
+    }
+    if (st != GLUCX_OK || a->op != GLUCX_OP_AVG || ctx->reduce == NULL)
+        return st;
     if (a->coll == GLUCX_COLL_ALLREDUCE ||
         (a->coll == GLUCX_COLL_REDUCE && a->root == ctx->rank) ||
         a->coll == GLUCX_COLL_REDUCE_SCATTER)

@@ -94,10 +94,19 @@ static glucx_status_t execute(glucx_comm_t *comm, const glucx_coll_args_t *args,
         st = glucx_coll_ctx_run(&ctx);
         glucx_coll_ctx_fini(&ctx);
     }
+    if (st == GLUCX_ERR_UNSUPPORTED && forced)
+        return glucx_error(GLUCX_ERR_UNSUPPORTED,
+                           "%s: algorithm '%s' (requested%s) does not apply to %zu bytes of %s on "
+                           "%d ranks (glucx-info --algorithms describes each algorithm's limits)",
+                           glucx_coll_name(args->coll),
+                           glucx_coll_tables[args->coll]->algs[order[0]].name,
+                           algorithm != NULL ? " by the call" : " by GLUCX_TUNE", bytes,
+                           glucx_dtype_name(args->dtype), comm->size);
     if (st == GLUCX_ERR_UNSUPPORTED)
-        return glucx_error(GLUCX_ERR_UNSUPPORTED, "%s: %s algorithm does not support %zu bytes of %s on %d ranks",
-                           glucx_coll_name(args->coll), forced ? "the requested" : "no",
-                           bytes, glucx_dtype_name(args->dtype), comm->size);
+        return glucx_error(GLUCX_ERR_UNSUPPORTED,
+                           "%s: no algorithm applies to %zu bytes of %s on %d ranks",
+                           glucx_coll_name(args->coll), bytes, glucx_dtype_name(args->dtype),
+                           comm->size);
     return st;
 }
 

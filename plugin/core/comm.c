@@ -137,6 +137,11 @@ static glucx_status_t check_params(const glucx_context_t *ctx, const glucx_comm_
         return glucx_error(GLUCX_ERR_INVALID_ARG,
                            "comm_create: rank %d / size %d out of range (1 <= size <= %d)",
                            p->rank, p->size, GLUCX_COMM_SIZE_MAX);
+    const uint64_t known = GLUCX_COMM_PARAM_NAME | GLUCX_COMM_PARAM_TIMEOUT;
+    if (p->field_mask & ~known)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "comm_create: unknown field_mask bits 0x%llx (this glucx is %s)",
+                           (unsigned long long)(p->field_mask & ~known), glucx_version());
     if (p->store == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_create: rank %d: NULL store", p->rank);
     if ((p->field_mask & GLUCX_COMM_PARAM_TIMEOUT) && p->timeout_ms <= 0)
@@ -255,7 +260,7 @@ glucx_status_t glucx_comm_create(glucx_context_t *ctx, const glucx_comm_params_t
         for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
             char map[1024];
             glucx_select_format(&comm->select, (glucx_coll_t)c, map, sizeof(map));
-            glucx_info("comm '%s' (%d ranks, %d packages): %s: %s", comm->name, comm->size,
+            glucx_info("comm '%s' (ranks: %d, packages: %d): %s: %s", comm->name, comm->size,
                        comm->topo->npackages, glucx_coll_name((glucx_coll_t)c), map);
         }
     }
@@ -323,9 +328,13 @@ size_t glucx_comm_last_error(glucx_comm_t *comm, char *buf, size_t len)
 
 glucx_status_t glucx_comm_peer_transport(glucx_comm_t *comm, int peer, char *buf, size_t len)
 {
-    if (comm == NULL || buf == NULL || len == 0 || peer < 0 || peer >= comm->size)
-        return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_peer_transport: peer %d out of range",
-                           peer);
+    if (comm == NULL || buf == NULL || len == 0)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "comm_peer_transport: NULL communicator or empty buffer (%zu bytes)",
+                           len);
+    if (peer < 0 || peer >= comm->size)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "comm_peer_transport: peer %d out of range [0, %d)", peer, comm->size);
     comm->tx->ops->describe_peer(comm->tx, peer, buf, len);
     return GLUCX_OK;
 }

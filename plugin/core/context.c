@@ -12,12 +12,31 @@ glucx_status_t glucx_context_create(const glucx_context_params_t *params,
     glucx_context_t *ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
         return glucx_error(GLUCX_ERR_NO_MEMORY, "context_create: out of memory");
-    glucx_status_t st = glucx_config_read(&ctx->config);
+    glucx_status_t st;
+    if (params != NULL && (params->field_mask & ~(uint64_t)GLUCX_CONTEXT_PARAM_NET_DEVICES)) {
+        st = glucx_error(GLUCX_ERR_INVALID_ARG,
+                         "context_create: unknown field_mask bits 0x%llx (this glucx is %s)",
+                         (unsigned long long)(params->field_mask &
+                                              ~(uint64_t)GLUCX_CONTEXT_PARAM_NET_DEVICES),
+                         glucx_version());
+        goto err_free;
+    }
+    st = glucx_config_read(&ctx->config);
     if (st != GLUCX_OK)
         goto err_free;
     st = glucx_tune_parse(ctx->config.tune, &ctx->tune);
     if (st != GLUCX_OK)
         goto err_free;
+    if (ctx->config.calibration[0] != '\0') {
+        /* check the file now rather than at the first communicator */
+        glucx_topo_t *probe = NULL;
+        st = glucx_topo_create_uniform(1, 1, &probe);
+        if (st == GLUCX_OK)
+            st = glucx_topo_calibration_load(probe, ctx->config.calibration);
+        glucx_topo_destroy(probe);
+        if (st != GLUCX_OK)
+            goto err_free;
+    }
     const char *net_devices = NULL;
     if (params != NULL && (params->field_mask & GLUCX_CONTEXT_PARAM_NET_DEVICES))
         net_devices = params->net_devices;

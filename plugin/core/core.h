@@ -50,6 +50,7 @@ struct glucx_request {
     glucx_req_kind_t kind;
     glucx_comm_t *comm;
     glucx_tx_req_t tx;          /**< P2P: the transport request */
+    uint64_t user_tag;          /**< P2P: the tag the caller posted, for messages */
     /* COLL: completion signalled by the collective thread */
     pthread_mutex_t lock;
     pthread_cond_t cond;

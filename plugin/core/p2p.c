@@ -48,6 +48,7 @@ glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, in
     glucx_request_t *req = glucx_request_alloc_p2p(comm);
     if (req == NULL)
         return glucx_error(GLUCX_ERR_NO_MEMORY, "isend: out of memory");
+    req->user_tag = tag;
     st = comm->tx->ops->isend(comm->tx, peer, tag, buf, bytes, &req->tx);
     if (st != GLUCX_OK) {
         free(req);
@@ -66,6 +67,7 @@ static glucx_status_t post_recv(glucx_comm_t *comm, void *buf, size_t bytes, con
     glucx_request_t *req = glucx_request_alloc_p2p(comm);
     if (req == NULL)
         return glucx_error(GLUCX_ERR_NO_MEMORY, "%s: out of memory", op);
+    req->user_tag = tag;
     glucx_status_t st = comm->tx->ops->irecv(comm->tx, peers, npeers, tag, 0, buf, bytes, &req->tx);
     if (st != GLUCX_OK) {
         free(req);
@@ -96,8 +98,8 @@ glucx_status_t glucx_irecv_any(glucx_comm_t *comm, void *buf, size_t bytes, cons
         return glucx_comm_record_error(comm, st);
     if (peers == NULL || npeers < 1)
         return glucx_comm_record_error(
-            comm, glucx_error(GLUCX_ERR_INVALID_ARG, "irecv_any: empty peer set (%d peers)",
-                              npeers));
+            comm, glucx_error(GLUCX_ERR_INVALID_ARG, "irecv_any: %s (%d peers)",
+                              peers == NULL ? "NULL peer array" : "empty peer set", npeers));
     for (int i = 0; i < npeers; i++)
         if ((st = check_peer(comm, peers[i], "irecv_any")) != GLUCX_OK)
             return glucx_comm_record_error(comm, st);
@@ -116,7 +118,7 @@ static glucx_status_t p2p_result(glucx_request_t *req)
             comm, glucx_error(t->status,
                               "irecv on rank %d: rank %d sent more than the %zu bytes posted "
                               "(tag %" PRIu64 ")",
-                              comm->rank, t->peer, t->posted, t->tag & GLUCX_TAG_MAX));
+                              comm->rank, t->peer, t->posted, req->user_tag));
     return glucx_comm_record_error(
         comm, glucx_error(t->status, "%s of %zu bytes %s rank %d on rank %d: %s",
                           t->is_recv ? "receive" : "send", t->posted, t->is_recv ? "from" : "to",
@@ -194,7 +196,7 @@ glucx_status_t glucx_request_wait(glucx_request_t *req, int64_t timeout_ms)
                  "%s of %zu bytes %s rank %d (tag %" PRIu64 ") timed out after %" PRId64
                  " ms on rank %d",
                  one->is_recv ? "receive" : "send", one->posted, one->is_recv ? "from" : "to",
-                 one->peer, (uint64_t)(one->tag & GLUCX_TAG_MAX),
+                 one->peer, req->user_tag,
                  timeout_ms < 0 ? comm->timeout_ms : timeout_ms, comm->rank);
         /* Gloo semantics: a timed-out operation fails the communicator */
         comm->tx->ops->fail(comm->tx, GLUCX_ERR_TIMEOUT, text);

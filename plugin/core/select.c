@@ -38,13 +38,17 @@ static glucx_status_t parse_entry(const char *s, size_t len, glucx_tune_entry_t 
     buf[len] = '\0';
     char *fields[3];
     int nf = 0;
-    char *save = NULL;
-    for (char *f = strtok_r(buf, ":", &save); f != NULL; f = strtok_r(NULL, ":", &save)) {
-        if (nf == 3)
+    for (char *f = buf;; f++) { /* split on ':' keeping empty fields, which are errors */
+        char *colon = strchr(f, ':');
+        if (nf == 3 || (colon == f) || *f == '\0')
             return glucx_error(GLUCX_ERR_INVALID_ARG,
                                "GLUCX_TUNE entry '%.*s': expected COLL[,COLL]:[LO-HI:]ALG",
                                (int)len, s);
         fields[nf++] = f;
+        if (colon == NULL)
+            break;
+        *colon = '\0';
+        f = colon;
     }
     if (nf < 2)
         return glucx_error(GLUCX_ERR_INVALID_ARG,

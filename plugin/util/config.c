@@ -102,6 +102,14 @@ glucx_status_t glucx_config_read(glucx_config_t *c)
     st = parse_ms("GLUCX_KEEPALIVE_MS", 10, &c->keepalive_ms);
     if (st != GLUCX_OK)
         return st;
+    const char *level = get("GLUCX_LOG_LEVEL");
+    static const char *const levels[] = {"error", "warn", "info", "debug", "trace"};
+    int level_ok = 0;
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+        level_ok |= strcasecmp(level, levels[i]) == 0;
+    if (!level_ok)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "GLUCX_LOG_LEVEL=%s: expected error, warn, info, debug or trace", level);
     const char *tune = get("GLUCX_TUNE");
     if (strlen(tune) >= sizeof(c->tune))
         return glucx_error(GLUCX_ERR_INVALID_ARG, "GLUCX_TUNE is longer than %zu characters",

@@ -60,7 +60,8 @@ int glucx_fake_run(glucx_fake_world_t *w, glucx_fake_rank_fn_t fn, void *arg);
 
 /**
  * Messages and bytes sent by @p rank to each peer since the world was created (or the last
- * glucx_fake_stats_reset()); self-sends included. Either output may be NULL.
+ * glucx_fake_stats_reset()); self-sends included; the core's confirmation round after rooted
+ * collectives (steps >= GLUCX_COLL_STEP_CONFIRM) left out. Either output may be NULL.
  * @param msgs_to  [size] receives the message counts.
  * @param bytes_to [size] receives the byte counts.
  */

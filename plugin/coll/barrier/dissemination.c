@@ -26,9 +26,14 @@ double glucx_barrier_dissemination_cost(const glucx_topo_t *topo, size_t bytes)
 
 glucx_status_t glucx_barrier_dissemination_run(glucx_coll_ctx_t *ctx)
 {
+    return glucx_barrier_dissemination_rounds(ctx, 0);
+}
+
+glucx_status_t glucx_barrier_dissemination_rounds(glucx_coll_ctx_t *ctx, unsigned step_base)
+{
     const int n = ctx->size, r = ctx->rank;
     char out = 0, in = 0; /* zero-byte messages; the transport never touches them */
-    unsigned k = 0;
+    unsigned k = step_base;
     for (int dist = 1; dist < n; dist <<= 1, k++) {
         glucx_status_t st =
             glucx_coll_sendrecv(ctx, (r + dist) % n, &out, 0, (r - dist + n) % n, &in, 0, k);

@@ -75,7 +75,6 @@ GLUCX_API void glucx_context_destroy(glucx_context_t *context);
 enum {
     GLUCX_COMM_PARAM_NAME = 1u << 0,
     GLUCX_COMM_PARAM_TIMEOUT = 1u << 1,
-    GLUCX_COMM_PARAM_TOPOLOGY_FILE = 1u << 2,
 };
 
 /** Largest communicator size (the tag layout reserves 14 bits for the source rank). */
@@ -87,9 +86,10 @@ typedef struct glucx_comm_params {
     int size;              /**< required: number of ranks, 1 <= size <= GLUCX_COMM_SIZE_MAX */
     glucx_store_t *store;  /**< required: rendezvous store, borrowed for the create call only */
     const char *name;      /**< key prefix in the store, the same on every rank and unique per
-                                communicator creation (default "glucx") */
+                                communicator creation in that store (default "glucx"): records
+                                of an earlier job left under the same name would be read as
+                                this job's, so use a fresh store directory or a new name */
     int64_t timeout_ms;    /**< default per-operation timeout (default GLUCX_TIMEOUT_MS, 300000) */
-    const char *topology_file; /**< ASTRA-sim style topology file (default GLUCX_TOPOLOGY) */
 } glucx_comm_params_t;
 
 /**
@@ -266,10 +266,22 @@ typedef struct glucx_coll_opts {
  * Every algorithm gives bitwise-identical results on all ranks. Counts of 0 are allowed.
  * @param comm communicator; @param args arguments (see glucx_coll_args_t); @param opts or NULL.
  * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (NULL buffers with non-zero counts, dtype/op not
- *         supported, root out of range, unknown algorithm, count overflow); GLUCX_ERR_MISMATCH
- *         (ranks passed different sizes, dtypes, ops or roots: returned on every rank, the
- *         message names the collective, sizes and peer); GLUCX_ERR_TIMEOUT; GLUCX_ERR_PEER_FAILED;
- *         GLUCX_ERR_ABORTED. Any error other than GLUCX_ERR_INVALID_ARG fails the communicator.
+ *         supported, root out of range, unknown algorithm, count overflow): found locally
+ *         before any traffic, the communicator stays usable, and peers that made a valid call
+ *         wait for this rank until their timeout (as in MPI);
+ *         GLUCX_ERR_MISMATCH: ranks passed different counts, dtypes or ops (always detected:
+ *         lengths are checked exactly and dtype/op travel in every message's tag) or roots
+ *         (detected when the roots differ modulo 32, else GLUCX_ERR_TIMEOUT); returned on every
+ *         rank, the message names the collective, sizes and peer;
+ *         GLUCX_ERR_UNSUPPORTED (a requested algorithm does not apply, e.g. a power-of-two-only
+ *         algorithm on 3 ranks; no traffic); GLUCX_ERR_TIMEOUT; GLUCX_ERR_PEER_FAILED;
+ *         GLUCX_ERR_ABORTED. Every error except GLUCX_ERR_INVALID_ARG and GLUCX_ERR_UNSUPPORTED
+ *         fails the communicator: later calls return the same status at once.
+ *
+ * Buffers may alias as glucx_coll_args_t documents for IN_PLACE (passing the same pointer
+ * instead of GLUCX_IN_PLACE is equivalent); any other overlap of input and output is handled by
+ * working from a copy of the input. Rooted collectives and alltoallv end with a zero-byte
+ * confirmation round (ceil(log2 n) latencies) so that every rank sees a mismatch another found.
  */
 GLUCX_API glucx_status_t glucx_coll(glucx_comm_t *comm, const glucx_coll_args_t *args,
                                     const glucx_coll_opts_t *opts);
@@ -338,7 +350,8 @@ GLUCX_API glucx_status_t glucx_request_test(glucx_request_t *request);
  * Wait for a request, blocking the thread (spinning briefly, then sleeping on the transport's
  * event descriptor) for at most @p timeout_ms (< 0: the communicator's timeout).
  * @return GLUCX_OK or the operation's error; GLUCX_ERR_TIMEOUT if it did not finish in time
- *         (a timed-out wait fails the communicator, as a timed-out operation does in Gloo).
+ *         (a timed-out wait fails the communicator, as a timed-out operation does in Gloo: to
+ *         poll without that consequence, use glucx_request_test()).
  */
 GLUCX_API glucx_status_t glucx_request_wait(glucx_request_t *request, int64_t timeout_ms);
 
@@ -358,7 +371,10 @@ GLUCX_API glucx_status_t glucx_request_info(glucx_request_t *request, int *peer_
 
 /**
  * Release a request. An incomplete receive is cancelled (and, if it had matched, waited for) so
- * its buffer is never written after this returns. NULL is accepted.
+ * its buffer is never written after this returns. An incomplete send cannot be cancelled (UCX
+ * reads the buffer until the peer has it), so this waits for it, up to the communicator's
+ * timeout, after which the communicator fails (GLUCX_ERR_TIMEOUT) to release the buffer. A
+ * started collective is waited for. NULL is accepted.
  */
 GLUCX_API void glucx_request_free(glucx_request_t *request);
 

@@ -60,6 +60,9 @@ static void test_tune_parse_invalid(void **state)
         {"allreduce:1X-4K:ring", "bad range"},
         {"allreduce:0-4K:ring:extra", "expected"},
         {"barrier,allreduce:ring", "barrier has no algorithm 'ring'"},
+        {"allreduce:::ring", "expected"},
+        {"allreduce::ring", "expected"},
+        {"allreduce:ring:", "expected"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(glucx_tune_parse(bad[i].text, &t), GLUCX_ERR_INVALID_ARG);

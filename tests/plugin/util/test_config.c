@@ -59,6 +59,12 @@ static void test_defaults_and_values(void **state)
     }
     unsetenv("GLUCX_TIMEOUT_MS");
     unsetenv("GLUCX_TUNE");
+    setenv("GLUCX_LOG_LEVEL", "loud", 1);
+    assert_int_equal(glucx_config_read(&c), GLUCX_ERR_INVALID_ARG);
+    assert_non_null(strstr(glucx_last_error(), "GLUCX_LOG_LEVEL=loud"));
+    setenv("GLUCX_LOG_LEVEL", "INFO", 1);
+    assert_int_equal(glucx_config_read(&c), GLUCX_OK);
+    unsetenv("GLUCX_LOG_LEVEL");
 }
 
 static void test_table_lists_every_read_variable(void **state)

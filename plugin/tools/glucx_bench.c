@@ -1,0 +1,1599 @@
+/*
+ * glucx-bench: collective benchmark in the style of nccl-tests, and link calibration.
+ *
+ *   glucx-bench --ranks 2 --coll allreduce -b 1K -e 16M -f 2 [--algo NAME] [--dtype f32]
+ *               [--op sum] [--iters N] [--warmup N] [--check 0|1] [--root R] [--timeout-ms T]
+ *   glucx-bench --ranks 2 --calibrate FILE
+ *
+ * With --ranks N the tool forks N local ranks before anything touches UCX and gives them a file
+ * store in a temporary directory (removed afterwards). Without it, rank and size come from the
+ * launcher's variables (torchrun, mpirun, PMI) and the store from GLUCX_STORE.
+ *
+ * Rank 0 prints one row per message size: size (bytes, as nccl-tests counts them), count,
+ * type, redop, algorithm, time (us), algbw and busbw (GB/s) and the number of wrong elements.
+ * The result check compares against values each rank computes itself from the same generator
+ * (never from the library's output), in double precision with naive rank-order folds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <glucx/glucx.h>
+
+#include "coll/coll.h"     /* the algorithm tables, to check --algo before starting ranks */
+#include "core/core.h"     /* comm->topo: the package map, for --calibrate */
+#include "kernel/reduce.h" /* the f32 sum kernel, timed by --calibrate */
+#include "topo/topo.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* Options                                                                                    */
+
+typedef struct bench_opts {
+    int ranks; /**< > 0: fork this many local ranks; 0: take rank/size from launcher */
+    glucx_coll_t coll;
+    const char *algo; /**< NULL: let glucx select */
+    glucx_dtype_t dtype;
+    glucx_op_t op;
+    size_t min_bytes;
+    size_t max_bytes;
+    size_t factor;
+    long iters;  /**< <= 0: by size (see iters_for) */
+    long warmup; /**< < 0: by iters */
+    int check;
+    int root;
+    int64_t timeout_ms;
+    const char *calibrate; /**< output file of --calibrate, or NULL */
+    const char *name;      /**< communicator name (store key prefix) */
+} bench_opts_t;
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: glucx-bench [--ranks N] [--coll C] [-b MIN] [-e MAX] [-f FACTOR] [--algo NAME]\n"
+        "                   [--dtype T] [--op O] [--iters N] [--warmup N] [--check 0|1]\n"
+        "                   [--root R] [--timeout-ms MS] [--name NAME]\n"
+        "       glucx-bench [--ranks N] --calibrate FILE\n"
+        "\n"
+        "  -N, --ranks N        fork N local ranks (file store in a temporary directory);\n"
+        "                       without it: RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/SIZE or\n"
+        "                       PMI_RANK/PMI_SIZE, and the store from GLUCX_STORE\n"
+        "  -C, --coll C         allreduce (default), allgather, allgatherv, reduce_scatter,\n"
+        "                       alltoall, alltoallv, broadcast, reduce, gather, scatter, barrier\n"
+        "  -b, --minbytes SIZE  smallest message size in bytes, K/M/G suffixes (default 1K)\n"
+        "  -e, --maxbytes SIZE  largest message size (default 16M)\n"
+        "  -f, --stepfactor F   multiply the size by F each step, F >= 2 (default 2)\n"
+        "  -a, --algo NAME      force an algorithm (glucx-info lists them)\n"
+        "  -d, --dtype T        bool i8 u8 i32 i64 u64 f16 bf16 f32 f64 (default f32)\n"
+        "  -o, --op O           sum prod min max avg band bor bxor (default sum)\n"
+        "  -n, --iters N        timed iterations per size (default: 64 MiB / size, clamped to\n"
+        "                       20..1000)\n"
+        "  -w, --warmup N       untimed iterations first (default max(5, iters/10))\n"
+        "  -c, --check 0|1      verify results after timing (default 1)\n"
+        "  -r, --root R         root of broadcast, reduce, gather, scatter (default 0)\n"
+        "  -T, --timeout-ms MS  per-operation timeout (default 60000)\n"
+        "      --name NAME      communicator name, the key prefix in the store (default\n"
+        "                       glucx-bench); use a fresh store or a new name per run\n"
+        "      --calibrate FILE measure alpha/beta per link class, gamma (f32 sum) and copy\n"
+        "                       cost, and write them as a GLUCX_CALIBRATION file\n"
+        "  -h, --help           this text\n"
+        "\n"
+        "size is in bytes as nccl-tests counts it: allreduce, broadcast, reduce: the vector;\n"
+        "allgather(v), gather: the total output; reduce_scatter, alltoall(v), scatter: the\n"
+        "total input. busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for allgather(v),\n"
+        "reduce_scatter, alltoall(v), gather, scatter, and 1 for broadcast and reduce.\n");
+}
+
+/* Parse "16M", "1K", "4096" (binary suffixes). @return 0 on success. */
+static int parse_size(const char *s, size_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    if (s[0] == '-' || s[0] == '\0')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s)
+        return -1;
+    unsigned long long mult = 1;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        mult = 1ULL << 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mult = 1ULL << 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mult = 1ULL << 30;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0' || (v != 0 && mult > ULLONG_MAX / v) || v * mult > SIZE_MAX / 4)
+        return -1;
+    *out = (size_t)(v * mult);
+    return 0;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_coll(const char *s, glucx_coll_t *out)
+{
+    for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
+        if (strcmp(s, glucx_coll_name((glucx_coll_t)c)) == 0) {
+            *out = (glucx_coll_t)c;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_dtype(const char *s, glucx_dtype_t *out)
+{
+    for (int d = 0; d < GLUCX_DTYPE_COUNT; d++) {
+        if (strcmp(s, glucx_dtype_name((glucx_dtype_t)d)) == 0) {
+            *out = (glucx_dtype_t)d;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_op(const char *s, glucx_op_t *out)
+{
+    for (int o = 0; o < GLUCX_OP_COUNT; o++) {
+        if (strcmp(s, glucx_op_name((glucx_op_t)o)) == 0) {
+            *out = (glucx_op_t)o;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int bad_arg(const char *what, const char *value)
+{
+    fprintf(stderr, "glucx-bench: invalid %s '%s'\n\n", what, value);
+    usage(stderr);
+    return 2;
+}
+
+/* @return 0, 2 on a bad argument (usage printed), or -1 after --help. */
+static int parse_args(int argc, char **argv, bench_opts_t *o)
+{
+    enum { OPT_NAME = 256, OPT_CALIBRATE };
+    static const struct option longopts[] = {
+        {"ranks", required_argument, NULL, 'N'},
+        {"coll", required_argument, NULL, 'C'},
+        {"minbytes", required_argument, NULL, 'b'},
+        {"maxbytes", required_argument, NULL, 'e'},
+        {"stepfactor", required_argument, NULL, 'f'},
+        {"algo", required_argument, NULL, 'a'},
+        {"dtype", required_argument, NULL, 'd'},
+        {"op", required_argument, NULL, 'o'},
+        {"iters", required_argument, NULL, 'n'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"check", required_argument, NULL, 'c'},
+        {"root", required_argument, NULL, 'r'},
+        {"timeout-ms", required_argument, NULL, 'T'},
+        {"name", required_argument, NULL, OPT_NAME},
+        {"calibrate", required_argument, NULL, OPT_CALIBRATE},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    *o = (bench_opts_t){
+        .ranks = 0,
+        .coll = GLUCX_COLL_ALLREDUCE,
+        .dtype = GLUCX_DTYPE_F32,
+        .op = GLUCX_OP_SUM,
+        .min_bytes = 1024,
+        .max_bytes = 16u << 20,
+        .factor = 2,
+        .iters = 0,
+        .warmup = -1,
+        .check = 1,
+        .root = 0,
+        .timeout_ms = 60000,
+        .name = "glucx-bench",
+    };
+    int op_given = 0;
+    int c;
+    long v;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":N:C:b:e:f:a:d:o:n:w:c:r:T:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'N':
+            if (parse_long(optarg, 1, GLUCX_COMM_SIZE_MAX, &v) != 0)
+                return bad_arg("--ranks", optarg);
+            o->ranks = (int)v;
+            break;
+        case 'C':
+            if (parse_coll(optarg, &o->coll) != 0)
+                return bad_arg("--coll", optarg);
+            break;
+        case 'b':
+            if (parse_size(optarg, &o->min_bytes) != 0)
+                return bad_arg("-b size", optarg);
+            break;
+        case 'e':
+            if (parse_size(optarg, &o->max_bytes) != 0)
+                return bad_arg("-e size", optarg);
+            break;
+        case 'f':
+            if (parse_long(optarg, 2, 1 << 20, &v) != 0)
+                return bad_arg("-f factor (an integer >= 2)", optarg);
+            o->factor = (size_t)v;
+            break;
+        case 'a':
+            if (optarg[0] == '\0')
+                return bad_arg("--algo", optarg);
+            o->algo = optarg;
+            break;
+        case 'd':
+            if (parse_dtype(optarg, &o->dtype) != 0)
+                return bad_arg("--dtype", optarg);
+            break;
+        case 'o':
+            if (parse_op(optarg, &o->op) != 0)
+                return bad_arg("--op", optarg);
+            op_given = 1;
+            break;
+        case 'n':
+            if (parse_long(optarg, 1, 100000000, &o->iters) != 0)
+                return bad_arg("--iters", optarg);
+            break;
+        case 'w':
+            if (parse_long(optarg, 0, 100000000, &o->warmup) != 0)
+                return bad_arg("--warmup", optarg);
+            break;
+        case 'c':
+            if (parse_long(optarg, 0, 1, &v) != 0)
+                return bad_arg("--check (0 or 1)", optarg);
+            o->check = (int)v;
+            break;
+        case 'r':
+            if (parse_long(optarg, 0, GLUCX_COMM_SIZE_MAX - 1, &v) != 0)
+                return bad_arg("--root", optarg);
+            o->root = (int)v;
+            break;
+        case 'T':
+            if (parse_long(optarg, 1, 86400000, &v) != 0)
+                return bad_arg("--timeout-ms", optarg);
+            o->timeout_ms = v;
+            break;
+        case OPT_NAME:
+            if (optarg[0] == '\0' || strchr(optarg, '/') != NULL)
+                return bad_arg("--name", optarg);
+            o->name = optarg;
+            break;
+        case OPT_CALIBRATE:
+            if (optarg[0] == '\0')
+                return bad_arg("--calibrate file", optarg);
+            o->calibrate = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return -1;
+        case ':':
+            fprintf(stderr, "glucx-bench: option '%s' needs a value\n\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        default:
+            fprintf(stderr, "glucx-bench: unknown option '%s'\n\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc)
+        return bad_arg("argument", argv[optind]);
+    if (o->algo != NULL) {
+        /* catch a misspelt name here, before any rank starts */
+        const glucx_coll_table_t *t = glucx_coll_tables[o->coll];
+        int found = 0;
+        for (int i = 0; i < t->count && !found; i++)
+            found = strcmp(t->algs[i].name, o->algo) == 0;
+        if (!found) {
+            fprintf(stderr,
+                    "glucx-bench: %s has no algorithm '%s'; it has:", glucx_coll_name(o->coll),
+                    o->algo);
+            for (int i = 0; i < t->count; i++)
+                fprintf(stderr, " %s", t->algs[i].name);
+            fprintf(stderr, "\n\n");
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (o->min_bytes > o->max_bytes) {
+        fprintf(stderr, "glucx-bench: -b %zu is larger than -e %zu\n\n", o->min_bytes,
+                o->max_bytes);
+        usage(stderr);
+        return 2;
+    }
+    int reduces = o->coll == GLUCX_COLL_ALLREDUCE || o->coll == GLUCX_COLL_REDUCE ||
+                  o->coll == GLUCX_COLL_REDUCE_SCATTER;
+    if (reduces && !glucx_op_supported(o->op, o->dtype)) {
+        fprintf(stderr, "glucx-bench: op %s is not defined on dtype %s\n\n", glucx_op_name(o->op),
+                glucx_dtype_name(o->dtype));
+        usage(stderr);
+        return 2;
+    }
+    if (!reduces && op_given)
+        fprintf(stderr, "glucx-bench: note: --op is ignored by %s\n", glucx_coll_name(o->coll));
+    if (o->ranks > 0 && o->root >= o->ranks) {
+        fprintf(stderr, "glucx-bench: --root %d is not below --ranks %d\n\n", o->root, o->ranks);
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Element values: generators, encoders, and the independent reference                        */
+
+static int is_reduction(glucx_coll_t c)
+{
+    return c == GLUCX_COLL_ALLREDUCE || c == GLUCX_COLL_REDUCE || c == GLUCX_COLL_REDUCE_SCATTER;
+}
+
+static int dtype_signed(glucx_dtype_t d)
+{
+    return d != GLUCX_DTYPE_BOOL && d != GLUCX_DTYPE_U8 && d != GLUCX_DTYPE_U64;
+}
+
+static uint64_t mix3(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t h = a * UINT64_C(0x9e3779b97f4a7c15) ^
+                 (b + UINT64_C(0x632be59bd9b4e019)) * UINT64_C(0xbf58476d1ce4e5b9);
+    h ^= c * UINT64_C(0x94d049bb133111eb);
+    h ^= h >> 31;
+    h *= UINT64_C(0xd6e8feb86969d8a5);
+    h ^= h >> 29;
+    return h;
+}
+
+/* Values of data-movement collectives are < modulus, exactly representable in the dtype. */
+static uint64_t move_modulus(glucx_dtype_t d)
+{
+    switch (d) {
+    case GLUCX_DTYPE_BOOL:
+        return 2;
+    case GLUCX_DTYPE_I8:
+        return 100;
+    case GLUCX_DTYPE_U8:
+    case GLUCX_DTYPE_BF16:
+        return 256;
+    case GLUCX_DTYPE_F16:
+        return 2048;
+    default:
+        return 1000003;
+    }
+}
+
+/* Element @p i of the block that rank @p src sends to @p dst (dst = size for "to everyone"). */
+static double move_value(glucx_dtype_t d, int src, int dst, size_t i)
+{
+    return (double)(mix3((uint64_t)src, (uint64_t)dst, i) % move_modulus(d));
+}
+
+/* Rank @p r's contribution to element @p i of a reduction: small integers, so that every fold
+ * of up to a few dozen ranks is exact in every dtype (sums <= 3n, products 2, or bit ops). */
+static double red_value(glucx_op_t op, glucx_dtype_t d, int r, size_t i, int n)
+{
+    uint64_t h = mix3((uint64_t)r, UINT64_C(0x5eed), i);
+    int b = d == GLUCX_DTYPE_BOOL;
+    switch (op) {
+    case GLUCX_OP_SUM:
+    case GLUCX_OP_AVG:
+        return b ? (double)(h % 4 == 0) : (double)(h % 4);
+    case GLUCX_OP_PROD:
+        if (b)
+            return (double)(h % 8 != 0);
+        return (size_t)r == i % (size_t)n ? 2.0 : 1.0;
+    case GLUCX_OP_MIN:
+    case GLUCX_OP_MAX:
+        if (b)
+            return (double)(h % 2);
+        return (double)(int64_t)(h % 11) - (dtype_signed(d) ? 5.0 : 0.0);
+    default: /* BAND, BOR, BXOR */
+        return b ? (double)(h % 2) : (double)(h % 128);
+    }
+}
+
+static double fold(glucx_op_t op, glucx_dtype_t d, double a, double b)
+{
+    int is_bool = d == GLUCX_DTYPE_BOOL;
+    switch (op) {
+    case GLUCX_OP_SUM:
+        return is_bool ? (double)(a != 0 || b != 0) : a + b;
+    case GLUCX_OP_AVG:
+        return a + b;
+    case GLUCX_OP_PROD:
+        return is_bool ? (double)(a != 0 && b != 0) : a * b;
+    case GLUCX_OP_MIN:
+        return a < b ? a : b;
+    case GLUCX_OP_MAX:
+        return a > b ? a : b;
+    case GLUCX_OP_BAND:
+        return (double)((int64_t)a & (int64_t)b);
+    case GLUCX_OP_BOR:
+        return (double)((int64_t)a | (int64_t)b);
+    default:
+        return (double)((int64_t)a ^ (int64_t)b);
+    }
+}
+
+/* The reference result of element i: a naive fold in rank order, in double precision. */
+static double red_expected(glucx_op_t op, glucx_dtype_t d, size_t i, int n)
+{
+    double acc = red_value(op, d, 0, i, n);
+    for (int r = 1; r < n; r++)
+        acc = fold(op, d, acc, red_value(op, d, r, i, n));
+    if (op == GLUCX_OP_AVG)
+        acc /= n;
+    return acc;
+}
+
+/* Encoders for the integer values above (exact for |v| < 2048 in f16, |v| <= 256 in bf16),
+ * written here rather than taken from the library so the check stays independent. */
+static uint16_t f16_from_int(double v)
+{
+    uint16_t sign = v < 0 ? 0x8000 : 0;
+    uint32_t m = (uint32_t)fabs(v);
+    if (m == 0)
+        return sign;
+    int e = 0;
+    while ((m >> (e + 1)) != 0)
+        e++;
+    uint32_t mant = ((m << 10) >> e) & 0x3ff;
+    return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | mant);
+}
+
+static double f16_to_double(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f;
+    int m = h & 0x3ff;
+    double s = (h & 0x8000) ? -1.0 : 1.0;
+    if (e == 0)
+        return s * ldexp(m, -24);
+    if (e == 31)
+        return m ? NAN : s * INFINITY;
+    return s * ldexp(m | 0x400, e - 25);
+}
+
+static uint16_t bf16_from_int(double v)
+{
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    return (uint16_t)(u >> 16);
+}
+
+static double bf16_to_double(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+static void put_elem(glucx_dtype_t d, void *buf, size_t i, double v)
+{
+    char *p = (char *)buf;
+    switch (d) {
+    case GLUCX_DTYPE_BOOL:
+    case GLUCX_DTYPE_U8: {
+        uint8_t x = (uint8_t)v;
+        memcpy(p + i, &x, 1);
+        break;
+    }
+    case GLUCX_DTYPE_I8: {
+        int8_t x = (int8_t)v;
+        memcpy(p + i, &x, 1);
+        break;
+    }
+    case GLUCX_DTYPE_I32: {
+        int32_t x = (int32_t)v;
+        memcpy(p + 4 * i, &x, 4);
+        break;
+    }
+    case GLUCX_DTYPE_I64: {
+        int64_t x = (int64_t)v;
+        memcpy(p + 8 * i, &x, 8);
+        break;
+    }
+    case GLUCX_DTYPE_U64: {
+        uint64_t x = (uint64_t)v;
+        memcpy(p + 8 * i, &x, 8);
+        break;
+    }
+    case GLUCX_DTYPE_F16: {
+        uint16_t x = f16_from_int(v);
+        memcpy(p + 2 * i, &x, 2);
+        break;
+    }
+    case GLUCX_DTYPE_BF16: {
+        uint16_t x = bf16_from_int(v);
+        memcpy(p + 2 * i, &x, 2);
+        break;
+    }
+    case GLUCX_DTYPE_F32: {
+        float x = (float)v;
+        memcpy(p + 4 * i, &x, 4);
+        break;
+    }
+    default: {
+        double x = v;
+        memcpy(p + 8 * i, &x, 8);
+        break;
+    }
+    }
+}
+
+static double get_elem(glucx_dtype_t d, const void *buf, size_t i)
+{
+    const char *p = (const char *)buf;
+    switch (d) {
+    case GLUCX_DTYPE_BOOL:
+    case GLUCX_DTYPE_U8: {
+        uint8_t x;
+        memcpy(&x, p + i, 1);
+        return x;
+    }
+    case GLUCX_DTYPE_I8: {
+        int8_t x;
+        memcpy(&x, p + i, 1);
+        return x;
+    }
+    case GLUCX_DTYPE_I32: {
+        int32_t x;
+        memcpy(&x, p + 4 * i, 4);
+        return x;
+    }
+    case GLUCX_DTYPE_I64: {
+        int64_t x;
+        memcpy(&x, p + 8 * i, 8);
+        return (double)x;
+    }
+    case GLUCX_DTYPE_U64: {
+        uint64_t x;
+        memcpy(&x, p + 8 * i, 8);
+        return (double)x;
+    }
+    case GLUCX_DTYPE_F16: {
+        uint16_t x;
+        memcpy(&x, p + 2 * i, 2);
+        return f16_to_double(x);
+    }
+    case GLUCX_DTYPE_BF16: {
+        uint16_t x;
+        memcpy(&x, p + 2 * i, 2);
+        return bf16_to_double(x);
+    }
+    case GLUCX_DTYPE_F32: {
+        float x;
+        memcpy(&x, p + 4 * i, 4);
+        return x;
+    }
+    default: {
+        double x;
+        memcpy(&x, p + 8 * i, 8);
+        return x;
+    }
+    }
+}
+
+/* Exact except for AVG, whose division rounds in the dtype (twice for f16/bf16: via f32). */
+static int same(glucx_dtype_t d, glucx_op_t op, double got, double want, int reduction)
+{
+    if (!reduction || op != GLUCX_OP_AVG)
+        return got == want;
+    double tol = d == GLUCX_DTYPE_BF16 ? 1e-2 : d == GLUCX_DTYPE_F16 ? 2e-3 : 1e-6;
+    return fabs(got - want) <= tol * fmax(1.0, fabs(want));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* One benchmark size: arguments, inputs, verification                                        */
+
+typedef struct layout {
+    glucx_coll_args_t args;
+    size_t bytes; /**< reported size */
+    size_t block; /**< elements per rank block (or the vector for allreduce/broadcast/reduce) */
+    size_t *counts, *displs, *scounts, *sdispls; /**< [n] for the v variants */
+} layout_t;
+
+/* Uneven but balanced blocks for the v variants: c +- c/4 alternating, when n is even (the
+ * total stays n*c); equal blocks when n is odd. Symmetric in (i, j). */
+static size_t vcount(size_t c, int n, int i, int j)
+{
+    if (n % 2 != 0)
+        return c;
+    size_t q = c / 4;
+    return ((i + j) % 2 == 0) ? c + q : c - q;
+}
+
+static void layout_make(const bench_opts_t *o, int me, int n, size_t size, void *send, void *recv,
+                        layout_t *l)
+{
+    size_t es = glucx_dtype_size(o->dtype);
+    size_t elems = size / es;
+    glucx_coll_args_t *a = &l->args;
+    *a = (glucx_coll_args_t){.coll = o->coll,
+                             .sendbuf = send,
+                             .recvbuf = recv,
+                             .dtype = o->dtype,
+                             .op = o->op,
+                             .root = o->root};
+    switch (o->coll) {
+    case GLUCX_COLL_ALLREDUCE:
+    case GLUCX_COLL_BROADCAST:
+    case GLUCX_COLL_REDUCE:
+        l->block = elems;
+        a->count = elems;
+        l->bytes = elems * es;
+        if (o->coll == GLUCX_COLL_BROADCAST)
+            a->sendbuf = NULL;
+        break;
+    case GLUCX_COLL_BARRIER:
+        l->block = 0;
+        l->bytes = 0;
+        a->sendbuf = NULL;
+        a->recvbuf = NULL;
+        break;
+    case GLUCX_COLL_ALLGATHERV: {
+        size_t c = elems / (size_t)n, off = 0;
+        for (int r = 0; r < n; r++) {
+            l->counts[r] = vcount(c, n, r, 0);
+            l->displs[r] = off;
+            off += l->counts[r];
+        }
+        a->counts = l->counts;
+        a->displs = l->displs;
+        l->block = c;
+        l->bytes = off * es;
+        break;
+    }
+    case GLUCX_COLL_ALLTOALLV: {
+        size_t c = elems / (size_t)n, soff = 0, roff = 0;
+        for (int r = 0; r < n; r++) {
+            l->scounts[r] = vcount(c, n, me, r);
+            l->sdispls[r] = soff;
+            soff += l->scounts[r];
+            l->counts[r] = vcount(c, n, r, me);
+            l->displs[r] = roff;
+            roff += l->counts[r];
+        }
+        a->send_counts = l->scounts;
+        a->send_displs = l->sdispls;
+        a->counts = l->counts;
+        a->displs = l->displs;
+        l->block = c;
+        l->bytes = roff * es;
+        break;
+    }
+    default: /* allgather, reduce_scatter, alltoall, gather, scatter: equal blocks */
+        l->block = elems / (size_t)n;
+        a->count = l->block;
+        l->bytes = l->block * (size_t)n * es;
+        break;
+    }
+}
+
+/* Bytes of the output this rank must see written (poisoned before the checked run). */
+static size_t output_elems(const layout_t *l, int me, int n)
+{
+    const glucx_coll_args_t *a = &l->args;
+    switch (a->coll) {
+    case GLUCX_COLL_ALLREDUCE:
+    case GLUCX_COLL_BROADCAST:
+        return a->count;
+    case GLUCX_COLL_REDUCE:
+        return me == a->root ? a->count : 0;
+    case GLUCX_COLL_ALLGATHER:
+    case GLUCX_COLL_ALLTOALL:
+        return a->count * (size_t)n;
+    case GLUCX_COLL_GATHER:
+        return me == a->root ? a->count * (size_t)n : 0;
+    case GLUCX_COLL_REDUCE_SCATTER:
+    case GLUCX_COLL_SCATTER:
+        return a->count;
+    case GLUCX_COLL_ALLGATHERV:
+    case GLUCX_COLL_ALLTOALLV:
+        return n > 0 ? a->displs[n - 1] + a->counts[n - 1] : 0;
+    default:
+        return 0;
+    }
+}
+
+static void fill_inputs(const layout_t *l, int me, int n, void *send, void *recv)
+{
+    const glucx_coll_args_t *a = &l->args;
+    glucx_dtype_t d = a->dtype;
+    size_t c = a->count;
+    switch (a->coll) {
+    case GLUCX_COLL_ALLREDUCE:
+    case GLUCX_COLL_REDUCE:
+        for (size_t i = 0; i < c; i++)
+            put_elem(d, send, i, red_value(a->op, d, me, i, n));
+        break;
+    case GLUCX_COLL_REDUCE_SCATTER:
+        for (size_t i = 0; i < c * (size_t)n; i++)
+            put_elem(d, send, i, red_value(a->op, d, me, i, n));
+        break;
+    case GLUCX_COLL_BROADCAST:
+        if (me == a->root)
+            for (size_t i = 0; i < c; i++)
+                put_elem(d, recv, i, move_value(d, a->root, n, i));
+        break;
+    case GLUCX_COLL_ALLGATHER:
+    case GLUCX_COLL_GATHER:
+        for (size_t i = 0; i < c; i++)
+            put_elem(d, send, i, move_value(d, me, n, i));
+        break;
+    case GLUCX_COLL_ALLGATHERV:
+        for (size_t i = 0; i < a->counts[me]; i++)
+            put_elem(d, send, i, move_value(d, me, n, i));
+        break;
+    case GLUCX_COLL_SCATTER:
+        if (me == a->root)
+            for (int r = 0; r < n; r++)
+                for (size_t i = 0; i < c; i++)
+                    put_elem(d, send, (size_t)r * c + i, move_value(d, me, r, i));
+        break;
+    case GLUCX_COLL_ALLTOALL:
+        for (int r = 0; r < n; r++)
+            for (size_t i = 0; i < c; i++)
+                put_elem(d, send, (size_t)r * c + i, move_value(d, me, r, i));
+        break;
+    case GLUCX_COLL_ALLTOALLV:
+        for (int r = 0; r < n; r++)
+            for (size_t i = 0; i < a->send_counts[r]; i++)
+                put_elem(d, send, a->send_displs[r] + i, move_value(d, me, r, i));
+        break;
+    default:
+        break;
+    }
+}
+
+/* Overwrite the output with a pattern no expected value has (0xa5 bytes). */
+static void poison_outputs(const layout_t *l, int me, int n, void *recv)
+{
+    if (l->args.coll == GLUCX_COLL_BROADCAST && me == l->args.root)
+        return; /* the root's buffer is the input */
+    memset(recv, 0xa5, output_elems(l, me, n) * glucx_dtype_size(l->args.dtype));
+}
+
+/* Number of output elements of this rank that differ from the reference. */
+static size_t verify(const layout_t *l, int me, int n, const void *recv)
+{
+    const glucx_coll_args_t *a = &l->args;
+    glucx_dtype_t d = a->dtype;
+    glucx_op_t op = a->op;
+    size_t c = a->count, wrong = 0;
+    int red = is_reduction(a->coll);
+#define CHECK_(idx, want)                                                                          \
+    do {                                                                                           \
+        if (!same(d, op, get_elem(d, recv, (idx)), (want), red))                                   \
+            wrong++;                                                                               \
+    } while (0)
+    switch (a->coll) {
+    case GLUCX_COLL_ALLREDUCE:
+        for (size_t i = 0; i < c; i++)
+            CHECK_(i, red_expected(op, d, i, n));
+        break;
+    case GLUCX_COLL_REDUCE:
+        if (me == a->root)
+            for (size_t i = 0; i < c; i++)
+                CHECK_(i, red_expected(op, d, i, n));
+        break;
+    case GLUCX_COLL_REDUCE_SCATTER:
+        for (size_t i = 0; i < c; i++)
+            CHECK_(i, red_expected(op, d, (size_t)me * c + i, n));
+        break;
+    case GLUCX_COLL_BROADCAST:
+        for (size_t i = 0; i < c; i++)
+            CHECK_(i, move_value(d, a->root, n, i));
+        break;
+    case GLUCX_COLL_ALLGATHER:
+    case GLUCX_COLL_GATHER:
+        if (a->coll == GLUCX_COLL_ALLGATHER || me == a->root)
+            for (int r = 0; r < n; r++)
+                for (size_t i = 0; i < c; i++)
+                    CHECK_((size_t)r * c + i, move_value(d, r, n, i));
+        break;
+    case GLUCX_COLL_ALLGATHERV:
+        for (int r = 0; r < n; r++)
+            for (size_t i = 0; i < a->counts[r]; i++)
+                CHECK_(a->displs[r] + i, move_value(d, r, n, i));
+        break;
+    case GLUCX_COLL_SCATTER:
+        for (size_t i = 0; i < c; i++)
+            CHECK_(i, move_value(d, a->root, me, i));
+        break;
+    case GLUCX_COLL_ALLTOALL:
+        for (int r = 0; r < n; r++)
+            for (size_t i = 0; i < c; i++)
+                CHECK_((size_t)r * c + i, move_value(d, r, me, i));
+        break;
+    case GLUCX_COLL_ALLTOALLV:
+        for (int r = 0; r < n; r++)
+            for (size_t i = 0; i < a->counts[r]; i++)
+                CHECK_(a->displs[r] + i, move_value(d, r, me, i));
+        break;
+    default:
+        break;
+    }
+#undef CHECK_
+    return wrong;
+}
+
+static double bus_factor(glucx_coll_t c, int n)
+{
+    switch (c) {
+    case GLUCX_COLL_ALLREDUCE:
+        return 2.0 * (n - 1) / n;
+    case GLUCX_COLL_BROADCAST:
+    case GLUCX_COLL_REDUCE:
+        return 1.0;
+    case GLUCX_COLL_BARRIER:
+        return 0.0;
+    default:
+        return (double)(n - 1) / n;
+    }
+}
+
+static const char *bus_factor_text(glucx_coll_t c)
+{
+    switch (c) {
+    case GLUCX_COLL_ALLREDUCE:
+        return "2(n-1)/n";
+    case GLUCX_COLL_BROADCAST:
+    case GLUCX_COLL_REDUCE:
+        return "1";
+    case GLUCX_COLL_BARRIER:
+        return "none (no data)";
+    default:
+        return "(n-1)/n";
+    }
+}
+
+/* Default iteration count: about 64 MiB of traffic per size, between 20 and 1000 calls.
+ * scripts/bench/mpi_coll.c and torch_gloo.py use the same rule. */
+static long iters_for(const bench_opts_t *o, size_t bytes)
+{
+    if (o->iters > 0)
+        return o->iters;
+    size_t it = (64u << 20) / (bytes > 0 ? bytes : 1);
+    return it < 20 ? 20 : it > 1000 ? 1000 : (long)it;
+}
+
+static long warmup_for(const bench_opts_t *o, long iters)
+{
+    if (o->warmup >= 0)
+        return o->warmup;
+    return iters / 10 > 5 ? iters / 10 : 5;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Tell the --ranks parent that this rank is alive (it kills ranks that stop progressing). */
+static int progress_fd = -1;
+static void note_progress(void)
+{
+    if (progress_fd >= 0) {
+        char b = 0;
+        ssize_t rc = write(progress_fd, &b, 1);
+        (void)rc; /* a full pipe already tells the parent we are alive */
+    }
+}
+
+static int rank_fail(int rank, const char *what, glucx_status_t st)
+{
+    fprintf(stderr, "glucx-bench: rank %d: %s failed: %s: %s\n", rank, what,
+            glucx_status_string(st), glucx_last_error());
+    return 1;
+}
+
+static void print_header(const bench_opts_t *o, glucx_comm_t *comm)
+{
+    int n = glucx_comm_size(comm);
+    printf("# glucx-bench: glucx %s, %s, %d ranks, dtype %s", glucx_version(),
+           glucx_coll_name(o->coll), n, glucx_dtype_name(o->dtype));
+    if (is_reduction(o->coll))
+        printf(", op %s", glucx_op_name(o->op));
+    if (o->coll == GLUCX_COLL_BROADCAST || o->coll == GLUCX_COLL_REDUCE ||
+        o->coll == GLUCX_COLL_GATHER || o->coll == GLUCX_COLL_SCATTER)
+        printf(", root %d", o->root);
+    printf(", check %d, timeout %" PRId64 " ms\n", o->check, o->timeout_ms);
+    if (o->iters > 0)
+        printf("# iterations: %ld timed", o->iters);
+    else
+        printf("# iterations: 64 MiB/size timed (20..1000)");
+    if (o->warmup >= 0)
+        printf(", %ld warmup\n", o->warmup);
+    else
+        printf(", max(5, iters/10) warmup\n");
+    for (int p = 1; p < n && p <= 4; p++) {
+        char tr[128] = "?";
+        if (glucx_comm_peer_transport(comm, p, tr, sizeof(tr)) == GLUCX_OK)
+            printf("# rank 0 -> rank %d: %s\n", p, tr);
+    }
+    printf("# size: bytes as nccl-tests counts them; count: elements in size\n");
+    printf("# time: microseconds per call, averaged over the timed iterations on each rank, then "
+           "the maximum over ranks\n");
+    printf("# algbw = size/time, busbw = algbw x %s, in GB/s (1e9 B/s)\n",
+           bus_factor_text(o->coll));
+    printf("# #wrong: output elements that differ from the reference, summed over ranks "
+           "(N/A without --check 1)\n");
+    printf("#%11s %12s %6s %6s %-22s %11s %8s %8s %7s\n", "size", "count", "type", "redop", "algo",
+           "time", "algbw", "busbw", "#wrong");
+    fflush(stdout);
+}
+
+/* Time and check one size. On success *t_max_p is the row's time (us) and *wrong_all_p the
+ * wrong elements of all ranks. @return 0, or 1 after printing the failure. */
+static int bench_size(glucx_comm_t *comm, const bench_opts_t *o, const glucx_coll_opts_t *copts,
+                      layout_t *l, void *send, void *recv, double *t_max_p, int64_t *wrong_all_p)
+{
+    const int me = glucx_comm_rank(comm), n = glucx_comm_size(comm);
+    /* the barrier and the reductions of timings and error counts use glucx's own choice */
+    const glucx_coll_opts_t aux = {.field_mask = GLUCX_COLL_OPT_TIMEOUT,
+                                   .timeout_ms = o->timeout_ms};
+    long iters = iters_for(o, l->bytes), warmup = warmup_for(o, iters);
+    char what[96];
+    snprintf(what, sizeof(what), "%s of %zu bytes", glucx_coll_name(o->coll), l->bytes);
+    fill_inputs(l, me, n, send, recv);
+    glucx_status_t st = GLUCX_OK;
+    for (long w = 0; w < warmup && st == GLUCX_OK; w++)
+        st = glucx_coll(comm, &l->args, copts);
+    if (st != GLUCX_OK)
+        return rank_fail(me, what, st);
+    if ((st = glucx_barrier(comm, &aux)) != GLUCX_OK)
+        return rank_fail(me, "barrier before timing", st);
+    double t0 = now_us();
+    for (long it = 0; it < iters && st == GLUCX_OK; it++)
+        st = glucx_coll(comm, &l->args, copts);
+    double t_us = (now_us() - t0) / (double)iters;
+    if (st != GLUCX_OK)
+        return rank_fail(me, what, st);
+    st = glucx_allreduce(comm, &t_us, t_max_p, 1, GLUCX_DTYPE_F64, GLUCX_OP_MAX, &aux);
+    if (st != GLUCX_OK)
+        return rank_fail(me, "allreduce of the timings", st);
+    *wrong_all_p = 0;
+    if (!o->check)
+        return 0;
+    poison_outputs(l, me, n, recv);
+    if ((st = glucx_coll(comm, &l->args, copts)) != GLUCX_OK)
+        return rank_fail(me, what, st);
+    int64_t wrong = (int64_t)verify(l, me, n, recv);
+    if (wrong > 0)
+        fprintf(stderr, "glucx-bench: rank %d: %s: %" PRId64 " wrong elements\n", me, what, wrong);
+    st = glucx_allreduce(comm, &wrong, wrong_all_p, 1, GLUCX_DTYPE_I64, GLUCX_OP_SUM, &aux);
+    if (st != GLUCX_OK)
+        return rank_fail(me, "allreduce of the error counts", st);
+    return 0;
+}
+
+static void print_row(glucx_comm_t *comm, const bench_opts_t *o, const layout_t *l, double t_us,
+                      int64_t wrong)
+{
+    const char *alg = o->algo;
+    if (alg == NULL)
+        alg = glucx_comm_algorithm(comm, o->coll, l->bytes);
+    char wbuf[24];
+    if (o->check)
+        snprintf(wbuf, sizeof(wbuf), "%" PRId64, wrong);
+    else
+        snprintf(wbuf, sizeof(wbuf), "N/A");
+    double algbw = t_us > 0 ? (double)l->bytes / (t_us * 1e3) : 0.0;
+    printf("%12zu %12zu %6s %6s %-22s %11.2f", l->bytes, l->bytes / glucx_dtype_size(o->dtype),
+           glucx_dtype_name(o->dtype), is_reduction(o->coll) ? glucx_op_name(o->op) : "none",
+           alg != NULL ? alg : "?", t_us);
+    if (o->coll == GLUCX_COLL_BARRIER)
+        printf(" %8s %8s", "N/A", "N/A");
+    else
+        printf(" %8.3f %8.3f", algbw, algbw * bus_factor(o->coll, glucx_comm_size(comm)));
+    printf(" %7s\n", wbuf);
+    fflush(stdout);
+}
+
+static int bench(glucx_comm_t *comm, const bench_opts_t *o)
+{
+    const int me = glucx_comm_rank(comm), n = glucx_comm_size(comm);
+    int rc = 1;
+    glucx_coll_opts_t copts = {.field_mask = GLUCX_COLL_OPT_TIMEOUT, .timeout_ms = o->timeout_ms};
+    if (o->algo != NULL) {
+        copts.field_mask |= GLUCX_COLL_OPT_ALGORITHM;
+        copts.algorithm = o->algo;
+    }
+    /* every input and output fits in max_bytes: sizes round down to whole blocks, and the
+     * uneven v blocks of one rank never exceed the total */
+    size_t cap = o->max_bytes + 4096;
+    void *send = NULL, *recv = NULL;
+    layout_t l = {0};
+    l.counts = calloc((size_t)n, sizeof(size_t));
+    l.displs = calloc((size_t)n, sizeof(size_t));
+    l.scounts = calloc((size_t)n, sizeof(size_t));
+    l.sdispls = calloc((size_t)n, sizeof(size_t));
+    if (posix_memalign(&send, 4096, cap) != 0 || posix_memalign(&recv, 4096, cap) != 0 ||
+        l.counts == NULL || l.displs == NULL || l.scounts == NULL || l.sdispls == NULL) {
+        fprintf(stderr, "glucx-bench: rank %d: cannot allocate 2 x %zu bytes\n", me, cap);
+        goto out;
+    }
+    memset(send, 0, cap); /* fault the pages in before timing */
+    memset(recv, 0, cap);
+
+    if (me == 0)
+        print_header(o, comm);
+    int64_t total_wrong = 0;
+    size_t prev_bytes = SIZE_MAX;
+    for (size_t s = o->min_bytes; s <= o->max_bytes;) {
+        layout_make(o, me, n, s, send, recv, &l);
+        size_t next = s == 0 ? 1 : (s > SIZE_MAX / o->factor ? SIZE_MAX : s * o->factor);
+        int last = o->coll == GLUCX_COLL_BARRIER || next <= s || next > o->max_bytes;
+        if (l.bytes != prev_bytes) { /* small sizes may round to the same row */
+            prev_bytes = l.bytes;
+            double t_us = 0;
+            int64_t wrong = 0;
+            if (bench_size(comm, o, &copts, &l, send, recv, &t_us, &wrong) != 0)
+                goto out;
+            total_wrong += wrong;
+            if (me == 0)
+                print_row(comm, o, &l, t_us, wrong);
+            note_progress();
+        }
+        if (last)
+            break;
+        s = next;
+    }
+    if (me == 0 && o->check) {
+        printf("# wrong elements in total: %" PRId64 " (%s)\n", total_wrong,
+               total_wrong == 0 ? "OK" : "FAILED");
+        fflush(stdout);
+    }
+    if (total_wrong != 0) {
+        if (me == 0)
+            fprintf(stderr, "glucx-bench: %" PRId64 " wrong elements\n", total_wrong);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(send);
+    free(recv);
+    free(l.counts);
+    free(l.displs);
+    free(l.scounts);
+    free(l.sdispls);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* --calibrate                                                                                */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static glucx_status_t wait_free(glucx_request_t *req, int64_t timeout_ms)
+{
+    glucx_status_t st = glucx_request_wait(req, timeout_ms);
+    glucx_request_free(req);
+    return st;
+}
+
+/* @p iters round trips of @p bytes between @p me and @p peer; the initiator sends first.
+ * *half_ns_p receives the one-way time (half the round trip), in ns, averaged. */
+static glucx_status_t pingpong(glucx_comm_t *comm, int peer, int initiator, void *buf, size_t bytes,
+                               int iters, int64_t timeout_ms, double *half_ns_p)
+{
+    const uint64_t tag = 0xca11b;
+    glucx_request_t *req = NULL;
+    glucx_status_t st = GLUCX_OK;
+    double t0 = now_us();
+    for (int k = 0; k < iters && st == GLUCX_OK; k++) {
+        for (int phase = 0; phase < 2 && st == GLUCX_OK; phase++) {
+            int sending = (phase == 0) == (initiator != 0);
+            st = sending ? glucx_isend(comm, buf, bytes, peer, tag, &req)
+                         : glucx_irecv(comm, buf, bytes, peer, tag, &req);
+            if (st == GLUCX_OK)
+                st = wait_free(req, timeout_ms);
+        }
+    }
+    *half_ns_p = (now_us() - t0) * 1e3 / iters / 2;
+    return st;
+}
+
+/* alpha (8-byte one-way time) and beta ((one-way time of 4 MiB - alpha) / 4 MiB) between me and
+ * peer; the results are valid on the initiator. */
+static glucx_status_t measure_link(glucx_comm_t *comm, int peer, int initiator, void *buf,
+                                   int64_t timeout_ms, glucx_link_cost_t *cost_p)
+{
+    enum { REPS = 5 };
+    const size_t big = 4u << 20;
+    double small[REPS], large[REPS], dummy;
+    glucx_status_t st = pingpong(comm, peer, initiator, buf, 8, 200, timeout_ms, &dummy);
+    for (int r = 0; r < REPS && st == GLUCX_OK; r++)
+        st = pingpong(comm, peer, initiator, buf, 8, 500, timeout_ms, &small[r]);
+    if (st == GLUCX_OK)
+        st = pingpong(comm, peer, initiator, buf, big, 2, timeout_ms, &dummy);
+    for (int r = 0; r < REPS && st == GLUCX_OK; r++)
+        st = pingpong(comm, peer, initiator, buf, big, 8, timeout_ms, &large[r]);
+    if (st != GLUCX_OK)
+        return st;
+    double alpha = median(small, REPS), t_big = median(large, REPS);
+    cost_p->alpha_ns = alpha;
+    cost_p->beta_ns_per_byte = t_big > alpha ? (t_big - alpha) / (double)big : 0.0;
+    note_progress();
+    return GLUCX_OK;
+}
+
+/* ns per byte of one operand of the f32 sum kernel (dst = dst + src, 4 MiB operands), and of
+ * memcpy (16 MiB): the best of 15 runs each. These are properties of the machine, so the best
+ * run is taken: single runs vary by 3x here when other tenants share the cores. */
+static int measure_local(double *gamma_p, double *copy_p)
+{
+    enum { REPS = 15 };
+    const size_t rbytes = 4u << 20, cbytes = 16u << 20;
+    float *a = NULL, *b = NULL;
+    char *src = NULL, *dst = NULL;
+    glucx_reduce_fn_t fn = glucx_kernel_reduce_fn(GLUCX_DTYPE_F32, GLUCX_OP_SUM);
+    if (fn == NULL)
+        return -1;
+    if (posix_memalign((void **)&a, 64, rbytes) != 0 || posix_memalign((void **)&b, 64, rbytes) ||
+        posix_memalign((void **)&src, 64, cbytes) || posix_memalign((void **)&dst, 64, cbytes)) {
+        free(a);
+        free(b);
+        free(src);
+        free(dst);
+        return -1;
+    }
+    size_t nf = rbytes / sizeof(float);
+    for (size_t i = 0; i < nf; i++) {
+        a[i] = 0.0f;
+        b[i] = (float)(i % 7);
+    }
+    memset(src, 1, cbytes);
+    memset(dst, 0, cbytes);
+    double t[REPS];
+    fn(a, a, b, nf);
+    for (int r = 0; r < REPS; r++) {
+        double t0 = now_us();
+        fn(a, a, b, nf);
+        t[r] = (now_us() - t0) * 1e3 / (double)rbytes;
+    }
+    qsort(t, REPS, sizeof(t[0]), cmp_double);
+    *gamma_p = t[0];
+    memcpy(dst, src, cbytes);
+    for (int r = 0; r < REPS; r++) {
+        src[r] = (char)r; /* a different source each time, so no copy can be elided */
+        double t0 = now_us();
+        memcpy(dst, src, cbytes);
+        t[r] = (now_us() - t0) * 1e3 / (double)cbytes;
+        if (dst[r] != (char)r)
+            t[r] = INFINITY;
+    }
+    qsort(t, REPS, sizeof(t[0]), cmp_double);
+    *copy_p = t[0];
+    free(a);
+    free(b);
+    free(src);
+    free(dst);
+    return 0;
+}
+
+static int calibrate(glucx_comm_t *comm, const bench_opts_t *o)
+{
+    const int me = glucx_comm_rank(comm), n = glucx_comm_size(comm);
+    const glucx_topo_t *topo = comm->topo;
+    glucx_topo_t out = *topo; /* saves the costs; unmeasured classes keep their current values */
+    glucx_coll_opts_t copts = {.field_mask = GLUCX_COLL_OPT_TIMEOUT, .timeout_ms = o->timeout_ms};
+    int measured[GLUCX_LINK_CLASS_COUNT] = {0};
+    int partner[GLUCX_LINK_CLASS_COUNT] = {-1, -1, -1};
+    for (int r = 1; r < n; r++) {
+        glucx_link_class_t c = glucx_topo_link_class(topo, 0, r);
+        if (partner[c] < 0)
+            partner[c] = r;
+    }
+    void *buf = NULL;
+    if (posix_memalign(&buf, 4096, 4u << 20) != 0) {
+        fprintf(stderr, "glucx-bench: rank %d: cannot allocate 4 MiB\n", me);
+        return 1;
+    }
+    memset(buf, 0, 4u << 20);
+    /* local costs first, while the other ranks wait in a barrier and leave the cores alone */
+    int local_rc = me == 0 ? measure_local(&out.gamma_ns_per_byte, &out.copy_ns_per_byte) : 0;
+    glucx_status_t st = glucx_barrier(comm, &copts);
+    if (st != GLUCX_OK) {
+        free(buf);
+        return rank_fail(me, "barrier", st);
+    }
+    note_progress();
+    for (int c = GLUCX_LINK_INTRA; c < GLUCX_LINK_CLASS_COUNT && st == GLUCX_OK; c++) {
+        if (partner[c] < 0)
+            continue;
+        if (me == 0 || me == partner[c]) {
+            st = measure_link(comm, me == 0 ? partner[c] : 0, me == 0, buf, o->timeout_ms,
+                              &out.cost[c]);
+            if (st != GLUCX_OK) {
+                free(buf);
+                return rank_fail(me, "calibration ping-pong", st);
+            }
+            measured[c] = 1;
+        }
+        if ((st = glucx_barrier(comm, &copts)) != GLUCX_OK) {
+            free(buf);
+            return rank_fail(me, "barrier", st);
+        }
+    }
+    free(buf);
+    if (me != 0)
+        return 0;
+    if (local_rc != 0) {
+        fprintf(stderr, "glucx-bench: cannot allocate the local calibration buffers\n");
+        return 1;
+    }
+    /* a message to oneself is a local copy */
+    out.cost[GLUCX_LINK_SELF].beta_ns_per_byte = out.copy_ns_per_byte;
+    measured[GLUCX_LINK_SELF] = 1;
+    if ((st = glucx_topo_calibration_save(&out, o->calibrate)) != GLUCX_OK) {
+        fprintf(stderr, "glucx-bench: %s\n", glucx_last_error());
+        return 1;
+    }
+    static const char *const names[] = {"self", "intra", "inter"};
+    printf("# glucx-bench --calibrate: %d ranks in %d package(s), written to %s\n", n,
+           topo->npackages, o->calibrate);
+    for (int c = 0; c < GLUCX_LINK_CLASS_COUNT; c++) {
+        const glucx_link_cost_t *k = &out.cost[c];
+        printf("%-6s alpha %9.1f ns  beta %.4f ns/B (%6.2f GB/s)  ", names[c], k->alpha_ns,
+               k->beta_ns_per_byte, k->beta_ns_per_byte > 0 ? 1.0 / k->beta_ns_per_byte : 0.0);
+        if (c == GLUCX_LINK_SELF)
+            printf("beta = copy, alpha unchanged\n");
+        else if (measured[c])
+            printf("measured between rank 0 and rank %d\n", partner[c]);
+        else
+            printf("no such link here, unchanged\n");
+    }
+    printf("gamma  %.4f ns/B (f32 sum, %.2f GB/s)\ncopy   %.4f ns/B (memcpy, %.2f GB/s)\n",
+           out.gamma_ns_per_byte, 1.0 / out.gamma_ns_per_byte, out.copy_ns_per_byte,
+           1.0 / out.copy_ns_per_byte);
+    fflush(stdout);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* One rank                                                                                   */
+
+static int run_rank(const bench_opts_t *o, int rank, int size, glucx_store_t *store)
+{
+    glucx_context_t *ctx = NULL;
+    glucx_comm_t *comm = NULL;
+    int rc = 1;
+    if (o->root >= size) {
+        fprintf(stderr, "glucx-bench: --root %d is not below the number of ranks %d\n", o->root,
+                size);
+        return 2;
+    }
+    glucx_status_t st = glucx_context_create(NULL, &ctx);
+    if (st != GLUCX_OK) {
+        rank_fail(rank, "context creation", st);
+        goto out;
+    }
+    glucx_comm_params_t params = {
+        .field_mask = GLUCX_COMM_PARAM_NAME | GLUCX_COMM_PARAM_TIMEOUT,
+        .rank = rank,
+        .size = size,
+        .store = store,
+        .name = o->name,
+        .timeout_ms = o->timeout_ms,
+    };
+    st = glucx_comm_create(ctx, &params, &comm);
+    if (st != GLUCX_OK) {
+        rank_fail(rank, "communicator creation", st);
+        goto out;
+    }
+    note_progress();
+    rc = o->calibrate != NULL ? calibrate(comm, o) : bench(comm, o);
+out:
+    glucx_comm_destroy(comm);
+    glucx_context_destroy(ctx);
+    return rc;
+}
+
+/* Rank and size from torchrun, Open MPI or PMI variables. @return 0, or 2 with a message. */
+static int launcher_rank_size(int *rank_p, int *size_p)
+{
+    static const char *const vars[][2] = {
+        {"RANK", "WORLD_SIZE"},
+        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+        {"PMI_RANK", "PMI_SIZE"},
+    };
+    for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++) {
+        const char *rs = getenv(vars[k][0]);
+        if (rs == NULL)
+            continue;
+        const char *ss = getenv(vars[k][1]);
+        long r, s;
+        if (ss == NULL) {
+            fprintf(stderr, "glucx-bench: %s is set but %s is not\n", vars[k][0], vars[k][1]);
+            return 2;
+        }
+        if (parse_long(ss, 1, GLUCX_COMM_SIZE_MAX, &s) != 0 || parse_long(rs, 0, s - 1, &r) != 0) {
+            fprintf(stderr, "glucx-bench: invalid %s=%s / %s=%s\n", vars[k][0], rs, vars[k][1], ss);
+            return 2;
+        }
+        *rank_p = (int)r;
+        *size_p = (int)s;
+        return 0;
+    }
+    fprintf(stderr, "glucx-bench: no --ranks and no launcher variables: run with --ranks N, or "
+                    "under torchrun (RANK, WORLD_SIZE), mpirun (OMPI_COMM_WORLD_RANK, "
+                    "OMPI_COMM_WORLD_SIZE) or a PMI launcher (PMI_RANK, PMI_SIZE), with "
+                    "GLUCX_STORE=file:DIR or redis://HOST:PORT naming the rendezvous store\n");
+    return 2;
+}
+
+static int run_from_launcher(const bench_opts_t *o)
+{
+    int rank, size;
+    int rc = launcher_rank_size(&rank, &size);
+    if (rc != 0)
+        return rc;
+    glucx_store_t *store = NULL;
+    glucx_status_t st = glucx_store_from_env(&store);
+    if (st != GLUCX_OK) {
+        fprintf(stderr, "glucx-bench: rank %d: cannot open the store: %s: %s\n", rank,
+                glucx_status_string(st), glucx_last_error());
+        return 2;
+    }
+    rc = run_rank(o, rank, size, store);
+    glucx_store_destroy(store);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* --ranks N: fork local ranks and watch them                                                 */
+
+static volatile sig_atomic_t got_signal = 0;
+static void on_signal(int sig)
+{
+    if (sig != SIGCHLD)
+        got_signal = sig;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    if (remove(path) != 0)
+        fprintf(stderr, "glucx-bench: cannot remove %s: %s\n", path, strerror(errno));
+    return 0;
+}
+
+static double mono_s(void)
+{
+    return now_us() / 1e6;
+}
+
+/* Reap finished children. @return the first failure's rank, or -1. Prints the reason. */
+static int reap(pid_t *pids, int n, int *alive, int *failed_rank)
+{
+    for (int r = 0; r < n; r++) {
+        if (pids[r] <= 0)
+            continue;
+        int status;
+        pid_t p = waitpid(pids[r], &status, WNOHANG);
+        if (p != pids[r])
+            continue;
+        pids[r] = 0;
+        (*alive)--;
+        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!ok && *failed_rank < 0) {
+            *failed_rank = r;
+            if (WIFEXITED(status))
+                fprintf(stderr, "glucx-bench: rank %d (pid %d) failed with exit status %d\n", r,
+                        (int)p, WEXITSTATUS(status));
+            else if (WIFSIGNALED(status))
+                fprintf(stderr, "glucx-bench: rank %d (pid %d) was killed by signal %d (%s)\n", r,
+                        (int)p, WTERMSIG(status), strsignal(WTERMSIG(status)));
+        }
+    }
+    return *failed_rank;
+}
+
+static void kill_children(pid_t *pids, int n)
+{
+    int alive = 0;
+    for (int r = 0; r < n; r++)
+        if (pids[r] > 0 && kill(pids[r], SIGTERM) == 0)
+            alive++;
+    /* up to 2 s for a clean exit, then SIGKILL */
+    for (int k = 0; k < 200 && alive > 0; k++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        for (int r = 0; r < n; r++) {
+            if (pids[r] <= 0)
+                continue;
+            int status;
+            if (waitpid(pids[r], &status, WNOHANG) == pids[r]) {
+                pids[r] = 0;
+                alive--;
+            }
+        }
+    }
+    for (int r = 0; r < n; r++) {
+        if (pids[r] <= 0)
+            continue;
+        kill(pids[r], SIGKILL);
+        waitpid(pids[r], NULL, 0);
+        pids[r] = 0;
+    }
+}
+
+static int launch_local(const bench_opts_t *o)
+{
+    const int n = o->ranks;
+    int rc = 1;
+    char dir[4096];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof(dir), "%s/glucx-bench.XXXXXX", tmp != NULL && tmp[0] ? tmp : "/tmp");
+    if (mkdtemp(dir) == NULL) {
+        fprintf(stderr, "glucx-bench: cannot create a store directory %s: %s\n", dir,
+                strerror(errno));
+        return 1;
+    }
+    pid_t *pids = calloc((size_t)n, sizeof(pid_t));
+    int pfd[2] = {-1, -1};
+    if (pids == NULL || pipe2(pfd, O_CLOEXEC) != 0) {
+        fprintf(stderr, "glucx-bench: cannot set up %d ranks: %s\n", n, strerror(errno));
+        free(pids);
+        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        return 1;
+    }
+    fcntl(pfd[1], F_SETFL, O_NONBLOCK);
+
+    /* SIGCHLD and termination signals are only delivered inside ppoll() below */
+    sigset_t block, old;
+    sigemptyset(&block);
+    const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa = {.sa_handler = on_signal}, old_sa[4];
+    sigemptyset(&sa.sa_mask);
+    for (int k = 0; k < 4; k++) {
+        sigaddset(&block, sigs[k]);
+        sigaction(sigs[k], &sa, &old_sa[k]);
+    }
+    sigprocmask(SIG_BLOCK, &block, &old);
+    fflush(stdout);
+    fflush(stderr);
+
+    const pid_t parent = getpid();
+    int alive = 0, failed_rank = -1;
+    for (int r = 0; r < n; r++) {
+        pid_t p = fork();
+        if (p < 0) {
+            fprintf(stderr, "glucx-bench: cannot fork rank %d: %s\n", r, strerror(errno));
+            failed_rank = r;
+            break;
+        }
+        if (p == 0) {
+            for (int k = 0; k < 4; k++)
+                sigaction(sigs[k], &old_sa[k], NULL);
+            sigprocmask(SIG_SETMASK, &old, NULL);
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the launcher */
+            if (getppid() != parent)
+                _exit(1);
+            close(pfd[0]);
+            progress_fd = pfd[1];
+            glucx_store_t *store = NULL;
+            int crc;
+            glucx_status_t st = glucx_store_file_create(dir, &store);
+            if (st != GLUCX_OK)
+                crc = rank_fail(r, "file store creation", st);
+            else
+                crc = run_rank(o, r, n, store);
+            glucx_store_destroy(store);
+            fflush(stdout);
+            fflush(stderr);
+            exit(crc);
+        }
+        pids[r] = p;
+        alive++;
+    }
+    close(pfd[1]);
+
+    /* Watch: a failed rank or a signal ends the run; so does a rank that shows no progress for
+     * twice the operation timeout plus 30 s (glucx's own timeouts should have fired by then). */
+    const double stall_s = 2.0 * (double)o->timeout_ms / 1e3 + 30.0;
+    double last_progress = mono_s();
+    struct pollfd pfdw = {.fd = pfd[0], .events = POLLIN};
+    sigset_t waitmask = old;
+    for (int k = 0; k < 4; k++)
+        sigdelset(&waitmask, sigs[k]);
+    while (alive > 0 && failed_rank < 0) {
+        if (reap(pids, n, &alive, &failed_rank) >= 0 || alive == 0)
+            break;
+        if (got_signal) {
+            fprintf(stderr, "glucx-bench: interrupted by signal %d, stopping the ranks\n",
+                    (int)got_signal);
+            failed_rank = n;
+            break;
+        }
+        double left = last_progress + stall_s - mono_s();
+        if (left <= 0) {
+            fprintf(stderr, "glucx-bench: no rank made progress for %.0f s, stopping them\n",
+                    stall_s);
+            failed_rank = n;
+            break;
+        }
+        struct timespec ts = {.tv_sec = (time_t)left,
+                              .tv_nsec = (long)((left - (double)(time_t)left) * 1e9)};
+        int pr = ppoll(&pfdw, 1, &ts, &waitmask);
+        if (pr > 0 && (pfdw.revents & POLLIN)) {
+            char b[256];
+            if (read(pfd[0], b, sizeof(b)) > 0)
+                last_progress = mono_s();
+        } else if (pr > 0 && (pfdw.revents & (POLLHUP | POLLERR))) {
+            pfdw.fd = -1; /* every rank closed its end: they are exiting; SIGCHLD follows */
+        }
+    }
+    if (failed_rank >= 0)
+        kill_children(pids, n);
+    else
+        rc = 0;
+    close(pfd[0]);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    for (int k = 0; k < 4; k++)
+        sigaction(sigs[k], &old_sa[k], NULL);
+    free(pids);
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    bench_opts_t o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
+    return o.ranks > 0 ? launch_local(&o) : run_from_launcher(&o);
+}
