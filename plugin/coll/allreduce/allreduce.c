@@ -20,3 +20,21 @@ static const glucx_coll_alg_t algs[GLUCX_ALLREDUCE_ALG_COUNT] = {
 };
 
 const glucx_coll_table_t glucx_allreduce_table = {algs, GLUCX_ALLREDUCE_ALG_COUNT};
+
+glucx_status_t glucx_allreduce_fold_out(glucx_coll_ctx_t *ctx, const void *in, void *out,
+                                        size_t bytes, unsigned last_step)
+{
+    const int partner = ctx->rank + 1;
+    glucx_status_t st;
+    if (ctx->in_place) { /* out is the send buffer: receive only once the send is done */
+        st = glucx_coll_sendrecv(ctx, partner, in, bytes, -1, NULL, 0, 0);
+        return st == GLUCX_OK
+                   ? glucx_coll_sendrecv(ctx, -1, NULL, 0, partner, out, bytes, last_step)
+                   : st;
+    }
+    glucx_tx_req_t reqs[2];
+    st = glucx_coll_irecv(ctx, partner, last_step, out, bytes, &reqs[0]);
+    if (st == GLUCX_OK)
+        st = glucx_coll_isend(ctx, partner, 0, in, bytes, &reqs[1]);
+    return st == GLUCX_OK ? glucx_coll_waitall(ctx, reqs, 2) : st;
+}

@@ -27,6 +27,14 @@ double glucx_allreduce_ring_cost(const glucx_topo_t *topo, size_t bytes);
 glucx_status_t glucx_allreduce_ring_run(glucx_coll_ctx_t *ctx);
 
 /** floor(log2 n) for n >= 1, i.e. p = 1 << result is the largest power of two <= n. */
+/**
+ * The part of an even rank r < 2*rem that the non-power-of-two fold takes out (MPICH's scheme):
+ * send the whole input to rank r+1 at step 0, then receive the final result from it at
+ * @p last_step. In place (in == out) the receive is posted only after the send completed.
+ */
+glucx_status_t glucx_allreduce_fold_out(glucx_coll_ctx_t *ctx, const void *in, void *out,
+                                        size_t bytes, unsigned last_step);
+
 static inline int glucx_allreduce_floor_log2(int n)
 {
     int lg = 0;

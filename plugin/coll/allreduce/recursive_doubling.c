@@ -47,17 +47,7 @@ glucx_status_t glucx_allreduce_recursive_doubling_run(glucx_coll_ctx_t *ctx)
 
     if (r < 2 * rem && r % 2 == 0) {
         /* folded out: contribute, then receive the result */
-        if (ctx->in_place) { /* out is the send buffer: receive only once the send is done */
-            st = glucx_coll_sendrecv(ctx, r + 1, in, bytes, -1, NULL, 0, 0);
-            return st == GLUCX_OK
-                       ? glucx_coll_sendrecv(ctx, -1, NULL, 0, r + 1, out, bytes, last_step)
-                       : st;
-        }
-        glucx_tx_req_t reqs[2];
-        st = glucx_coll_irecv(ctx, r + 1, last_step, out, bytes, &reqs[0]);
-        if (st == GLUCX_OK)
-            st = glucx_coll_isend(ctx, r + 1, 0, in, bytes, &reqs[1]);
-        return st == GLUCX_OK ? glucx_coll_waitall(ctx, reqs, 2) : st;
+        return glucx_allreduce_fold_out(ctx, in, out, bytes, last_step);
     }
     const int folded = r < 2 * rem;
     const int newrank = folded ? r / 2 : r - rem;
