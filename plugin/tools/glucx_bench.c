@@ -38,6 +38,8 @@
 #include "kernel/reduce.h" /* the f32 sum kernel, timed by --calibrate */
 #include "topo/topo.h"
 
+#include "common/local_ranks.h"
+
 /* ------------------------------------------------------------------------------------------ */
 /* Options                                                                                    */
 
@@ -624,8 +626,7 @@ static int same(glucx_dtype_t d, glucx_op_t op, double got, double want, int red
 
 typedef struct layout {
     glucx_coll_args_t args;
-    size_t bytes; /**< reported size */
-    size_t block; /**< elements per rank block (or the vector for allreduce/broadcast/reduce) */
+    size_t bytes;                                /**< reported size */
     size_t *counts, *displs, *scounts, *sdispls; /**< [n] for the v variants */
 } layout_t;
 
@@ -655,14 +656,12 @@ static void layout_make(const bench_opts_t *o, int me, int n, size_t size, void 
     case GLUCX_COLL_ALLREDUCE:
     case GLUCX_COLL_BROADCAST:
     case GLUCX_COLL_REDUCE:
-        l->block = elems;
         a->count = elems;
         l->bytes = elems * es;
         if (o->coll == GLUCX_COLL_BROADCAST)
             a->sendbuf = NULL;
         break;
     case GLUCX_COLL_BARRIER:
-        l->block = 0;
         l->bytes = 0;
         a->sendbuf = NULL;
         a->recvbuf = NULL;
@@ -676,7 +675,6 @@ static void layout_make(const bench_opts_t *o, int me, int n, size_t size, void 
         }
         a->counts = l->counts;
         a->displs = l->displs;
-        l->block = c;
         l->bytes = off * es;
         break;
     }
@@ -694,14 +692,12 @@ static void layout_make(const bench_opts_t *o, int me, int n, size_t size, void 
         a->send_displs = l->sdispls;
         a->counts = l->counts;
         a->displs = l->displs;
-        l->block = c;
         l->bytes = roff * es;
         break;
     }
     default: /* allgather, reduce_scatter, alltoall, gather, scatter: equal blocks */
-        l->block = elems / (size_t)n;
-        a->count = l->block;
-        l->bytes = l->block * (size_t)n * es;
+        a->count = elems / (size_t)n;
+        l->bytes = a->count * (size_t)n * es;
         break;
     }
 }
@@ -1391,202 +1387,29 @@ static int run_from_launcher(const bench_opts_t *o)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* --ranks N: fork local ranks and watch them                                                 */
+/* --ranks N: fork local ranks (tools/common/local_ranks.c)                                    */
 
-static volatile sig_atomic_t got_signal = 0;
-static void on_signal(int sig)
+static int local_rank(int rank, int size, const char *store_dir, int progress, void *arg)
 {
-    if (sig != SIGCHLD)
-        got_signal = sig;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    if (remove(path) != 0)
-        fprintf(stderr, "glucx-bench: cannot remove %s: %s\n", path, strerror(errno));
-    return 0;
-}
-
-static double mono_s(void)
-{
-    return now_us() / 1e6;
-}
-
-/* Reap finished children. @return the first failure's rank, or -1. Prints the reason. */
-static int reap(pid_t *pids, int n, int *alive, int *failed_rank)
-{
-    for (int r = 0; r < n; r++) {
-        if (pids[r] <= 0)
-            continue;
-        int status;
-        pid_t p = waitpid(pids[r], &status, WNOHANG);
-        if (p != pids[r])
-            continue;
-        pids[r] = 0;
-        (*alive)--;
-        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!ok && *failed_rank < 0) {
-            *failed_rank = r;
-            if (WIFEXITED(status))
-                fprintf(stderr, "glucx-bench: rank %d (pid %d) failed with exit status %d\n", r,
-                        (int)p, WEXITSTATUS(status));
-            else if (WIFSIGNALED(status))
-                fprintf(stderr, "glucx-bench: rank %d (pid %d) was killed by signal %d (%s)\n", r,
-                        (int)p, WTERMSIG(status), strsignal(WTERMSIG(status)));
-        }
-    }
-    return *failed_rank;
-}
-
-static void kill_children(pid_t *pids, int n)
-{
-    int alive = 0;
-    for (int r = 0; r < n; r++)
-        if (pids[r] > 0 && kill(pids[r], SIGTERM) == 0)
-            alive++;
-    /* up to 2 s for a clean exit, then SIGKILL */
-    for (int k = 0; k < 200 && alive > 0; k++) {
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-        for (int r = 0; r < n; r++) {
-            if (pids[r] <= 0)
-                continue;
-            int status;
-            if (waitpid(pids[r], &status, WNOHANG) == pids[r]) {
-                pids[r] = 0;
-                alive--;
-            }
-        }
-    }
-    for (int r = 0; r < n; r++) {
-        if (pids[r] <= 0)
-            continue;
-        kill(pids[r], SIGKILL);
-        waitpid(pids[r], NULL, 0);
-        pids[r] = 0;
-    }
+    const bench_opts_t *o = arg;
+    progress_fd = progress;
+    glucx_store_t *store = NULL;
+    int crc;
+    glucx_status_t st = glucx_store_file_create(store_dir, &store);
+    if (st != GLUCX_OK)
+        crc = rank_fail(rank, "file store creation", st);
+    else
+        crc = run_rank(o, rank, size, store);
+    glucx_store_destroy(store);
+    return crc;
 }
 
 static int launch_local(const bench_opts_t *o)
 {
-    const int n = o->ranks;
-    int rc = 1;
-    char dir[4096];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof(dir), "%s/glucx-bench.XXXXXX", tmp != NULL && tmp[0] ? tmp : "/tmp");
-    if (mkdtemp(dir) == NULL) {
-        fprintf(stderr, "glucx-bench: cannot create a store directory %s: %s\n", dir,
-                strerror(errno));
-        return 1;
-    }
-    pid_t *pids = calloc((size_t)n, sizeof(pid_t));
-    int pfd[2] = {-1, -1};
-    if (pids == NULL || pipe2(pfd, O_CLOEXEC) != 0) {
-        fprintf(stderr, "glucx-bench: cannot set up %d ranks: %s\n", n, strerror(errno));
-        free(pids);
-        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-        return 1;
-    }
-    fcntl(pfd[1], F_SETFL, O_NONBLOCK);
-
-    /* SIGCHLD and termination signals are only delivered inside ppoll() below */
-    sigset_t block, old;
-    sigemptyset(&block);
-    const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
-    struct sigaction sa = {.sa_handler = on_signal}, old_sa[4];
-    sigemptyset(&sa.sa_mask);
-    for (int k = 0; k < 4; k++) {
-        sigaddset(&block, sigs[k]);
-        sigaction(sigs[k], &sa, &old_sa[k]);
-    }
-    sigprocmask(SIG_BLOCK, &block, &old);
-    fflush(stdout);
-    fflush(stderr);
-
-    const pid_t parent = getpid();
-    int alive = 0, failed_rank = -1;
-    for (int r = 0; r < n; r++) {
-        pid_t p = fork();
-        if (p < 0) {
-            fprintf(stderr, "glucx-bench: cannot fork rank %d: %s\n", r, strerror(errno));
-            failed_rank = r;
-            break;
-        }
-        if (p == 0) {
-            for (int k = 0; k < 4; k++)
-                sigaction(sigs[k], &old_sa[k], NULL);
-            sigprocmask(SIG_SETMASK, &old, NULL);
-            prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the launcher */
-            if (getppid() != parent)
-                _exit(1);
-            close(pfd[0]);
-            progress_fd = pfd[1];
-            glucx_store_t *store = NULL;
-            int crc;
-            glucx_status_t st = glucx_store_file_create(dir, &store);
-            if (st != GLUCX_OK)
-                crc = rank_fail(r, "file store creation", st);
-            else
-                crc = run_rank(o, r, n, store);
-            glucx_store_destroy(store);
-            fflush(stdout);
-            fflush(stderr);
-            exit(crc);
-        }
-        pids[r] = p;
-        alive++;
-    }
-    close(pfd[1]);
-
-    /* Watch: a failed rank or a signal ends the run; so does a rank that shows no progress for
-     * twice the operation timeout plus 30 s (glucx's own timeouts should have fired by then). */
+    /* a rank that shows no progress for twice the operation timeout plus 30 s is stuck
+     * (glucx's own timeouts should have fired by then) */
     const double stall_s = 2.0 * (double)o->timeout_ms / 1e3 + 30.0;
-    double last_progress = mono_s();
-    struct pollfd pfdw = {.fd = pfd[0], .events = POLLIN};
-    sigset_t waitmask = old;
-    for (int k = 0; k < 4; k++)
-        sigdelset(&waitmask, sigs[k]);
-    while (alive > 0 && failed_rank < 0) {
-        if (reap(pids, n, &alive, &failed_rank) >= 0 || alive == 0)
-            break;
-        if (got_signal) {
-            fprintf(stderr, "glucx-bench: interrupted by signal %d, stopping the ranks\n",
-                    (int)got_signal);
-            failed_rank = n;
-            break;
-        }
-        double left = last_progress + stall_s - mono_s();
-        if (left <= 0) {
-            fprintf(stderr, "glucx-bench: no rank made progress for %.0f s, stopping them\n",
-                    stall_s);
-            failed_rank = n;
-            break;
-        }
-        struct timespec ts = {.tv_sec = (time_t)left,
-                              .tv_nsec = (long)((left - (double)(time_t)left) * 1e9)};
-        int pr = ppoll(&pfdw, 1, &ts, &waitmask);
-        if (pr > 0 && (pfdw.revents & POLLIN)) {
-            char b[256];
-            if (read(pfd[0], b, sizeof(b)) > 0)
-                last_progress = mono_s();
-        } else if (pr > 0 && (pfdw.revents & (POLLHUP | POLLERR))) {
-            pfdw.fd = -1; /* every rank closed its end: they are exiting; SIGCHLD follows */
-        }
-    }
-    if (failed_rank >= 0)
-        kill_children(pids, n);
-    else
-        rc = 0;
-    close(pfd[0]);
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    for (int k = 0; k < 4; k++)
-        sigaction(sigs[k], &old_sa[k], NULL);
-    free(pids);
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return rc;
+    return glucx_tool_run_local(o->ranks, local_rank, (void *)o, stall_s, "glucx-bench");
 }
 
 int main(int argc, char **argv)

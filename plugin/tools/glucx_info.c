@@ -65,9 +65,10 @@ static void print_variables(void)
     glucx_tune_t tune;
     if (glucx_tune_parse(config.tune, &tune) != GLUCX_OK)
         printf("\nerror: %s\n", glucx_last_error());
-    printf("\nUCX variables that matter: UCX_TLS (transports), UCX_NET_DEVICES (interfaces),\n"
-           "  UCX_LOG_LEVEL; glucx sets UCX_KEEPALIVE_INTERVAL from GLUCX_KEEPALIVE_MS and enables\n"
-           "  error handling on shared memory so dead peers are detected.\n");
+    printf(
+        "\nUCX variables that matter: UCX_TLS (transports), UCX_NET_DEVICES (interfaces),\n"
+        "  UCX_LOG_LEVEL; glucx sets UCX_KEEPALIVE_INTERVAL from GLUCX_KEEPALIVE_MS and enables\n"
+        "  error handling on shared memory so dead peers are detected.\n");
 }
 
 static void print_algorithms(void)
@@ -80,9 +81,10 @@ static void print_algorithms(void)
     }
 }
 
-static int probe_rank(int rank, int size, const char *dir, void *arg)
+static int probe_rank(int rank, int size, const char *dir, int progress_fd, void *arg)
 {
     (void)arg;
+    (void)progress_fd;
     glucx_store_t *store = NULL;
     glucx_context_t *ctx = NULL;
     glucx_comm_t *comm = NULL;
@@ -148,8 +150,8 @@ int main(int argc, char **argv)
             break;
         case 'n':
             ranks = atoi(optarg);
-            if (ranks < 1 || ranks > 64) {
-                fprintf(stderr, "glucx-info: --ranks takes 1..64\n");
+            if (ranks < 1 || ranks > GLUCX_TOOL_MAX_LOCAL_RANKS) {
+                fprintf(stderr, "glucx-info: --ranks takes 1..%d\n", GLUCX_TOOL_MAX_LOCAL_RANKS);
                 return 2;
             }
             break;
@@ -170,7 +172,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (probe)
-        return glucx_tool_run_local(ranks, probe_rank, NULL, 120) == 0 ? 0 : 1;
+        return glucx_tool_run_local(ranks, probe_rank, NULL, 120.0, "glucx-info") == 0 ? 0 : 1;
     print_build();
     print_variables();
     return 0;

@@ -1,25 +1,29 @@
 /**
- * Tools' helper: start N ranks of this program on the local machine (as `--ranks N` does in
- * glucx-bench and glucx-info --probe), rendezvousing through a file store in a fresh temporary
- * directory that is removed afterwards.
+ * Tools' helper: start N ranks of this program on the local machine (`--ranks N` of glucx-bench
+ * and glucx-info --probe), rendezvousing through a file store in a fresh temporary directory
+ * that is removed afterwards.
  */
 #ifndef GLUCX_TOOLS_LOCAL_RANKS_H
 #define GLUCX_TOOLS_LOCAL_RANKS_H
 
-#include <glucx/glucx.h>
+#define GLUCX_TOOL_MAX_LOCAL_RANKS 256
 
 /**
- * Rank body: runs in a forked child; @p store_dir is the rendezvous directory (create the store
- * with glucx_store_file_create). Return 0 on success; the value becomes the child's exit status.
+ * Rank body: runs in a forked child. @p store_dir is the rendezvous directory (create the store
+ * with glucx_store_file_create); writing a byte to @p progress_fd (non-blocking) tells the
+ * launcher the rank is alive. Return 0 on success; the value becomes the child's exit status.
  */
-typedef int (*glucx_tool_rank_fn)(int rank, int size, const char *store_dir, void *arg);
+typedef int (*glucx_tool_rank_fn)(int rank, int size, const char *store_dir, int progress_fd,
+                                  void *arg);
 
 /**
- * Fork @p n children (before any UCX initialisation in this process) running @p fn, wait at most
- * @p timeout_s seconds, SIGKILL (by PID) whatever still runs after that or after a sibling failed.
- * stdout of rank 0 is the tool's; other ranks should stay quiet.
- * @return 0 if every child exited 0, else 1 after printing which rank failed and how to stderr.
+ * Fork @p n (1..GLUCX_TOOL_MAX_LOCAL_RANKS) children running @p fn, before any UCX
+ * initialisation in this process, and wait for them. Stops them all (SIGTERM, then SIGKILL, by
+ * PID) when one fails, when the launcher gets SIGINT/SIGTERM/SIGHUP, or after @p stall_s
+ * seconds without progress from any rank. Messages are prefixed with @p tool.
+ * @return 0 if every child exited 0, else 1 after printing which rank failed and how.
  */
-int glucx_tool_run_local(int n, glucx_tool_rank_fn fn, void *arg, int timeout_s);
+int glucx_tool_run_local(int n, glucx_tool_rank_fn fn, void *arg, double stall_s,
+                         const char *tool);
 
 #endif

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Gloo's TCP transport through PyTorch: the third column of scripts/compare.sh.
+
+Times float32 dist.all_reduce (sum), all_gather or all_to_all_single on a "gloo" process group
+over 127.0.0.1, with the rules glucx-bench uses so the rows line up:
+  - size in bytes as nccl-tests counts it (allreduce: the tensor; allgather: total output;
+    alltoall: total input), from MIN to MAX multiplied by 2;
+  - iterations 64 MiB / size clamped to 20..1000, warmup max(5, iters/10);
+  - time: average per call on each rank, then the maximum over ranks, in microseconds.
+One call on known inputs is checked before timing.
+
+usage: torch_gloo.py --ranks N --coll allreduce|allgather|alltoall --min BYTES --max BYTES
+output (rank 0): one line per size, "size time_us", after a '#' comment line.
+"""
+import argparse
+import os
+import socket
+import sys
+import time
+
+
+def iters_for(nbytes):
+    it = (64 << 20) // max(nbytes, 1)
+    return min(1000, max(20, it))
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def worker(rank, args, port):
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=args.ranks)
+    n = args.ranks
+    if rank == 0:
+        print(f"# torch_gloo {args.coll}, {n} ranks, f32, torch {torch.__version__}, "
+              f"gloo tcp on 127.0.0.1", flush=True)
+    size = args.min
+    while size <= args.max:
+        count = size // 4
+        if args.coll != "allreduce":
+            count = count // n * n
+        nbytes = count * 4
+        block = count // n
+        idx = torch.arange(count, dtype=torch.int64)
+        # check one call on known inputs, then time calls on a buffer of zeros (in-place
+        # allreduce keeps zeros, so values never overflow whatever the iteration count)
+        if args.coll == "allreduce":
+            got = ((rank + 1) * 1000 + idx % 1000).float()
+            want = sum(((r + 1) * 1000 + idx % 1000).float() for r in range(n))
+            dist.all_reduce(got)
+            buf = torch.zeros(count)
+
+            def op(buf=buf):
+                dist.all_reduce(buf)
+        elif args.coll == "allgather":
+            x = ((rank + 1) * 1000 + idx[:block] % 1000).float()
+            outs = [torch.empty(block) for _ in range(n)]
+            want = torch.cat([((r + 1) * 1000 + idx[:block] % 1000).float() for r in range(n)])
+            dist.all_gather(outs, x)
+            got = torch.cat(outs)
+
+            def op(x=x, outs=outs):
+                dist.all_gather(outs, x)
+        else:
+            x = ((rank + 1) * 1000 + idx % 1000).float()
+            out = torch.empty(count)
+            k = idx[:block]
+            want = torch.cat([((r + 1) * 1000 + (rank * block + k) % 1000).float()
+                              for r in range(n)])
+            dist.all_to_all_single(out, x)
+            got = out.clone()
+
+            def op(x=x, out=out):
+                dist.all_to_all_single(out, x)
+
+        wrong = torch.tensor([int((got != want).sum())])
+        dist.all_reduce(wrong)
+        if int(wrong) != 0:
+            if rank == 0:
+                print(f"torch_gloo: {args.coll} of {nbytes} bytes: {int(wrong)} wrong elements",
+                      file=sys.stderr)
+            sys.exit(1)
+        iters = iters_for(nbytes)
+        for _ in range(max(5, iters // 10)):
+            op()
+        dist.barrier()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            op()
+        t_us = torch.tensor([(time.perf_counter() - t0) * 1e6 / iters], dtype=torch.float64)
+        dist.all_reduce(t_us, op=dist.ReduceOp.MAX)
+        if rank == 0:
+            print(f"{nbytes} {t_us.item():.3f}", flush=True)
+        size *= 2
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--coll", choices=["allreduce", "allgather", "alltoall"], default="allreduce")
+    p.add_argument("--min", type=int, default=1024)
+    p.add_argument("--max", type=int, default=16 << 20)
+    args = p.parse_args()
+    if args.ranks < 1 or args.min < 4 or args.max < args.min:
+        p.error("need --ranks >= 1 and 4 <= --min <= --max")
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    import torch.multiprocessing as mp
+    mp.spawn(worker, args=(args, free_port()), nprocs=args.ranks, join=True)
+
+
+if __name__ == "__main__":
+    main()
