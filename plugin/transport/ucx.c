@@ -1,10 +1,14 @@
 /* UCX transport: context, worker, endpoints and handshake, peer descriptions, destroy. */
 #include "transport/ucx.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "transport/ucx_int.h"
 #include "util/error.h"
@@ -21,14 +25,17 @@ static glucx_status_t config_set(ucp_config_t *cfg, const char *name, const char
     return GLUCX_OK;
 }
 
-/* Whether UCX_TLS (NULL: not set) lets an mm transport (posix or sysv) in. Setting their options
- * when they are all off makes UCX warn about an unused ("invalid") configuration. */
-static int mm_enabled(const char *tls)
+/* Which shared-memory transports UCX_TLS (NULL: not set) lets in: *mm = posix or sysv, *cma =
+ * cma. Setting the mm options when they are all off makes UCX warn about an unused ("invalid")
+ * configuration. */
+static void shm_enabled(const char *tls, int *mm, int *cma)
 {
-    if (tls == NULL || tls[0] == '\0')
-        return 1;
+    if (tls == NULL || tls[0] == '\0') {
+        *mm = *cma = 1;
+        return;
+    }
     int negate = tls[0] == '^';
-    int all = 0, posix = 0, sysv = 0; /* named in the list */
+    int all = 0, posix = 0, sysv = 0, c = 0; /* named in the list */
     for (const char *p = tls + negate; *p != '\0';) {
         size_t n = strcspn(p, ",");
         const char *item = p;
@@ -40,20 +47,28 @@ static int mm_enabled(const char *tls)
 #define NAMED(s) (len == strlen(s) && strncmp(item, s, len) == 0)
         if (NAMED("all"))
             all = 1;
-        if (NAMED("sm") || NAMED("shm") || NAMED("mm"))
+        if (NAMED("sm") || NAMED("shm"))
+            posix = sysv = c = 1;
+        if (NAMED("mm"))
             posix = sysv = 1;
         if (NAMED("posix"))
             posix = 1;
         if (NAMED("sysv"))
             sysv = 1;
+        if (NAMED("cma"))
+            c = 1;
 #undef NAMED
         p += n;
         if (*p == ',')
             p++;
     }
-    if (negate)
-        return !(posix && sysv);
-    return all || posix || sysv;
+    if (negate) {
+        *mm = !(posix && sysv);
+        *cma = !c;
+    } else {
+        *mm = all || posix || sysv;
+        *cma = all || c;
+    }
 }
 
 glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keepalive_ms,
@@ -74,11 +89,17 @@ glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keep
     }
     if (net_devices != NULL && (st = config_set(cfg, "NET_DEVICES", net_devices)) != GLUCX_OK)
         goto err_cfg;
-    /* Peer error handling drops posix/sysv unless they expose it. UCX 1.13 applies the base
-     * name MM_ERROR_HANDLING to both through ucp_config_modify (the POSIX_/SYSV_ names are not
-     * applied from there). The user's own setting wins. */
+    int mm, cma;
+    shm_enabled(getenv("UCX_TLS"), &mm, &cma);
+    uctx->shm = mm || cma;
+    /* Local peers (same boot, PID namespace and host) get endpoints without error handling.
+     * Peer error handling stays for the others; one of those on this machine (another PID
+     * namespace) can still share memory with us, and peer error handling drops posix/sysv
+     * unless they expose it. UCX 1.13 applies the base name MM_ERROR_HANDLING to both through
+     * ucp_config_modify (the POSIX_/SYSV_ names are not applied from there). The user's own
+     * setting wins. */
     if (getenv("UCX_MM_ERROR_HANDLING") == NULL && getenv("UCX_POSIX_ERROR_HANDLING") == NULL &&
-        getenv("UCX_SYSV_ERROR_HANDLING") == NULL && mm_enabled(getenv("UCX_TLS")) &&
+        getenv("UCX_SYSV_ERROR_HANDLING") == NULL && mm &&
         (st = config_set(cfg, "MM_ERROR_HANDLING", "y")) != GLUCX_OK)
         goto err_cfg;
     uctx->keepalive_ns = UCX_DEFAULT_KEEPALIVE_NS;
@@ -134,6 +155,26 @@ static void ucx_describe_peer(glucx_tx_t *base, int peer, char *buf, size_t len)
         snprintf(buf, len, "%s", tx->desc[peer]);
 }
 
+static void free_tx(glucx_ucx_tx_t *tx)
+{
+    if (tx->pidfd != NULL)
+        for (int r = 0; r < tx->base.size; r++)
+            if (tx->pidfd[r] >= 0)
+                close(tx->pidfd[r]);
+    free(tx->eps);
+    free(tx->peers);
+    free(tx->ep_failed);
+    free(tx->desc);
+    free(tx->blob);
+    free(tx->local);
+    free(tx->pid);
+    free(tx->pidfd);
+    free(tx->pfds);
+    free(tx->chk);
+    free(tx->pfd_rank);
+    free(tx);
+}
+
 static void ucx_destroy(glucx_tx_t *base)
 {
     if (base == NULL)
@@ -155,11 +196,39 @@ static void ucx_destroy(glucx_tx_t *base)
     pthread_cond_destroy(&tx->cond);
     pthread_mutex_destroy(&tx->lock);
     pthread_mutex_destroy(&tx->fail_lock);
-    free(tx->eps);
-    free(tx->peers);
-    free(tx->ep_failed);
-    free(tx->desc);
-    free(tx);
+    free_tx(tx);
+}
+
+/* This process's identity (fields left empty when unknown: such a process is never local). */
+static void read_ident(glucx_ucx_ident_t *id)
+{
+    memset(id, 0, sizeof(*id));
+    id->magic = GLUCX_UCX_IDENT_MAGIC;
+    id->head_len = sizeof(*id);
+    id->pid = (int32_t)getpid();
+    struct stat sb;
+    if (stat("/proc/self/ns/pid", &sb) == 0) {
+        id->pidns_ino = (uint64_t)sb.st_ino;
+        id->pidns_dev = (uint64_t)sb.st_dev;
+    }
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        if (fgets(id->boot_id, sizeof(id->boot_id), f) == NULL)
+            id->boot_id[0] = '\0';
+        id->boot_id[strcspn(id->boot_id, "\n")] = '\0';
+        fclose(f);
+    }
+    if (gethostname(id->host, sizeof(id->host) - 1) != 0)
+        id->host[0] = '\0';
+    id->host[sizeof(id->host) - 1] = '\0';
+}
+
+/* Same boot of the same kernel, same PID namespace, same host name. */
+static int same_machine(const glucx_ucx_ident_t *a, const glucx_ucx_ident_t *b)
+{
+    return a->boot_id[0] != '\0' && a->pidns_ino != 0 && strcmp(a->boot_id, b->boot_id) == 0 &&
+           a->pidns_ino == b->pidns_ino && a->pidns_dev == b->pidns_dev &&
+           strcmp(a->host, b->host) == 0;
 }
 
 static const glucx_tx_ops_t ucx_ops = {
@@ -199,14 +268,24 @@ glucx_status_t glucx_tx_ucx_create(glucx_ucx_context_t *uctx, int rank, int size
     tx->peers = calloc((size_t)size, sizeof(*tx->peers));
     tx->ep_failed = calloc((size_t)size, 1);
     tx->desc = calloc((size_t)size, sizeof(*tx->desc));
-    if (tx->eps == NULL || tx->peers == NULL || tx->ep_failed == NULL || tx->desc == NULL) {
+    tx->local = calloc((size_t)size, 1);
+    tx->pid = calloc((size_t)size, sizeof(*tx->pid));
+    tx->pidfd = malloc((size_t)size * sizeof(*tx->pidfd));
+    tx->pfds = calloc((size_t)size + 1, sizeof(*tx->pfds));
+    tx->chk = calloc((size_t)size, sizeof(*tx->chk));
+    tx->pfd_rank = calloc((size_t)size, sizeof(*tx->pfd_rank));
+    if (tx->eps == NULL || tx->peers == NULL || tx->ep_failed == NULL || tx->desc == NULL ||
+        tx->local == NULL || tx->pid == NULL || tx->pidfd == NULL || tx->pfds == NULL ||
+        tx->chk == NULL || tx->pfd_rank == NULL) {
         st = glucx_error(GLUCX_ERR_NO_MEMORY, "ucx create: out of memory for %d peers", size);
         goto err_free;
     }
     for (int r = 0; r < size; r++) {
         tx->peers[r].tx = tx;
         tx->peers[r].rank = r;
+        tx->pidfd[r] = -1;
     }
+    read_ident(&tx->ident);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -238,14 +317,25 @@ glucx_status_t glucx_tx_ucx_create(glucx_ucx_context_t *uctx, int rank, int size
                          rank, ucs_status_string(us));
         goto err_worker;
     }
+    tx->blob_len = sizeof(tx->ident) + tx->addr_len;
+    tx->blob = malloc(tx->blob_len);
+    if (tx->blob == NULL) {
+        st = glucx_error(GLUCX_ERR_NO_MEMORY, "ucx create: rank %d: out of memory (%zu bytes)",
+                         rank, tx->blob_len);
+        goto err_addr;
+    }
+    memcpy(tx->blob, &tx->ident, sizeof(tx->ident));
+    memcpy((char *)tx->blob + sizeof(tx->ident), tx->addr, tx->addr_len);
+    tx->pfds[0].fd = tx->efd;
+    tx->pfds[0].events = POLLIN;
     pthread_mutex_lock(&tx->lock);
     st = glucx_ucx_post_ctrl(tx);
     pthread_mutex_unlock(&tx->lock);
     if (st != GLUCX_OK)
         goto err_addr;
     *tx_p = &tx->base;
-    *addr_p = tx->addr;
-    *addr_len_p = tx->addr_len;
+    *addr_p = tx->blob;
+    *addr_len_p = tx->blob_len;
     return GLUCX_OK;
 
 err_addr:
@@ -257,15 +347,12 @@ err_sync:
     pthread_mutex_destroy(&tx->lock);
     pthread_mutex_destroy(&tx->fail_lock);
 err_free:
-    free(tx->eps);
-    free(tx->peers);
-    free(tx->ep_failed);
-    free(tx->desc);
-    free(tx);
+    free_tx(tx);
     return st;
 }
 
-/* "sysv/memory+tcp/lo" from the lane lines of ucp_ep_print_info ("lane[0]:  3:sysv/memory.0 ...").
+/* "sysv/memory, cma/memory" from the lane lines of ucp_ep_print_info ("lane[0]:  3:sysv/memory.0
+ * ...").
  */
 static void summarize_lanes(const char *info, char *out, size_t len)
 {
@@ -298,14 +385,14 @@ static void summarize_lanes(const char *info, char *out, size_t len)
         int dup = 0;
         for (const char *s = out; (s = strstr(s, item)) != NULL; s++) {
             size_t il = strlen(item);
-            if ((s == out || s[-1] == '+') && (s[il] == '\0' || s[il] == '+')) {
+            if ((s == out || s[-1] == ' ') && (s[il] == '\0' || s[il] == ',')) {
                 dup = 1;
                 break;
             }
         }
         if (dup)
             continue;
-        int w = snprintf(out + used, len - used, "%s%s", used > 0 ? "+" : "", item);
+        int w = snprintf(out + used, len - used, "%s%s", used > 0 ? ", " : "", item);
         if (w < 0 || (size_t)w >= len - used) {
             out[used] = '\0';
             break;
@@ -357,13 +444,36 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
             return glucx_error(GLUCX_ERR_INVALID_ARG, "connect: rank %d: no address for rank %d",
                                rank, r);
 
+    /* Each blob: the owner's identity, then its UCX worker address. */
+    glucx_ucx_ident_t *ids = calloc((size_t)size, sizeof(*ids));
+    if (ids == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "connect: out of memory for %d peers", size);
+    for (int r = 0; r < size; r++) {
+        if (lens[r] > sizeof(ids[r]))
+            memcpy(&ids[r], addrs[r], sizeof(ids[r]));
+        if (lens[r] <= sizeof(ids[r]) || ids[r].magic != GLUCX_UCX_IDENT_MAGIC ||
+            ids[r].head_len != sizeof(ids[r])) {
+            free(ids);
+            return glucx_error(GLUCX_ERR_INVALID_ARG,
+                               "connect: rank %d: the address of rank %d (%zu bytes) is not a "
+                               "glucx UCX address (expected %zu-byte identity, then the worker "
+                               "address)",
+                               rank, r, lens[r], sizeof(ids[r]));
+        }
+        ids[r].boot_id[sizeof(ids[r].boot_id) - 1] = '\0';
+        ids[r].host[sizeof(ids[r].host) - 1] = '\0';
+    }
+
     pthread_mutex_lock(&tx->lock);
     for (int r = 0; r < size; r++) {
+        /* Local peers: no UCX error handling (so UCX may use cma); we watch their pid. */
+        int local = tx->uctx->shm && same_machine(&tx->ident, &ids[r]);
+        tx->local[r] = (unsigned char)local;
         ucp_ep_params_t ep = {
             .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                           UCP_EP_PARAM_FIELD_ERR_HANDLER,
-            .address = (const ucp_address_t *)addrs[r],
-            .err_mode = UCP_ERR_HANDLING_MODE_PEER,
+            .address = (const ucp_address_t *)((const char *)addrs[r] + sizeof(ids[r])),
+            .err_mode = local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER,
             .err_handler = {.cb = glucx_ucx_ep_error_cb, .arg = &tx->peers[r]},
         };
         ucs_status_t us = ucp_ep_create(tx->worker, &ep, &tx->eps[r]);
@@ -371,11 +481,34 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
             tx->eps[r] = NULL;
             st = glucx_error(GLUCX_ERR_TRANSPORT,
                              "connect: rank %d cannot create an endpoint to rank %d (address of "
-                             "%zu bytes): %s",
-                             rank, r, lens[r], ucs_status_string(us));
+                             "%zu bytes, %s error handling): %s",
+                             rank, r, lens[r], local ? "no" : "peer", ucs_status_string(us));
             break;
         }
+        if (!local || r == rank)
+            continue;
+        tx->pid[r] = ids[r].pid;
+        int fd = -1;
+#ifdef SYS_pidfd_open
+        fd = (int)syscall(SYS_pidfd_open, (pid_t)ids[r].pid, 0);
+#else
+        errno = ENOSYS;
+#endif
+        if (fd >= 0) {
+            tx->pidfd[r] = fd;
+            tx->pfd_rank[tx->npidfds] = r;
+            tx->pfds[1 + tx->npidfds].fd = fd;
+            tx->pfds[1 + tx->npidfds].events = POLLIN;
+            tx->chk[tx->npidfds] = tx->pfds[1 + tx->npidfds];
+            tx->npidfds++;
+        } else {
+            /* ESRCH: gone already; the first check reports it. */
+            glucx_debug("ucx: rank %d: no pidfd for rank %d (pid %d): %s; checking kill(pid, 0)",
+                        rank, r, (int)ids[r].pid, strerror(errno));
+            tx->nkill++;
+        }
     }
+    free(ids);
     tx->connected = 1;
     pthread_mutex_unlock(&tx->lock);
     if (st != GLUCX_OK) {

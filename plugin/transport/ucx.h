@@ -7,19 +7,61 @@
  * from their published addresses, plus a handshake) -> tx->ops->... -> tx->ops->destroy ->
  * glucx_tx_ucx_context_destroy. A context outlives its transports.
  *
+ * Endpoints. Peers on this machine ("local": same /proc/sys/kernel/random/boot_id, same PID
+ * namespace (inode of /proc/self/ns/pid) and same host name, and UCX_TLS lets shared memory in)
+ * get endpoints with UCP_ERR_HANDLING_MODE_NONE, so UCX uses sysv/posix for eager messages and
+ * cma (one copy, process_vm_readv) for rendezvous. Every other peer, and every peer when UCX_TLS
+ * leaves shared memory out (e.g. UCX_TLS=tcp), keeps UCP_ERR_HANDLING_MODE_PEER and UCX's own
+ * failure detection. The address blob glucx_tx_ucx_create returns is this process's identity
+ * (pid, boot id, PID namespace, host name: glucx_ucx_ident_t in ucx_int.h) followed by the UCX
+ * worker address; connect reads the peers' identities from their blobs.
+ *
+ * Local peer failure detection is ours: connect opens a pidfd (pidfd_open, Linux >= 5.3) per
+ * local peer, the sleeping waiter polls the pidfds together with the worker's event descriptor,
+ * and every wake-up (and a progress() call at least every 20 ms) checks them; without pidfd_open,
+ * kill(pid, 0) == -1 with ESRCH, or a zombie state in /proc/<pid>/stat, is checked instead at
+ * every wake-up (at most tx->tick_ns apart). A peer found exited has its already-queued messages
+ * progressed, then it is suspected like an endpoint error ("rank N (pid P) exited",
+ * GLUCX_ERR_PEER_FAILED): grace for a notice, then notices, endpoint close, every request
+ * completed before fail() returns. The MODE_NONE endpoints also get the error callback: UCX 1.13
+ * does call it (e.g. "Connection reset by remote peer" when a cma read hits a dead peer).
+ *
  * Facts this relies on (Debian UCX 1.13.1, checked on this machine):
  * - Endpoints created with peer error handling drop the shared-memory transports unless the mm
- *   transports expose error handling. In 1.13.1, ucp_config_modify() applies the base-table name
- *   "MM_ERROR_HANDLING" to both posix and sysv; the names "POSIX_ERROR_HANDLING" and
- *   "SYSV_ERROR_HANDLING" are accepted by ucp_config_modify but never applied ("invalid
- *   configurations" warning). The environment variables UCX_POSIX_ERROR_HANDLING,
- *   UCX_SYSV_ERROR_HANDLING and UCX_MM_ERROR_HANDLING all work.
- * - With error handling on, same-host peers use sysv (or posix) lanes; cma offers no peer error
- *   handling and is not selected, so rendezvous runs over the mm active-message pipeline. Traffic
- *   to self goes over sysv too.
- * - A SIGKILLed same-host peer is found by keepalive on the sysv lane (about one keepalive
- *   interval, "Connection reset by remote peer"); over tcp the closed socket is seen at once
- *   ("Endpoint timeout").
+ *   transports expose error handling, and cma (no peer error handling) is never selected, so
+ *   rendezvous then runs over the mm active-message pipeline (two copies). In 1.13.1,
+ *   ucp_config_modify() applies the base-table name "MM_ERROR_HANDLING" to both posix and sysv;
+ *   "POSIX_ERROR_HANDLING" and "SYSV_ERROR_HANDLING" are accepted by ucp_config_modify but never
+ *   applied ("invalid configurations" warning). The environment variables
+ *   UCX_POSIX_ERROR_HANDLING, UCX_SYSV_ERROR_HANDLING and UCX_MM_ERROR_HANDLING all work.
+ *   glucx still sets MM_ERROR_HANDLING (for a same-machine peer in another PID namespace, which
+ *   keeps peer error handling); it does not keep cma from MODE_NONE endpoints.
+ * - Without error handling, a local peer is described as "sysv/memory, cma/memory".
+ * - A SIGKILLed MODE_NONE local peer (2 ranks, keepalive 500 ms; measured by the tests in
+ *   tests/plugin/transport/test_ucx_failure.c): UCX itself notices nothing while idle, nor while
+ *   this rank sends eager messages or waits for the acknowledgement of a rendezvous send whose
+ *   buffer the dead peer was reading (cma); the pidfd finds it at once (failure after the 100 ms
+ *   grace, ~0.1-0.2 s). While this rank is reading the dead peer's memory (cma get),
+ *   process_vm_readv fails and UCX calls the endpoint's error callback ("Connection reset by
+ *   remote peer", ~0.25 s after the kill). Eager messages it sent before dying are delivered.
+ *   No abort, hang or UCX error message in any of these cases. Over tcp (peer error handling) a
+ *   closed socket is seen at once ("Endpoint timeout").
+ * - ucp_ep_close_nbx with UCP_EP_CLOSE_FLAG_FORCE on a MODE_NONE endpoint: UCX 1.13 does not
+ *   track its requests, so a rendezvous send waiting for the peer's acknowledgement is never
+ *   completed by the close, and a cma get under way stays queued on the destroyed cma endpoint
+ *   and makes ucp_worker_destroy abort (assertion in uct_cma_ep_t_delete). Hence teardown closes
+ *   healthy MODE_NONE endpoints with a flush (the get finishes, or fails if the peer is gone,
+ *   while fail() runs) and force-closes only endpoints UCX reported failed; requests UCX still
+ *   holds 100 ms after the close are completed by glucx, and the worker is not progressed after
+ *   the teardown, so their callbacks never run; ucp_worker_destroy then warns that they "were not
+ *   returned to mpool" (a warning only). UCX_PROTO_INDIRECT_ID=on (which makes UCX track them)
+ *   is worse: a force close still leaves them, and ucp_worker_destroy aborts (assertion on the
+ *   endpoint's proto_reqs list).
+ * - Rendezvous over cma uses the get scheme (the receiver reads the sender's memory) under
+ *   UCX_RNDV_SCHEME=auto, so no peer ever writes into this rank's buffers; a receive that this
+ *   rank is still reading when it fails completes with the failure, and nothing is written after
+ *   fail() returns. UCX_RNDV_SCHEME=put_zcopy would let a live peer write into a receive buffer
+ *   after this rank failed; do not set it.
  * - ucp_tag_recv_nbx's immediate-completion path was seen to leave recv_info unfilled, so
  *   receives are posted with UCP_OP_ATTR_FLAG_NO_IMM_CMPL and always complete in the callback.
  *
@@ -60,10 +102,12 @@ typedef struct glucx_ucx_context glucx_ucx_context_t;
  *
  * Configuration: the UCX_* environment as usual, then
  * - UCX_NET_DEVICES := @p net_devices when not NULL;
- * - MM_ERROR_HANDLING := y (shared memory keeps working with peer error handling) unless the
+ * - MM_ERROR_HANDLING := y (shared memory keeps working with peer error handling, for a
+ *   same-machine peer in another PID namespace) when UCX_TLS lets posix or sysv in, unless the
  *   user set UCX_MM_ERROR_HANDLING, UCX_POSIX_ERROR_HANDLING or UCX_SYSV_ERROR_HANDLING;
- * - UCX_KEEPALIVE_INTERVAL := @p keepalive_ms when > 0 (dead shared-memory peers are only found
- *   by keepalive, and only while someone progresses; the wait loop wakes up for it).
+ * - UCX_KEEPALIVE_INTERVAL := @p keepalive_ms when > 0 (UCX finds dead peers of MODE_PEER
+ *   endpoints by keepalive, only while someone progresses; the wait loop wakes up for it, and
+ *   at that interval also checks local peers without a pidfd).
  *
  * @param net_devices  value for UCX_NET_DEVICES (e.g. "lo"), or NULL to keep UCX's default.
  * @param keepalive_ms keepalive interval in milliseconds; <= 0 keeps UCX's (20 s by default).
@@ -87,7 +131,8 @@ void glucx_tx_ucx_context_destroy(glucx_ucx_context_t *uctx);
  * @param rank       this rank, 0 <= rank < size.
  * @param size       number of ranks, 1 <= size <= 2^GLUCX_TX_TAG_SRC_BITS.
  * @param tx_p       [out] the transport; destroy with (*tx_p)->ops->destroy.
- * @param addr_p     [out] this worker's address bytes, owned by the transport, valid until destroy.
+ * @param addr_p     [out] this rank's address blob (its identity, then the UCX worker address;
+ *                   opaque to callers), owned by the transport, valid until destroy.
  * @param addr_len_p [out] length of *addr_p in bytes.
  * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG; GLUCX_ERR_NO_MEMORY; GLUCX_ERR_TRANSPORT.
  * Thread-safe with respect to other transports.
@@ -96,16 +141,19 @@ glucx_status_t glucx_tx_ucx_create(glucx_ucx_context_t *uctx, int rank, int size
                                    const void **addr_p, size_t *addr_len_p);
 
 /**
- * Create an endpoint (peer error handling) to every rank from its address, then handshake: every
+ * Create an endpoint to every rank from its address blob (no UCX error handling and a pidfd for
+ * local peers, peer error handling for the others; see above), then handshake: every
  * rank sends a small hello (rank, size) to every other rank and waits for theirs, then flushes its
  * endpoints, so every pair has exchanged a message and wireup is complete. Logs at info level the
  * UCX transports chosen for each peer and caches them for describe_peer.
  *
  * @param tx          transport from glucx_tx_ucx_create, not yet connected.
- * @param addrs       addrs[r] = address of rank r (addrs[rank] is our own), borrowed for the call.
+ * @param addrs       addrs[r] = address blob of rank r from glucx_tx_ucx_create (addrs[rank] is
+ *                    our own), borrowed for the call.
  * @param lens        lens[r] = length of addrs[r] in bytes.
  * @param deadline_ns CLOCK_MONOTONIC deadline for the whole handshake (INT64_MAX: none).
- * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG; GLUCX_ERR_TIMEOUT (the message names the ranks whose
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (also: a blob that is not a glucx UCX address);
+ *         GLUCX_ERR_TIMEOUT (the message names the ranks whose
  *         hello is missing; the transport is failed); GLUCX_ERR_MISMATCH (a peer reports another
  *         size or rank); GLUCX_ERR_PEER_FAILED or another failure status when the transport failed
  *         during the handshake; GLUCX_ERR_TRANSPORT (endpoint creation failed).

@@ -15,6 +15,7 @@
 #ifndef GLUCX_TRANSPORT_UCX_INT_H
 #define GLUCX_TRANSPORT_UCX_INT_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -35,13 +36,19 @@
 #define GLUCX_UCX_NOTICE_WAIT_NS 200000000LL
 /** Longest wait for force-closed endpoints and their requests to finish (fail()). */
 #define GLUCX_UCX_CLOSE_WAIT_NS 5000000000LL
+/** Longest wait, after a force close, for requests on endpoints without error handling (UCX may
+ * never complete them: see teardown in ucx_wait.c). */
+#define GLUCX_UCX_ORPHAN_WAIT_NS 100000000LL
 /** Longest wait for flushing endpoints on a healthy destroy. */
 #define GLUCX_UCX_FLUSH_WAIT_NS 1000000000LL
 /** A peer failure seen locally waits this long for a failure notice that explains it (the notice
  * of the rank that failed first may still be on its way), then becomes the failure. */
 #define GLUCX_UCX_SUSPECT_GRACE_NS 100000000LL
 /** Length of a cached describe_peer text. */
-#define GLUCX_UCX_DESC_LEN 64
+#define GLUCX_UCX_DESC_LEN 96
+/** Same-host peers' liveness is checked at least this often by progress() callers that never
+ * sleep in wait() (a sleeping waiter polls their pidfds). */
+#define GLUCX_UCX_PEER_CHECK_NS 20000000LL
 
 enum glucx_ucx_req_kind {
     GLUCX_UCX_REQ_SEND = 1,       /**< tag send */
@@ -56,7 +63,27 @@ enum glucx_ucx_req_kind {
 struct glucx_ucx_context {
     ucp_context_h ucp;
     int64_t keepalive_ns; /**< keepalive interval in force (UCX default when not configured) */
+    int shm;              /**< UCX_TLS lets a shared-memory transport in (mm or cma) */
 };
+
+/**
+ * Who a worker address belongs to: the prefix of the address blob glucx_tx_ucx_create returns
+ * (the UCX worker address follows it). Peers whose boot id, PID namespace and host name equal
+ * ours are "local": their endpoints run without UCX error handling (so UCX may use cma) and
+ * their death is watched through their pid (see ucx.h). Fixed-width fields, host byte order
+ * (only compared between processes of one host; elsewhere only the magic and length are read).
+ */
+typedef struct glucx_ucx_ident {
+    uint32_t magic;     /**< GLUCX_UCX_IDENT_MAGIC */
+    uint32_t head_len;  /**< sizeof(glucx_ucx_ident_t): where the UCX address starts */
+    int32_t pid;        /**< getpid() */
+    uint32_t reserved;  /**< 0 */
+    uint64_t pidns_ino; /**< inode of /proc/self/ns/pid (0: unknown) */
+    uint64_t pidns_dev; /**< its device */
+    char boot_id[40];   /**< /proc/sys/kernel/random/boot_id, NUL-terminated ("" unknown) */
+    char host[72];      /**< gethostname(), NUL-terminated, truncated */
+} glucx_ucx_ident_t;
+#define GLUCX_UCX_IDENT_MAGIC 0x67754931u
 
 /** Failure notice payload (tag GLUCX_TX_TAG_CTRL | src | GLUCX_UCX_CTRL_NOTICE). */
 typedef struct glucx_ucx_notice {
@@ -101,9 +128,25 @@ typedef struct glucx_ucx_tx {
 
     ucp_ep_h *eps;            /**< [size], NULL before connect and after teardown */
     glucx_ucx_peer_t *peers;  /**< [size] */
-    unsigned char *ep_failed; /**< [size] UCX reported the endpoint dead */
+    unsigned char *ep_failed; /**< [size] 1: UCX reported the endpoint dead; 2: the (local)
+                                   peer's process exited */
     char (*desc)[GLUCX_UCX_DESC_LEN];
     int connected;
+
+    /* Liveness of local peers (endpoints without UCX error handling). */
+    void *blob; /**< identity + worker address, as returned by create */
+    size_t blob_len;
+    glucx_ucx_ident_t ident; /**< this process */
+    unsigned char *local;    /**< [size] endpoint created with UCP_ERR_HANDLING_MODE_NONE */
+    int *pid;                /**< [size] peer's pid (local peers), else 0 */
+    int *pidfd;              /**< [size] pidfd of a local peer, -1 when none */
+    struct pollfd *pfds;     /**< [1 + size]: [0] = worker efd, then the watched pidfds (the
+                                  efd owner's ppoll; only its fd fields change, lock held) */
+    struct pollfd *chk;      /**< [size]: the watched pidfds, for glucx_ucx_check_peers */
+    int *pfd_rank;           /**< [size] rank of pfds[1 + i] */
+    int npidfds;             /**< watched pidfds (pfds[1..npidfds]) */
+    int nkill;               /**< local peers watched with kill(pid, 0) (no pidfd) */
+    int64_t next_check_ns;   /**< next liveness check from the progress path */
 
     pthread_mutex_t lock;
     pthread_cond_t cond; /**< waiters that do not own the event descriptor */
@@ -200,5 +243,12 @@ void glucx_ucx_teardown_if_pending(glucx_ucx_tx_t *tx);
 int glucx_ucx_progress_locked(glucx_ucx_tx_t *tx);
 /** UCX endpoint error callback. */
 void glucx_ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
+/**
+ * Check whether local peers exited (readable pidfd, or kill(pid, 0) fails with ESRCH, or the
+ * process is a zombie); an exited peer's messages already queued are progressed, then it is
+ * suspected ("rank N (pid P) exited", GLUCX_ERR_PEER_FAILED) like an endpoint error. Lock held,
+ * outside callbacks.
+ */
+void glucx_ucx_check_peers(glucx_ucx_tx_t *tx);
 
 #endif

@@ -101,6 +101,10 @@ void glucx_ucx_complete(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, glucx_status_t 
     glucx_status_t failed = glucx_tx_failure(&tx->base);
     if (status != GLUCX_OK && status != GLUCX_ERR_TRUNCATED && failed != GLUCX_OK)
         status = failed;
+    /* fail() completes what is outstanding with the failure, even a transfer that the close of
+     * an endpoint without error handling let finish (see teardown). */
+    if (tx->in_teardown && !tx->fail_quiet && failed != GLUCX_OK)
+        status = failed;
     req->status = status;
     if (peer >= 0)
         req->peer = peer;

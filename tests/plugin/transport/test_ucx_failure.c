@@ -200,8 +200,9 @@ static void test_fail_then_exit(void **state)
         run_modes(3, fail_exit_child, 60, 0);
 }
 
-/* A receive matched to a large rendezvous send whose sender stopped progressing midway: fail()
- * still completes it before returning, and nothing writes into the buffer afterwards even when
+/* A receive matched to a large rendezvous send whose sender stopped progressing midway (tcp), or
+ * that this rank is reading from the sender's memory (cma): fail() still completes it before
+ * returning, and nothing writes into the buffer afterwards even when
  * the sender resumes progressing. The receiver sees the transfer has started when the first bytes
  * land; the message is large enough that the sender cannot finish before it stops. */
 static int wait_step(atomic_int *step, int want, glucx_tx_t *progress_tx)
@@ -256,10 +257,13 @@ static int matched_child(int rank, int size, void *arg)
             tx->ops->progress(tx);
         CHECK(data[0] == 0x11, "no data arrived");
         atomic_store(&flags->step, 1);
-        usleep(20000); /* the sender stops progressing */
-        for (int i = 0; i < 1000; i++)
-            tx->ops->progress(tx);
-        CHECK(!glucx_tx_req_done(&r), "the receive finished without the sender's progress");
+        if (t->mode == UCX_TEST_TCP) {
+            usleep(20000); /* the sender stops progressing */
+            for (int i = 0; i < 1000; i++)
+                tx->ops->progress(tx);
+            CHECK(!glucx_tx_req_done(&r), "the receive finished without the sender's progress");
+        } /* else cma: this rank reads the sender's memory, segment by segment, as it progresses */
+        CHECK(!glucx_tx_req_done(&r), "512 MiB arrived at once");
         tx->ops->cancel(tx, &r); /* matched: no-op */
         CHECK(!glucx_tx_req_done(&r), "cancel removed a matched receive");
         double f0 = ucx_now_s();
@@ -283,6 +287,154 @@ static void test_fail_matched_rendezvous(void **state)
 {
     (void)state;
     run_modes(2, matched_child, 60, 0);
+}
+
+/* 2 ranks, default transports (cma rendezvous): a 256 MiB transfer is under way when one side is
+ * SIGKILLed. victim_sends=1: the survivor receives (reads the dead peer's memory); 0: the
+ * survivor sends (its buffer is being read). The survivor gets PEER_FAILED promptly, its request
+ * completes, and its buffer is not written after the failure. */
+static int cma_kill_child(int rank, int size, void *arg, int victim_sends)
+{
+    ucx_test_t *t = arg;
+    shared_flags_t *flags = t->shared;
+    ucx_rank_t e = {0};
+    if (ucx_rank_up(t, rank, size, &e) != 0)
+        return 1;
+    glucx_tx_t *tx = e.tx;
+    size_t big = (size_t)256 << 20;
+    unsigned char *data = malloc(big);
+    CHECK(data != NULL, "malloc");
+    int sender = victim_sends ? 1 : 0; /* rank 1 is the victim */
+    glucx_tx_req_t q = {0};
+    int src[1] = {1 - rank};
+    if (rank == sender) {
+        memset(data, 0x11, big);
+        CHECK_OK(tx->ops->isend(tx, 1 - rank, ucx_tag(3, 0), data, big, &q));
+    } else {
+        memset(data, 0, big);
+        CHECK_OK(tx->ops->irecv(tx, src, 1, ucx_tag(3, 0), 0, data, big, &q));
+    }
+    if (rank == 1) {
+        /* victim: once the transfer is under way, die */
+        if (rank == sender) {
+            CHECK(wait_step(&flags->step, 1, tx) == 0, "receiver never saw data");
+        } else {
+            double t0 = ucx_now_s();
+            while (data[0] == 0 && ucx_now_s() - t0 < 30)
+                tx->ops->progress(tx);
+            CHECK(data[0] == 0x11, "no data arrived");
+        }
+        raise(SIGKILL);
+        return 1;
+    }
+    double t0 = ucx_now_s();
+    if (rank != sender) {
+        while (data[0] == 0 && ucx_now_s() - t0 < 30)
+            tx->ops->progress(tx);
+        CHECK(data[0] == 0x11, "no data arrived");
+        atomic_store(&flags->step, 1);
+    }
+    glucx_status_t st = ucx_wait1(tx, &q, FAIL_WAIT_MS);
+    double dt = ucx_now_s() - t0;
+    fprintf(stderr, "rank 0 (%s): %s after %.2f s: %s\n", rank == sender ? "sender" : "receiver",
+            glucx_status_string(st), dt, tx->failure);
+    CHECK(st == GLUCX_ERR_PEER_FAILED || st == GLUCX_ERR_TIMEOUT, "wait returned %s",
+          glucx_status_string(st));
+    CHECK(dt < FAIL_EXPECT_S, "failure seen after %.2f s", dt);
+    CHECK(glucx_tx_req_done(&q) && q.status == st, "request %s", glucx_status_string(q.status));
+    memset(data, 0x5A, big);
+    for (int i = 0; i < 300; i++) {
+        tx->ops->progress(tx);
+        usleep(1000);
+    }
+    for (size_t i = 0; i < big; i++)
+        CHECK(data[i] == 0x5A, "byte %zu written after the failure", i);
+    free(data);
+    ucx_rank_down(&e);
+    return 0;
+}
+
+static int cma_kill_sender(int rank, int size, void *arg)
+{
+    return cma_kill_child(rank, size, arg, 1);
+}
+
+static int cma_kill_receiver(int rank, int size, void *arg)
+{
+    return cma_kill_child(rank, size, arg, 0);
+}
+
+static void test_peer_killed_cma_survivor_reads(void **state)
+{
+    (void)state;
+    ucx_test_t *t = ucx_test_new(UCX_TEST_DEFAULT, sizeof(shared_flags_t));
+    assert_non_null(t);
+    assert_int_equal(glucx_test_procs_run_ex(2, cma_kill_sender, t, 60, 1ull << 1), 0);
+}
+
+static void test_peer_killed_cma_survivor_read(void **state)
+{
+    (void)state;
+    ucx_test_t *t = ucx_test_new(UCX_TEST_DEFAULT, sizeof(shared_flags_t));
+    assert_non_null(t);
+    assert_int_equal(glucx_test_procs_run_ex(2, cma_kill_receiver, t, 60, 1ull << 1), 0);
+}
+
+/* 2 ranks, default transports: rank 1 streams 8 KiB eager messages to rank 0 and is SIGKILLed
+ * midway; rank 0, receiving them in order, gets PEER_FAILED promptly. */
+#define EAGER_MSGS 100000
+static int eager_kill_child(int rank, int size, void *arg)
+{
+    ucx_test_t *t = arg;
+    ucx_rank_t e = {0};
+    if (ucx_rank_up(t, rank, size, &e) != 0)
+        return 1;
+    glucx_tx_t *tx = e.tx;
+    unsigned char buf[8192];
+    int src[1] = {1};
+    if (rank == 1) {
+        for (int i = 0; i < EAGER_MSGS; i++) {
+            glucx_tx_req_t s = {0};
+            memset(buf, i & 0xff, sizeof(buf));
+            CHECK_OK(tx->ops->isend(tx, 0, ucx_tag(4, 0), buf, sizeof(buf), &s));
+            CHECK_OK(ucx_wait1(tx, &s, FAIL_WAIT_MS));
+            if (i == 2000)
+                raise(SIGKILL);
+        }
+        return 1; /* not reached */
+    }
+    glucx_status_t st = GLUCX_OK;
+    int got = 0;
+    double t0 = 0;
+    for (; got < EAGER_MSGS; got++) {
+        glucx_tx_req_t r = {0};
+        memset(buf, 0xEE, sizeof(buf));
+        CHECK_OK(tx->ops->irecv(tx, src, 1, ucx_tag(4, 0), 0, buf, sizeof(buf), &r));
+        t0 = ucx_now_s();
+        st = ucx_wait1(tx, &r, FAIL_WAIT_MS);
+        if (st != GLUCX_OK)
+            break;
+        CHECK(r.status == GLUCX_OK && r.bytes == sizeof(buf) && buf[0] == (got & 0xff) &&
+                  buf[sizeof(buf) - 1] == (got & 0xff),
+              "message %d: %s, %zu bytes, 0x%02x", got, glucx_status_string(r.status), r.bytes,
+              buf[0]);
+    }
+    double dt = ucx_now_s() - t0;
+    fprintf(stderr, "rank 0 (eager receiver): %s after %d messages, %.2f s: %s\n",
+            glucx_status_string(st), got, dt, tx->failure);
+    CHECK(got > 2000 && got < EAGER_MSGS, "received %d messages", got);
+    CHECK(st == GLUCX_ERR_PEER_FAILED, "wait returned %s", glucx_status_string(st));
+    CHECK(dt < FAIL_EXPECT_S, "failure seen after %.2f s", dt);
+    ucx_rank_down(&e);
+    return 0;
+}
+
+static void test_peer_killed_eager(void **state)
+{
+    (void)state;
+    ucx_test_t *t = ucx_test_new(UCX_TEST_DEFAULT, sizeof(shared_flags_t));
+    assert_non_null(t);
+    assert_int_equal(glucx_test_procs_run_ex(2, eager_kill_child, t, 60, 1ull << 1), 0);
 }
 
 /* connect() to a rank that never connects: TIMEOUT at the deadline naming that rank. */
@@ -362,6 +514,9 @@ int main(void)
         cmocka_unit_test(test_fail_notice),
         cmocka_unit_test(test_fail_then_exit),
         cmocka_unit_test(test_fail_matched_rendezvous),
+        cmocka_unit_test(test_peer_killed_cma_survivor_reads),
+        cmocka_unit_test(test_peer_killed_cma_survivor_read),
+        cmocka_unit_test(test_peer_killed_eager),
         cmocka_unit_test(test_connect_timeout),
         cmocka_unit_test(test_destroy_outstanding),
     };
