@@ -84,8 +84,9 @@ static glucx_status_t fail_v(glucx_coll_ctx_t *ctx, glucx_status_t status, const
                              va_list ap)
 {
     char text[sizeof(ctx->tx->failure)];
-    int n = snprintf(text, sizeof(text), "%s (seq %u, algorithm %s) on rank %d: ",
-                     glucx_coll_name(ctx->args->coll), ctx->seq, ctx->alg_name, ctx->rank);
+    int n = snprintf(text, sizeof(text),
+                     "%s (seq %u, algorithm %s) on rank %d: ", glucx_coll_name(ctx->args->coll),
+                     ctx->seq, ctx->alg_name, ctx->rank);
     if (n > 0 && (size_t)n < sizeof(text))
         vsnprintf(text + n, sizeof(text) - (size_t)n, fmt, ap);
     ctx->tx->ops->fail(ctx->tx, status, text);
@@ -105,14 +106,42 @@ glucx_status_t glucx_coll_fail(glucx_coll_ctx_t *ctx, glucx_status_t status, con
     return st;
 }
 
+/* Name what differs, from the exact fields of the signature (see coll.h). */
+static glucx_status_t sig_mismatch(glucx_coll_ctx_t *ctx, int peer, uint16_t theirs)
+{
+    const glucx_coll_args_t *a = ctx->args;
+    const unsigned coll = theirs >> 12, dtype = (theirs >> 8) & 15u, op = (theirs >> 5) & 7u;
+    if (coll != ((unsigned)ctx->sig >> 12))
+        return glucx_coll_fail(ctx, GLUCX_ERR_MISMATCH,
+                               "rank %d called %s where this rank called %s", peer,
+                               glucx_coll_name((glucx_coll_t)coll), glucx_coll_name(a->coll));
+    if (dtype != (((unsigned)ctx->sig >> 8) & 15u))
+        return glucx_coll_fail(ctx, GLUCX_ERR_MISMATCH,
+                               "rank %d passed dtype %s where this rank passed %s (count %zu)",
+                               peer, glucx_dtype_name((glucx_dtype_t)dtype),
+                               glucx_dtype_name(a->dtype), a->count);
+    if (op != (((unsigned)ctx->sig >> 5) & 7u))
+        return glucx_coll_fail(ctx, GLUCX_ERR_MISMATCH,
+                               "rank %d passed op %s where this rank passed %s", peer,
+                               glucx_op_name((glucx_op_t)op), glucx_op_name(a->op));
+    return glucx_coll_fail(ctx, GLUCX_ERR_MISMATCH,
+                           "rank %d passed a different %s (this rank: %s %s root %d count %zu)",
+                           peer,
+                           (a->coll == GLUCX_COLL_BROADCAST || a->coll == GLUCX_COLL_REDUCE ||
+                            a->coll == GLUCX_COLL_GATHER || a->coll == GLUCX_COLL_SCATTER)
+                               ? "root"
+                               : "count or algorithm",
+                           glucx_dtype_name(a->dtype), glucx_op_name(a->op), a->root, a->count);
+}
+
 glucx_status_t glucx_coll_waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n)
 {
     glucx_tx_req_t *ptrs[64];
     glucx_tx_req_t **pp = ptrs;
     if (n <= 0)
-        return glucx_tx_failure(ctx->tx) == GLUCX_OK ? GLUCX_OK
-                                                     : glucx_coll_fail(ctx, GLUCX_ERR_ABORTED, "%s",
-                                                                       "communicator failed");
+        return glucx_tx_failure(ctx->tx) == GLUCX_OK
+                   ? GLUCX_OK
+                   : glucx_coll_fail(ctx, GLUCX_ERR_ABORTED, "%s", "communicator failed");
     if (n > 64) {
         pp = malloc(sizeof(*pp) * (size_t)n);
         if (pp == NULL)
@@ -162,13 +191,7 @@ glucx_status_t glucx_coll_waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, i
                                    r->posted / (ctx->esize ? ctx->esize : 1),
                                    glucx_dtype_name(ctx->args->dtype));
         if ((r->tag & GLUCX_COLL_TAG_SIG_MASK) != ctx->sig)
-            return glucx_coll_fail(ctx, GLUCX_ERR_MISMATCH,
-                                   "rank %d called it with a different dtype, op, root, count or "
-                                   "algorithm (signature %02x, here %02x: %s %s root %d count %zu)",
-                                   r->peer, (unsigned)(r->tag & GLUCX_COLL_TAG_SIG_MASK),
-                                   (unsigned)ctx->sig, glucx_dtype_name(ctx->args->dtype),
-                                   glucx_op_name(ctx->args->op), ctx->args->root,
-                                   ctx->args->count);
+            return sig_mismatch(ctx, r->peer, (uint16_t)(r->tag & GLUCX_COLL_TAG_SIG_MASK));
     }
     return GLUCX_OK;
 }
@@ -204,8 +227,8 @@ void *glucx_coll_malloc(glucx_coll_ctx_t *ctx, size_t bytes, glucx_status_t *sta
 {
     void *p = malloc(bytes ? bytes : 1);
     if (p == NULL)
-        *status_p = glucx_coll_fail(ctx, GLUCX_ERR_NO_MEMORY, "cannot allocate %zu bytes of scratch",
-                                    bytes);
+        *status_p = glucx_coll_fail(ctx, GLUCX_ERR_NO_MEMORY,
+                                    "cannot allocate %zu bytes of scratch", bytes);
     else
         *status_p = GLUCX_OK;
     return p;
@@ -274,7 +297,8 @@ static glucx_status_t check_extents(const glucx_coll_args_t *a, int rank, int si
     case GLUCX_COLL_ALLGATHER:
     case GLUCX_COLL_GATHER:
         in_elems = a->count;
-        out_elems = (a->coll == GLUCX_COLL_GATHER && !is_root) ? 0 : mul_sat(a->count, (size_t)size);
+        out_elems =
+            (a->coll == GLUCX_COLL_GATHER && !is_root) ? 0 : mul_sat(a->count, (size_t)size);
         if (in_place && a->coll == GLUCX_COLL_GATHER && !is_root)
             return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: IN_PLACE is only valid at the root",
                                name);
@@ -298,8 +322,7 @@ static glucx_status_t check_extents(const glucx_coll_args_t *a, int rank, int si
         const int v_send = a->coll == GLUCX_COLL_ALLTOALLV;
         if (a->counts == NULL || a->displs == NULL ||
             (v_send && !in_place && (a->send_counts == NULL || a->send_displs == NULL)))
-            return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: NULL count or displacement array",
-                               name);
+            return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: NULL count or displacement array", name);
         for (int r = 0; r < size; r++) {
             size_t end = a->displs[r] + a->counts[r];
             if (end < a->displs[r])
@@ -358,7 +381,7 @@ glucx_status_t glucx_coll_args_check(const glucx_coll_args_t *a, int rank, int s
 }
 
 _Static_assert(GLUCX_COLL_COUNT <= 16 && GLUCX_DTYPE_COUNT <= 16 && GLUCX_OP_COUNT <= 8,
-              "the signature holds coll, dtype and op in 4, 4 and 3 bits");
+               "the signature holds coll, dtype and op in 4, 4 and 3 bits");
 
 /* The signature (16 bits): coll, dtype and op exactly (4, 4, 3 bits), then 5 bits: for rooted
  * collectives the root modulo 32 (exact up to 32 ranks), otherwise an FNV-1a hash of the count
@@ -398,7 +421,8 @@ static glucx_status_t copy_input(glucx_coll_ctx_t *ctx, const void *input, size_
 {
     ctx->scratch_in = malloc(bytes ? bytes : 1);
     if (ctx->scratch_in == NULL)
-        return glucx_error(GLUCX_ERR_NO_MEMORY, "%s: cannot allocate %zu bytes for a copy of the input",
+        return glucx_error(GLUCX_ERR_NO_MEMORY,
+                           "%s: cannot allocate %zu bytes for a copy of the input",
                            glucx_coll_name(ctx->args->coll), bytes);
     glucx_coll_copy(ctx->scratch_in, input, bytes);
     ctx->sendbuf = ctx->scratch_in;
@@ -418,8 +442,8 @@ glucx_status_t glucx_coll_ctx_init(glucx_coll_ctx_t *ctx, glucx_tx_t *tx, const 
     ctx->topo = topo;
     ctx->seq = seq & GLUCX_COLL_TAG_SEQ_MASK;
     ctx->alg_index = alg_index;
-    ctx->alg_name = (alg_index >= 0 && alg_index < table->count) ? table->algs[alg_index].name
-                                                                   : "none";
+    ctx->alg_name =
+        (alg_index >= 0 && alg_index < table->count) ? table->algs[alg_index].name : "none";
     ctx->esize = glucx_dtype_size(args->dtype);
     ctx->sig = signature(args, alg_index, ctx->size);
     ctx->deadline_ns = glucx_deadline_ns(timeout_ms);
@@ -527,8 +551,7 @@ glucx_status_t glucx_coll_ctx_run(glucx_coll_ctx_t *ctx)
     }
     if (st != GLUCX_OK || a->op != GLUCX_OP_AVG || ctx->reduce == NULL)
         return st;
-    if (a->coll == GLUCX_COLL_ALLREDUCE ||
-        (a->coll == GLUCX_COLL_REDUCE && a->root == ctx->rank) ||
+    if (a->coll == GLUCX_COLL_ALLREDUCE || (a->coll == GLUCX_COLL_REDUCE && a->root == ctx->rank) ||
         a->coll == GLUCX_COLL_REDUCE_SCATTER)
         glucx_kernel_avg_finalize(a->dtype, ctx->recvbuf, a->count, ctx->size);
     return GLUCX_OK;

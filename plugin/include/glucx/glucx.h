@@ -276,7 +276,8 @@ typedef struct glucx_coll_opts {
  *         GLUCX_ERR_UNSUPPORTED (a requested algorithm does not apply, e.g. a power-of-two-only
  *         algorithm on 3 ranks; no traffic); GLUCX_ERR_TIMEOUT; GLUCX_ERR_PEER_FAILED;
  *         GLUCX_ERR_ABORTED. Every error except GLUCX_ERR_INVALID_ARG and GLUCX_ERR_UNSUPPORTED
- *         fails the communicator: later calls return the same status at once.
+ *         fails the communicator: later calls return the same status at once. After an
+ *         error the contents of recvbuf are unspecified.
  *
  * Buffers may alias as glucx_coll_args_t documents for IN_PLACE (passing the same pointer
  * instead of GLUCX_IN_PLACE is equivalent); any other overlap of input and output is handled by
