@@ -112,7 +112,9 @@ GLUCX_API glucx_status_t glucx_comm_create(glucx_context_t *context,
 /**
  * Destroy a communicator. Outstanding requests are cancelled or failed, and their buffers are
  * no longer touched once this returns; the requests themselves must still be freed. NULL is
- * accepted. Not thread-safe with other calls on the same communicator.
+ * accepted. Not thread-safe with other calls on the same communicator. Destruction is local: a
+ * peer still waiting for a message from this rank learns of it only when this process exits or
+ * its connection closes, else at its timeout — end a job with a barrier before destroying.
  */
 GLUCX_API void glucx_comm_destroy(glucx_comm_t *comm);
 
