@@ -73,20 +73,25 @@ static glucx_status_t execute(glucx_comm_t *comm, const glucx_coll_args_t *args,
         if (r->alg >= 0)
             order[norder++] = r->alg;
         forced = r->forced;
-        if (!forced) {
-            int by_cost[64];
-            int n = glucx_select_by_cost(comm->topo, args->coll, bytes, by_cost, 64);
-            for (int i = 0; i < n; i++)
-                if (norder == 0 || by_cost[i] != order[0])
-                    order[norder++] = by_cost[i];
-        }
     }
-    if (norder == 0)
-        return glucx_error(GLUCX_ERR_UNSUPPORTED, "%s: no algorithm applies to %zu bytes on %d ranks",
-                           glucx_coll_name(args->coll), bytes, comm->size);
 
     glucx_status_t st = GLUCX_ERR_UNSUPPORTED;
-    for (int i = 0; i < norder && st == GLUCX_ERR_UNSUPPORTED; i++) {
+    int expanded = forced; /* a forced choice has no fallback */
+    for (int i = 0; st == GLUCX_ERR_UNSUPPORTED; i++) {
+        if (i == norder) {
+            /* The chosen algorithm declined (before any traffic, alike on every rank): the
+             * others, cheapest first. Computed only then, to keep the common path short. */
+            if (expanded)
+                break;
+            expanded = 1;
+            int by_cost[64];
+            int n = glucx_select_by_cost(comm->topo, args->coll, bytes, by_cost, 64);
+            for (int k = 0; k < n; k++)
+                if (norder == 0 || by_cost[k] != order[0])
+                    order[norder++] = by_cost[k];
+            if (i == norder)
+                break;
+        }
         glucx_coll_ctx_t ctx;
         st = glucx_coll_ctx_init(&ctx, comm->tx, comm->topo, args, seq, order[i], timeout_ms);
         if (st != GLUCX_OK)
@@ -103,10 +108,9 @@ static glucx_status_t execute(glucx_comm_t *comm, const glucx_coll_args_t *args,
                            algorithm != NULL ? " by the call" : " by GLUCX_TUNE", bytes,
                            glucx_dtype_name(args->dtype), comm->size);
     if (st == GLUCX_ERR_UNSUPPORTED)
-        return glucx_error(GLUCX_ERR_UNSUPPORTED,
-                           "%s: no algorithm applies to %zu bytes of %s on %d ranks",
-                           glucx_coll_name(args->coll), bytes, glucx_dtype_name(args->dtype),
-                           comm->size);
+        return glucx_error(
+            GLUCX_ERR_UNSUPPORTED, "%s: no algorithm applies to %zu bytes of %s on %d ranks",
+            glucx_coll_name(args->coll), bytes, glucx_dtype_name(args->dtype), comm->size);
     return st;
 }
 
@@ -164,9 +168,8 @@ static void *coll_thread(void *arg)
         comm->thread_busy = 1;
         pthread_mutex_unlock(&comm->lock);
 
-        glucx_status_t st =
-            execute(comm, &job->args, job->algorithm[0] ? job->algorithm : NULL,
-                    effective_timeout(comm, &job->opts), job->seq);
+        glucx_status_t st = execute(comm, &job->args, job->algorithm[0] ? job->algorithm : NULL,
+                                    effective_timeout(comm, &job->opts), job->seq);
         glucx_comm_record_error(comm, st);
         request_complete(job->req, st);
         free(job);
@@ -271,22 +274,21 @@ glucx_status_t glucx_coll_start(glucx_comm_t *comm, const glucx_coll_args_t *arg
 
 /* ---- convenience forms ---- */
 
-#define RUN_COLL(...)                                                                      \
-    do {                                                                                   \
-        glucx_coll_args_t a_ = {__VA_ARGS__};                                              \
-        return glucx_coll(comm, &a_, opts);                                                \
+#define RUN_COLL(...)                                                                              \
+    do {                                                                                           \
+        glucx_coll_args_t a_ = {__VA_ARGS__};                                                      \
+        return glucx_coll(comm, &a_, opts);                                                        \
     } while (0)
 
-glucx_status_t glucx_allreduce(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
-                               size_t count, glucx_dtype_t dtype, glucx_op_t op,
-                               const glucx_coll_opts_t *opts)
+glucx_status_t glucx_allreduce(glucx_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                               glucx_dtype_t dtype, glucx_op_t op, const glucx_coll_opts_t *opts)
 {
     RUN_COLL(.coll = GLUCX_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
              .dtype = dtype, .op = op);
 }
 
-glucx_status_t glucx_allgather(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
-                               size_t count, glucx_dtype_t dtype, const glucx_coll_opts_t *opts)
+glucx_status_t glucx_allgather(glucx_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                               glucx_dtype_t dtype, const glucx_coll_opts_t *opts)
 {
     RUN_COLL(.coll = GLUCX_COLL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
              .dtype = dtype);
@@ -308,17 +310,17 @@ glucx_status_t glucx_reduce_scatter(glucx_comm_t *comm, const void *sendbuf, voi
              .count = count, .dtype = dtype, .op = op);
 }
 
-glucx_status_t glucx_alltoall(glucx_comm_t *comm, const void *sendbuf, void *recvbuf,
-                              size_t count, glucx_dtype_t dtype, const glucx_coll_opts_t *opts)
+glucx_status_t glucx_alltoall(glucx_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                              glucx_dtype_t dtype, const glucx_coll_opts_t *opts)
 {
     RUN_COLL(.coll = GLUCX_COLL_ALLTOALL, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
              .dtype = dtype);
 }
 
 glucx_status_t glucx_alltoallv(glucx_comm_t *comm, const void *sendbuf, const size_t *send_counts,
-                               const size_t *send_displs, void *recvbuf,
-                               const size_t *recv_counts, const size_t *recv_displs,
-                               glucx_dtype_t dtype, const glucx_coll_opts_t *opts)
+                               const size_t *send_displs, void *recvbuf, const size_t *recv_counts,
+                               const size_t *recv_displs, glucx_dtype_t dtype,
+                               const glucx_coll_opts_t *opts)
 {
     RUN_COLL(.coll = GLUCX_COLL_ALLTOALLV, .sendbuf = sendbuf, .recvbuf = recvbuf,
              .counts = recv_counts, .displs = recv_displs, .send_counts = send_counts,
