@@ -194,4 +194,66 @@ static void av_volume(const cw_t *c, av_counts_t cnt, size_t es)
     }
 }
 
+/* ---- the test program of one alltoallv algorithm (both algorithms move the same volume and
+ * share one cost model, so their test programs are this one, parameterized) ---- */
+
+static int av_alg_index = -1;
+static double (*av_alg_cost)(const glucx_topo_t *, size_t);
+
+static void av_test_uneven_and_zero_counts(void **state)
+{
+    (void)state;
+    av_sweep(av_alg_index, av_volume);
+}
+
+static void av_test_large(void **state)
+{
+    (void)state;
+    av_big(av_alg_index, av_volume);
+}
+
+static void av_test_faults(void **state)
+{
+    (void)state;
+    av_faults(av_alg_index);
+}
+
+static void av_test_cost(void **state)
+{
+    (void)state;
+    glucx_topo_t *t;
+    assert_int_equal(glucx_topo_create_uniform(6, 2, &t), GLUCX_OK);
+    glucx_link_cost_t l = glucx_topo_bottleneck(t);
+    double prev = -1;
+    for (size_t b = 0; b <= ((size_t)1 << 30); b = b ? b * 4 : 1) {
+        double c = av_alg_cost(t, b);
+        assert_true(c == av_alg_cost(t, b));
+        assert_true(c >= prev);
+        prev = c;
+    }
+    /* 6 ranks receiving 6000 bytes: 5 exchanges of a 1000-byte mean block, one local copy */
+    double want = 5 * (l.alpha_ns + 1000 * l.beta_ns_per_byte) + 1000 * t->copy_ns_per_byte;
+    assert_true(fabs(av_alg_cost(t, 6000) - want) <= 1e-9 * want);
+    glucx_topo_destroy(t);
+}
+
+/** Run every alltoallv test on algorithm @p name, which must sit at row @p row of the table. */
+static int av_run_tests(const char *name, int row, double (*cost)(const glucx_topo_t *, size_t))
+{
+    av_alg_index = glucx_test_alg_index(GLUCX_COLL_ALLTOALLV, name);
+    if (av_alg_index != row) {
+        fprintf(stderr, "alltoallv algorithm '%s' is at row %d, expected %d\n", name,
+                av_alg_index, row);
+        return 1;
+    }
+    av_alg_cost = cost;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(av_test_uneven_and_zero_counts),
+        cmocka_unit_test(av_test_large),
+        cmocka_unit_test(av_test_faults),
+        cmocka_unit_test(av_test_cost),
+    };
+    return cmocka_run_group_tests_name(name, tests, NULL, NULL);
+}
+
 #endif
