@@ -25,6 +25,7 @@
 
 #include <glucx/store.h>
 
+#include "support/procs.h"
 #include "support/util.h"
 
 #define MiB (1024 * 1024)
@@ -38,19 +39,6 @@ static int64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Number of open file descriptors of this process. */
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory stream's own descriptor */
 }
 
 static int setup(void **state)
@@ -79,43 +67,6 @@ static int teardown(void **state)
 
 /* Wait for @p n children for at most @p timeout_s seconds; SIGKILL them on timeout.
  * @return the number of children that did not exit with status 0. */
-static int wait_children(pid_t *pids, int n, int timeout_s)
-{
-    int failed = 0, left = n;
-    int64_t deadline = now_ms() + (int64_t)timeout_s * 1000;
-    while (left > 0) {
-        for (int i = 0; i < n; i++) {
-            if (pids[i] <= 0)
-                continue;
-            int wstatus;
-            pid_t r = waitpid(pids[i], &wstatus, WNOHANG);
-            if (r == pids[i]) {
-                if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-                    fprintf(stderr, "child %d: %s %d\n", i,
-                            WIFEXITED(wstatus) ? "exit status" : "killed by signal",
-                            WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WTERMSIG(wstatus));
-                    failed++;
-                }
-                pids[i] = 0;
-                left--;
-            }
-        }
-        if (left > 0 && now_ms() > deadline) {
-            for (int i = 0; i < n; i++)
-                if (pids[i] > 0) {
-                    fprintf(stderr, "child %d: still running after %d s, killing it\n", i,
-                            timeout_s);
-                    kill(pids[i], SIGKILL);
-                    waitpid(pids[i], NULL, 0);
-                    pids[i] = 0;
-                    failed++;
-                }
-            break;
-        }
-        usleep(2000);
-    }
-    return failed;
-}
 
 /* Keys and values exercised by the round-trip tests. Value i is @p sizes[i] bytes of the
  * pattern with seed 1000 + i, with a few NUL bytes forced in. */
@@ -211,7 +162,7 @@ static void test_create_makes_parents(void **state)
 static void test_round_trip(void **state)
 {
     fixture_t *fx = *state;
-    int fds_before = count_fds();
+    int fds_before = glucx_test_count_fds();
     glucx_store_t *writer = NULL, *reader = NULL;
     assert_int_equal(glucx_store_file_create(fx->dir, &writer), GLUCX_OK);
     assert_int_equal(glucx_store_file_create(fx->dir, &reader), GLUCX_OK);
@@ -268,7 +219,7 @@ static void test_round_trip(void **state)
 
     glucx_store_destroy(reader);
     glucx_store_destroy(writer);
-    assert_int_equal(count_fds(), fds_before); /* no descriptor leaks */
+    assert_int_equal(glucx_test_count_fds(), fds_before); /* no descriptor leaks */
 }
 
 static void test_timeout(void **state)
@@ -415,49 +366,15 @@ static void test_threads(void **state)
 #define NPROCS 4
 #define PROC_VALUE_BYTES 4096
 
-/* Child @p rank: set its key, then get every other rank's key and check it. */
-static int proc_main(const char *dir, int rank)
+/* Rank @p rank of a rendezvous through a file store in directory @p arg. */
+static int proc_main(int rank, int size, void *arg)
 {
     glucx_store_t *store = NULL;
-    if (glucx_store_file_create(dir, &store) != GLUCX_OK) {
+    if (glucx_store_file_create(arg, &store) != GLUCX_OK) {
         fprintf(stderr, "rank %d: create: %s\n", rank, glucx_last_error());
         return 1;
     }
-    int rc = 0;
-    char key[64];
-    unsigned char *value = malloc(PROC_VALUE_BYTES), *expect = malloc(PROC_VALUE_BYTES);
-    if (value == NULL || expect == NULL) {
-        rc = 2;
-        goto out;
-    }
-    snprintf(key, sizeof(key), "job/rank:%d/addr", rank);
-    glucx_test_fill_bytes(value, PROC_VALUE_BYTES, 7000 + (uint64_t)rank);
-    if (glucx_store_set(store, key, value, PROC_VALUE_BYTES) != GLUCX_OK) {
-        fprintf(stderr, "rank %d: set: %s\n", rank, glucx_last_error());
-        rc = 3;
-        goto out;
-    }
-    for (int peer = 0; peer < NPROCS; peer++) {
-        if (peer == rank)
-            continue;
-        snprintf(key, sizeof(key), "job/rank:%d/addr", peer);
-        glucx_test_fill_bytes(expect, PROC_VALUE_BYTES, 7000 + (uint64_t)peer);
-        void *got = NULL;
-        size_t bytes = 0;
-        if (glucx_store_get(store, key, 30000, &got, &bytes) != GLUCX_OK) {
-            fprintf(stderr, "rank %d: get: %s\n", rank, glucx_last_error());
-            rc = 4;
-            goto out;
-        }
-        if (bytes != PROC_VALUE_BYTES || memcmp(got, expect, bytes) != 0) {
-            fprintf(stderr, "rank %d: wrong value for %s (%zu bytes)\n", rank, key, bytes);
-            rc = 5;
-        }
-        free(got);
-    }
-out:
-    free(value);
-    free(expect);
+    int rc = glucx_test_store_exchange(store, rank, size, "job/", PROC_VALUE_BYTES, 7000);
     glucx_store_destroy(store);
     return rc;
 }
@@ -468,14 +385,7 @@ static void test_processes(void **state)
     char dir[300];
     /* the children create the directory themselves, concurrently */
     snprintf(dir, sizeof(dir), "%s/shared/rendezvous", fx->dir);
-    pid_t pids[NPROCS];
-    for (int r = 0; r < NPROCS; r++) {
-        pids[r] = fork();
-        assert_true(pids[r] >= 0);
-        if (pids[r] == 0)
-            _exit(proc_main(dir, r));
-    }
-    assert_int_equal(wait_children(pids, NPROCS, 60), 0);
+    assert_int_equal(glucx_test_procs_run(NPROCS, proc_main, dir, 60), 0);
 }
 
 /* ---- atomic visibility of large values ---- */
@@ -589,6 +499,14 @@ static int big_reader_main(const char *dir)
     return rc;
 }
 
+/* Rank 0 reads, rank 1 scans the directory, rank 2 writes. */
+static int big_role_main(int rank, int size, void *arg)
+{
+    (void)size;
+    int (*const roles[3])(const char *) = {big_reader_main, big_scanner_main, big_writer_main};
+    return roles[rank](arg);
+}
+
 static void test_atomic_visibility(void **state)
 {
     fixture_t *fx = *state;
@@ -598,15 +516,7 @@ static void test_atomic_visibility(void **state)
     assert_int_equal(glucx_store_file_create(dir, &store), GLUCX_OK);
     glucx_store_destroy(store);
 
-    pid_t pids[3];
-    int (*const roles[3])(const char *) = {big_reader_main, big_scanner_main, big_writer_main};
-    for (int i = 0; i < 3; i++) {
-        pids[i] = fork();
-        assert_true(pids[i] >= 0);
-        if (pids[i] == 0)
-            _exit(roles[i](dir));
-    }
-    assert_int_equal(wait_children(pids, 3, 120), 0);
+    assert_int_equal(glucx_test_procs_run(3, big_role_main, dir, 120), 0);
 }
 
 int main(void)

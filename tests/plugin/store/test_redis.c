@@ -35,6 +35,7 @@
 
 #include <glucx/store.h>
 
+#include "support/procs.h"
 #include "support/util.h"
 
 #define MiB (1024 * 1024)
@@ -47,17 +48,6 @@ static int64_t now_ms(void)
 }
 
 /* Number of open file descriptors of this process. */
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory stream's own descriptor */
-}
 
 /* ---- a private redis-server ---- */
 
@@ -326,7 +316,7 @@ static void test_round_trip(void **state)
     (void)state;
     char prefix[64];
     snprintf(prefix, sizeof(prefix), "rt/%d/", (int)getpid());
-    int fds_before = count_fds();
+    int fds_before = glucx_test_count_fds();
     glucx_store_t *writer = open_store(prefix), *reader = open_store(prefix);
 
     for (int i = 0; i < RT_COUNT; i++) {
@@ -368,7 +358,7 @@ static void test_round_trip(void **state)
     free(got);
     glucx_store_destroy(reader);
     glucx_store_destroy(writer);
-    assert_int_equal(count_fds(), fds_before); /* the connections are closed */
+    assert_int_equal(glucx_test_count_fds(), fds_before); /* the connections are closed */
 }
 
 static void test_timeout(void **state)
@@ -523,85 +513,15 @@ static void test_threads(void **state)
 #define NPROCS 4
 #define PROC_VALUE_BYTES 4096
 
-static int wait_children(pid_t *pids, int n, int timeout_s)
-{
-    int failed = 0, left = n;
-    int64_t deadline = now_ms() + (int64_t)timeout_s * 1000;
-    while (left > 0) {
-        for (int i = 0; i < n; i++) {
-            if (pids[i] <= 0)
-                continue;
-            int wstatus;
-            if (waitpid(pids[i], &wstatus, WNOHANG) == pids[i]) {
-                if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-                    fprintf(stderr, "child %d: %s %d\n", i,
-                            WIFEXITED(wstatus) ? "exit status" : "killed by signal",
-                            WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WTERMSIG(wstatus));
-                    failed++;
-                }
-                pids[i] = 0;
-                left--;
-            }
-        }
-        if (left > 0 && now_ms() > deadline) {
-            for (int i = 0; i < n; i++)
-                if (pids[i] > 0) {
-                    fprintf(stderr, "child %d: still running after %d s, killing it\n", i,
-                            timeout_s);
-                    kill(pids[i], SIGKILL);
-                    waitpid(pids[i], NULL, 0);
-                    pids[i] = 0;
-                    failed++;
-                }
-            break;
-        }
-        usleep(2000);
-    }
-    return failed;
-}
-
-static int proc_main(const char *prefix, int rank)
+/* Rank @p rank of a rendezvous through the test server, keys under prefix @p arg. */
+static int proc_main(int rank, int size, void *arg)
 {
     glucx_store_t *store = NULL;
-    if (glucx_store_redis_create("127.0.0.1", g_server.port, prefix, 5000, &store) != GLUCX_OK) {
+    if (glucx_store_redis_create("127.0.0.1", g_server.port, arg, 5000, &store) != GLUCX_OK) {
         fprintf(stderr, "rank %d: create: %s\n", rank, glucx_last_error());
         return 1;
     }
-    int rc = 0;
-    char key[64];
-    unsigned char *value = malloc(PROC_VALUE_BYTES), *expect = malloc(PROC_VALUE_BYTES);
-    if (value == NULL || expect == NULL) {
-        rc = 2;
-        goto out;
-    }
-    snprintf(key, sizeof(key), "rank:%d/addr", rank);
-    glucx_test_fill_bytes(value, PROC_VALUE_BYTES, 9000 + (uint64_t)rank);
-    if (glucx_store_set(store, key, value, PROC_VALUE_BYTES) != GLUCX_OK) {
-        fprintf(stderr, "rank %d: set: %s\n", rank, glucx_last_error());
-        rc = 3;
-        goto out;
-    }
-    for (int peer = 0; peer < NPROCS; peer++) {
-        if (peer == rank)
-            continue;
-        snprintf(key, sizeof(key), "rank:%d/addr", peer);
-        glucx_test_fill_bytes(expect, PROC_VALUE_BYTES, 9000 + (uint64_t)peer);
-        void *got = NULL;
-        size_t bytes = 0;
-        if (glucx_store_get(store, key, 30000, &got, &bytes) != GLUCX_OK) {
-            fprintf(stderr, "rank %d: get: %s\n", rank, glucx_last_error());
-            rc = 4;
-            goto out;
-        }
-        if (bytes != PROC_VALUE_BYTES || memcmp(got, expect, bytes) != 0) {
-            fprintf(stderr, "rank %d: wrong value for %s (%zu bytes)\n", rank, key, bytes);
-            rc = 5;
-        }
-        free(got);
-    }
-out:
-    free(value);
-    free(expect);
+    int rc = glucx_test_store_exchange(store, rank, size, "", PROC_VALUE_BYTES, 9000);
     glucx_store_destroy(store);
     return rc;
 }
@@ -611,14 +531,7 @@ static void test_processes(void **state)
     (void)state;
     char prefix[64];
     snprintf(prefix, sizeof(prefix), "procs/%d/", (int)getpid());
-    pid_t pids[NPROCS];
-    for (int r = 0; r < NPROCS; r++) {
-        pids[r] = fork();
-        assert_true(pids[r] >= 0);
-        if (pids[r] == 0)
-            _exit(proc_main(prefix, r));
-    }
-    assert_int_equal(wait_children(pids, NPROCS, 60), 0);
+    assert_int_equal(glucx_test_procs_run(NPROCS, proc_main, prefix, 60), 0);
 }
 
 /* ---- connection failures ---- */
@@ -739,7 +652,7 @@ static void test_peer_hangs_up_during_set(void **state)
 static void test_server_dies(void **state)
 {
     (void)state;
-    int fds_before = count_fds();
+    int fds_before = glucx_test_count_fds();
     redis_server_t srv;
     assert_int_equal(server_start(&srv), 0);
     char hostport[64];
@@ -782,7 +695,8 @@ static void test_server_dies(void **state)
     assert_int_equal(glucx_store_set(store, "k3", "v", 1), GLUCX_ERR_STORE);
     glucx_store_destroy(store);
     server_stop(&srv);
-    assert_int_equal(count_fds(), fds_before); /* failed reconnects leave no sockets behind */
+    assert_int_equal(glucx_test_count_fds(),
+                     fds_before); /* failed reconnects leave no sockets behind */
 }
 
 static void test_from_env(void **state)
