@@ -209,18 +209,6 @@ void glucx_comm_stop_thread(glucx_comm_t *comm, glucx_status_t status)
     }
 }
 
-static glucx_request_t *request_new(glucx_comm_t *comm, glucx_req_kind_t kind)
-{
-    glucx_request_t *req = calloc(1, sizeof(*req));
-    if (req == NULL)
-        return NULL;
-    req->kind = kind;
-    req->comm = comm;
-    pthread_mutex_init(&req->lock, NULL);
-    pthread_cond_init(&req->cond, NULL);
-    glucx_tx_req_init(&req->tx);
-    return req;
-}
 
 glucx_status_t glucx_coll_start(glucx_comm_t *comm, const glucx_coll_args_t *args,
                                 const glucx_coll_opts_t *opts, glucx_request_t **request_p)
@@ -231,7 +219,7 @@ glucx_status_t glucx_coll_start(glucx_comm_t *comm, const glucx_coll_args_t *arg
     if (st != GLUCX_OK)
         return glucx_comm_record_error(comm, st);
     glucx_coll_job_t *job = calloc(1, sizeof(*job));
-    glucx_request_t *req = request_new(comm, GLUCX_REQ_COLL);
+    glucx_request_t *req = glucx_request_alloc(comm, GLUCX_REQ_COLL);
     if (job == NULL || req == NULL) {
         free(job);
         glucx_request_free(req);
@@ -359,11 +347,4 @@ glucx_status_t glucx_scatter(glucx_comm_t *comm, const void *sendbuf, void *recv
 glucx_status_t glucx_barrier(glucx_comm_t *comm, const glucx_coll_opts_t *opts)
 {
     RUN_COLL(.coll = GLUCX_COLL_BARRIER);
-}
-
-/* ---- requests of both kinds ---- */
-
-glucx_request_t *glucx_request_alloc_p2p(glucx_comm_t *comm)
-{
-    return request_new(comm, GLUCX_REQ_P2P);
 }

@@ -62,8 +62,8 @@ struct glucx_request {
 /** Record @p status with the thread's current last-error text as @p comm's last error. */
 glucx_status_t glucx_comm_record_error(glucx_comm_t *comm, glucx_status_t status);
 
-/** A new point-to-point request (NULL when out of memory). */
-glucx_request_t *glucx_request_alloc_p2p(glucx_comm_t *comm);
+/** A new request of @p kind on @p comm (NULL when out of memory); plugin/core/p2p.c. */
+glucx_request_t *glucx_request_alloc(glucx_comm_t *comm, glucx_req_kind_t kind);
 
 /** Stop and join the collective thread, failing queued jobs with @p status. */
 void glucx_comm_stop_thread(glucx_comm_t *comm, glucx_status_t status);

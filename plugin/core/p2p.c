@@ -10,6 +10,19 @@
 #include "util/error.h"
 #include "util/time.h"
 
+glucx_request_t *glucx_request_alloc(glucx_comm_t *comm, glucx_req_kind_t kind)
+{
+    glucx_request_t *req = calloc(1, sizeof(*req));
+    if (req == NULL)
+        return NULL;
+    req->kind = kind;
+    req->comm = comm;
+    pthread_mutex_init(&req->lock, NULL);
+    pthread_cond_init(&req->cond, NULL);
+    glucx_tx_req_init(&req->tx);
+    return req;
+}
+
 static glucx_status_t p2p_check(glucx_comm_t *comm, const void *buf, size_t bytes, uint64_t tag,
                                 glucx_request_t **request_p, const char *op)
 {
@@ -45,7 +58,7 @@ glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, in
         st = check_peer(comm, peer, "isend");
     if (st != GLUCX_OK)
         return glucx_comm_record_error(comm, st);
-    glucx_request_t *req = glucx_request_alloc_p2p(comm);
+    glucx_request_t *req = glucx_request_alloc(comm, GLUCX_REQ_P2P);
     if (req == NULL)
         return glucx_error(GLUCX_ERR_NO_MEMORY, "isend: out of memory");
     req->user_tag = tag;
@@ -64,7 +77,7 @@ static glucx_status_t post_recv(glucx_comm_t *comm, void *buf, size_t bytes, con
                                 int npeers, uint64_t tag, glucx_request_t **request_p,
                                 const char *op)
 {
-    glucx_request_t *req = glucx_request_alloc_p2p(comm);
+    glucx_request_t *req = glucx_request_alloc(comm, GLUCX_REQ_P2P);
     if (req == NULL)
         return glucx_error(GLUCX_ERR_NO_MEMORY, "%s: out of memory", op);
     req->user_tag = tag;
