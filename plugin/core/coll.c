@@ -209,7 +209,6 @@ void glucx_comm_stop_thread(glucx_comm_t *comm, glucx_status_t status)
     }
 }
 
-
 glucx_status_t glucx_coll_start(glucx_comm_t *comm, const glucx_coll_args_t *args,
                                 const glucx_coll_opts_t *opts, glucx_request_t **request_p)
 {

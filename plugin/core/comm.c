@@ -103,17 +103,10 @@ static void host_identity(char *buf, size_t len)
 }
 
 /* The settings every rank must share: version, GLUCX_TUNE, and the link costs (calibration). */
-static glucx_status_t settings_digest(const glucx_context_t *ctx, const char *hostid, char *buf,
-                                      size_t len)
+static void settings_digest(const glucx_context_t *ctx, char *buf, size_t len)
 {
-    glucx_topo_t *probe = NULL;
-    glucx_status_t st = glucx_topo_create(1, &hostid, &probe);
-    if (st != GLUCX_OK)
-        return st;
-    snprintf(buf, len, "version=%s tune='%s' costs=%016" PRIx64, glucx_version(),
-             ctx->config.tune, glucx_topo_digest(probe));
-    glucx_topo_destroy(probe);
-    return GLUCX_OK;
+    snprintf(buf, len, "version=%s tune='%s' costs=%016" PRIx64, glucx_version(), ctx->config.tune,
+             glucx_topo_costs_digest(ctx->costs));
 }
 
 glucx_status_t glucx_comm_record_error(glucx_comm_t *comm, glucx_status_t status)
@@ -135,8 +128,8 @@ static glucx_status_t check_params(const glucx_context_t *ctx, const glucx_comm_
                            (const void *)ctx, (const void *)p, (void *)comm_p);
     if (p->size < 1 || p->size > GLUCX_COMM_SIZE_MAX || p->rank < 0 || p->rank >= p->size)
         return glucx_error(GLUCX_ERR_INVALID_ARG,
-                           "comm_create: rank %d / size %d out of range (1 <= size <= %d)",
-                           p->rank, p->size, GLUCX_COMM_SIZE_MAX);
+                           "comm_create: rank %d / size %d out of range (1 <= size <= %d)", p->rank,
+                           p->size, GLUCX_COMM_SIZE_MAX);
     const uint64_t known = GLUCX_COMM_PARAM_NAME | GLUCX_COMM_PARAM_TIMEOUT;
     if (p->field_mask & ~known)
         return glucx_error(GLUCX_ERR_INVALID_ARG,
@@ -149,8 +142,7 @@ static glucx_status_t check_params(const glucx_context_t *ctx, const glucx_comm_
                            p->timeout_ms);
     if ((p->field_mask & GLUCX_COMM_PARAM_NAME) &&
         (p->name == NULL || p->name[0] == '\0' || strlen(p->name) > 100))
-        return glucx_error(GLUCX_ERR_INVALID_ARG,
-                           "comm_create: name must be 1..100 characters");
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_create: name must be 1..100 characters");
     return GLUCX_OK;
 }
 
@@ -219,9 +211,7 @@ glucx_status_t glucx_comm_create(glucx_context_t *ctx, const glucx_comm_params_t
 
     char hostid[256], digest[1300];
     host_identity(hostid, sizeof(hostid));
-    st = settings_digest(ctx, hostid, digest, sizeof(digest));
-    if (st != GLUCX_OK)
-        goto err;
+    settings_digest(ctx, digest, sizeof(digest));
 
     const void *addr;
     size_t addr_len = 0, mine_len = 0;
@@ -235,8 +225,8 @@ glucx_status_t glucx_comm_create(glucx_context_t *ctx, const glucx_comm_params_t
     snprintf(key, sizeof(key), "%s/rank/%d", comm->name, p->rank);
     st = glucx_store_set(p->store, key, mine, mine_len);
     if (st != GLUCX_OK) {
-        st = glucx_error(st, "comm_create '%s' on rank %d: cannot publish key '%s': %s",
-                         comm->name, p->rank, key, glucx_error_text());
+        st = glucx_error(st, "comm_create '%s' on rank %d: cannot publish key '%s': %s", comm->name,
+                         p->rank, key, glucx_error_text());
         goto err;
     }
     st = exchange(comm, p->store, digest, deadline, recs);
@@ -247,7 +237,7 @@ glucx_status_t glucx_comm_create(glucx_context_t *ctx, const glucx_comm_params_t
         lens[r] = recs[r].addr_len;
         hostids[r] = recs[r].hostid;
     }
-    st = glucx_topo_create(p->size, hostids, &comm->topo);
+    st = glucx_topo_create(p->size, hostids, ctx->costs, &comm->topo);
     if (st != GLUCX_OK)
         goto err;
     st = glucx_tx_ucx_connect(comm->tx, addrs, lens, deadline);
@@ -344,8 +334,8 @@ void glucx_comm_abort(glucx_comm_t *comm, const char *reason)
     if (comm == NULL)
         return;
     char text[400];
-    snprintf(text, sizeof(text), "communicator '%s' aborted on rank %d: %s", comm->name,
-             comm->rank, reason != NULL ? reason : "no reason given");
+    snprintf(text, sizeof(text), "communicator '%s' aborted on rank %d: %s", comm->name, comm->rank,
+             reason != NULL ? reason : "no reason given");
     comm->tx->ops->fail(comm->tx, GLUCX_ERR_ABORTED, text);
 }
 

@@ -14,11 +14,11 @@ glucx_status_t glucx_context_create(const glucx_context_params_t *params,
         return glucx_error(GLUCX_ERR_NO_MEMORY, "context_create: out of memory");
     glucx_status_t st;
     if (params != NULL && (params->field_mask & ~(uint64_t)GLUCX_CONTEXT_PARAM_NET_DEVICES)) {
-        st = glucx_error(GLUCX_ERR_INVALID_ARG,
-                         "context_create: unknown field_mask bits 0x%llx (this glucx is %s)",
-                         (unsigned long long)(params->field_mask &
-                                              ~(uint64_t)GLUCX_CONTEXT_PARAM_NET_DEVICES),
-                         glucx_version());
+        st = glucx_error(
+            GLUCX_ERR_INVALID_ARG,
+            "context_create: unknown field_mask bits 0x%llx (this glucx is %s)",
+            (unsigned long long)(params->field_mask & ~(uint64_t)GLUCX_CONTEXT_PARAM_NET_DEVICES),
+            glucx_version());
         goto err_free;
     }
     st = glucx_config_read(&ctx->config);
@@ -27,16 +27,12 @@ glucx_status_t glucx_context_create(const glucx_context_params_t *params,
     st = glucx_tune_parse(ctx->config.tune, &ctx->tune);
     if (st != GLUCX_OK)
         goto err_free;
-    if (ctx->config.calibration[0] != '\0') {
-        /* check the file now rather than at the first communicator */
-        glucx_topo_t *probe = NULL;
-        st = glucx_topo_create_uniform(1, 1, &probe);
-        if (st == GLUCX_OK)
-            st = glucx_topo_calibration_load(probe, ctx->config.calibration);
-        glucx_topo_destroy(probe);
-        if (st != GLUCX_OK)
-            goto err_free;
-    }
+    /* the link costs every communicator's selection uses: read the calibration file once */
+    st = glucx_topo_create_uniform(1, 1, &ctx->costs);
+    if (st == GLUCX_OK && ctx->config.calibration[0] != '\0')
+        st = glucx_topo_calibration_load(ctx->costs, ctx->config.calibration);
+    if (st != GLUCX_OK)
+        goto err_free;
     const char *net_devices = NULL;
     if (params != NULL && (params->field_mask & GLUCX_CONTEXT_PARAM_NET_DEVICES))
         net_devices = params->net_devices;
@@ -47,6 +43,7 @@ glucx_status_t glucx_context_create(const glucx_context_params_t *params,
     return GLUCX_OK;
 
 err_free:
+    glucx_topo_destroy(ctx->costs);
     free(ctx);
     return st;
 }
@@ -56,5 +53,6 @@ void glucx_context_destroy(glucx_context_t *context)
     if (context == NULL)
         return;
     glucx_tx_ucx_context_destroy(context->ucx);
+    glucx_topo_destroy(context->costs);
     free(context);
 }

@@ -16,6 +16,7 @@
 struct glucx_context {
     glucx_config_t config;
     glucx_tune_t tune;
+    glucx_topo_t *costs;  /**< link-class costs (defaults or GLUCX_CALIBRATION), read once */
     glucx_ucx_context_t *ucx;
 };
 

@@ -31,8 +31,8 @@ static glucx_status_t p2p_check(glucx_comm_t *comm, const void *buf, size_t byte
     if (buf == NULL && bytes > 0)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: NULL buffer of %zu bytes", op, bytes);
     if (tag > GLUCX_TAG_MAX)
-        return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: tag %" PRIu64 " exceeds GLUCX_TAG_MAX (2^48-1)",
-                           op, tag);
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "%s: tag %" PRIu64 " exceeds GLUCX_TAG_MAX (2^48-1)", op, tag);
     if (bytes > (SIZE_MAX >> 2))
         return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: %zu bytes is too large", op, bytes);
     glucx_status_t failed = glucx_tx_failure(comm->tx);
@@ -84,9 +84,9 @@ static glucx_status_t post_recv(glucx_comm_t *comm, void *buf, size_t bytes, con
     glucx_status_t st = comm->tx->ops->irecv(comm->tx, peers, npeers, tag, 0, buf, bytes, &req->tx);
     if (st != GLUCX_OK) {
         free(req);
-        return glucx_comm_record_error(
-            comm, glucx_error(st, "%s of %zu bytes (tag %" PRIu64 "): %s", op, bytes, tag,
-                              glucx_error_text()));
+        return glucx_comm_record_error(comm,
+                                       glucx_error(st, "%s of %zu bytes (tag %" PRIu64 "): %s", op,
+                                                   bytes, tag, glucx_error_text()));
     }
     *request_p = req;
     return GLUCX_OK;
@@ -133,11 +133,11 @@ static glucx_status_t p2p_result(glucx_request_t *req)
                               "(tag %" PRIu64 ")",
                               comm->rank, t->peer, t->posted, req->user_tag));
     return glucx_comm_record_error(
-        comm, glucx_error(t->status, "%s of %zu bytes %s rank %d on rank %d: %s",
-                          t->is_recv ? "receive" : "send", t->posted, t->is_recv ? "from" : "to",
-                          t->peer, comm->rank,
-                          comm->tx->failure[0] ? comm->tx->failure
-                                               : glucx_status_string(t->status)));
+        comm,
+        glucx_error(t->status, "%s of %zu bytes %s rank %d on rank %d: %s",
+                    t->is_recv ? "receive" : "send", t->posted, t->is_recv ? "from" : "to", t->peer,
+                    comm->rank,
+                    comm->tx->failure[0] ? comm->tx->failure : glucx_status_string(t->status)));
 }
 
 glucx_status_t glucx_request_test(glucx_request_t *req)
@@ -187,8 +187,7 @@ static glucx_status_t coll_wait(glucx_request_t *req, int64_t deadline)
         return st;
     glucx_comm_t *comm = req->comm;
     char text[200];
-    snprintf(text, sizeof(text), "wait for a started collective timed out on rank %d",
-             comm->rank);
+    snprintf(text, sizeof(text), "wait for a started collective timed out on rank %d", comm->rank);
     comm->tx->ops->fail(comm->tx, GLUCX_ERR_TIMEOUT, text);
     return glucx_comm_record_error(comm, glucx_error(GLUCX_ERR_TIMEOUT, "%s", text));
 }
@@ -209,8 +208,8 @@ glucx_status_t glucx_request_wait(glucx_request_t *req, int64_t timeout_ms)
                  "%s of %zu bytes %s rank %d (tag %" PRIu64 ") timed out after %" PRId64
                  " ms on rank %d",
                  one->is_recv ? "receive" : "send", one->posted, one->is_recv ? "from" : "to",
-                 one->peer, req->user_tag,
-                 timeout_ms < 0 ? comm->timeout_ms : timeout_ms, comm->rank);
+                 one->peer, req->user_tag, timeout_ms < 0 ? comm->timeout_ms : timeout_ms,
+                 comm->rank);
         /* Gloo semantics: a timed-out operation fails the communicator */
         comm->tx->ops->fail(comm->tx, GLUCX_ERR_TIMEOUT, text);
         return glucx_comm_record_error(comm, glucx_error(GLUCX_ERR_TIMEOUT, "%s", text));

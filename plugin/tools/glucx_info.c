@@ -114,7 +114,7 @@ static int probe_rank(int rank, int size, const char *dir, int progress_fd, void
             goto out;
     }
     if (rank == 0) {
-        printf("\nalgorithm map (%d ranks, %d packages):\n", size, comm->topo->npackages);
+        printf("\nalgorithm map (ranks: %d, packages: %d):\n", size, comm->topo->npackages);
         for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
             char map[1024];
             glucx_select_format(&comm->select, (glucx_coll_t)c, map, sizeof(map));

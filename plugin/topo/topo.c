@@ -36,7 +36,8 @@ static glucx_topo_t *topo_alloc(int size)
     return t;
 }
 
-glucx_status_t glucx_topo_create(int size, const char *const *hostids, glucx_topo_t **topo_p)
+glucx_status_t glucx_topo_create(int size, const char *const *hostids, const glucx_topo_t *costs,
+                                 glucx_topo_t **topo_p)
 {
     if (size < 1 || hostids == NULL || topo_p == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "topology: invalid arguments (size %d)", size);
@@ -55,13 +56,10 @@ glucx_status_t glucx_topo_create(int size, const char *const *hostids, glucx_top
         if (t->package_of[r] < 0)
             t->package_of[r] = t->npackages++;
     }
-    const char *cal = getenv("GLUCX_CALIBRATION");
-    if (cal != NULL && cal[0] != '\0') {
-        glucx_status_t st = glucx_topo_calibration_load(t, cal);
-        if (st != GLUCX_OK) {
-            glucx_topo_destroy(t);
-            return st;
-        }
+    if (costs != NULL) {
+        memcpy(t->cost, costs->cost, sizeof(t->cost));
+        t->gamma_ns_per_byte = costs->gamma_ns_per_byte;
+        t->copy_ns_per_byte = costs->copy_ns_per_byte;
     }
     *topo_p = t;
     return GLUCX_OK;
@@ -169,18 +167,24 @@ glucx_status_t glucx_topo_calibration_load(glucx_topo_t *t, const char *path)
     return st;
 }
 
+/* FNV-1a, continued from h */
+static uint64_t mix(uint64_t h, const void *ptr, size_t len)
+{
+    const unsigned char *p = ptr;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+uint64_t glucx_topo_costs_digest(const glucx_topo_t *t)
+{
+    uint64_t h = mix(UINT64_C(0xcbf29ce484222325), t->cost, sizeof(t->cost));
+    h = mix(h, &t->gamma_ns_per_byte, sizeof(t->gamma_ns_per_byte));
+    return mix(h, &t->copy_ns_per_byte, sizeof(t->copy_ns_per_byte));
+}
+
 uint64_t glucx_topo_digest(const glucx_topo_t *t)
 {
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-#define MIX_(ptr, len)                                                                     \
-    do {                                                                                   \
-        const unsigned char *p_ = (const unsigned char *)(ptr);                            \
-        for (size_t i_ = 0; i_ < (len); i_++)                                              \
-            h = (h ^ p_[i_]) * UINT64_C(0x100000001b3);                                    \
-    } while (0)
-    MIX_(&t->size, sizeof(t->size));
-    MIX_(t->package_of, sizeof(int) * (size_t)t->size);
-    MIX_(t->cost, sizeof(t->cost));
-#undef MIX_
-    return h;
+    uint64_t h = mix(glucx_topo_costs_digest(t), &t->size, sizeof(t->size));
+    return mix(h, t->package_of, sizeof(int) * (size_t)t->size);
 }

@@ -23,15 +23,15 @@ typedef enum glucx_link_class {
 
 /** Alpha-beta(-gamma) parameters of one link class. */
 typedef struct glucx_link_cost {
-    double alpha_ns;          /**< per-message latency, ns */
-    double beta_ns_per_byte;  /**< inverse bandwidth, ns per byte */
+    double alpha_ns;         /**< per-message latency, ns */
+    double beta_ns_per_byte; /**< inverse bandwidth, ns per byte */
 } glucx_link_cost_t;
 
 typedef struct glucx_topo {
-    int size;               /**< ranks */
-    int npackages;          /**< distinct packages */
-    int *package_of;        /**< [size]: package index of each rank, 0..npackages-1, numbered in
-                                 order of first appearance by rank */
+    int size;        /**< ranks */
+    int npackages;   /**< distinct packages */
+    int *package_of; /**< [size]: package index of each rank, 0..npackages-1, numbered in
+                          order of first appearance by rank */
     glucx_link_cost_t cost[GLUCX_LINK_CLASS_COUNT];
     double gamma_ns_per_byte; /**< local reduction cost, ns per byte of one operand */
     double copy_ns_per_byte;  /**< local memcpy cost, ns per byte */
@@ -39,12 +39,12 @@ typedef struct glucx_topo {
 
 /**
  * Build a topology for @p size ranks from their host identities (@p hostids[r]: a string that
- * is equal for ranks on one host, e.g. hostname + boot id). Costs from defaults, overridden by
- * the calibration file named by GLUCX_CALIBRATION if set (see glucx_topo_calibration_save).
- * @return GLUCX_OK; GLUCX_ERR_NO_MEMORY; GLUCX_ERR_INVALID_ARG (malformed calibration file: the
- *         message names the file and line).
+ * is equal for ranks on one host, e.g. hostname + boot id), with the link-class costs of
+ * @p costs (its cost, gamma and copy fields; NULL: the defaults).
+ * @return GLUCX_OK; GLUCX_ERR_NO_MEMORY; GLUCX_ERR_INVALID_ARG.
  */
-glucx_status_t glucx_topo_create(int size, const char *const *hostids, glucx_topo_t **topo_p);
+glucx_status_t glucx_topo_create(int size, const char *const *hostids, const glucx_topo_t *costs,
+                                 glucx_topo_t **topo_p);
 
 /** A topology of @p size ranks in @p npackages equal blocks (rank r in package r*np/size),
  *  default costs. For tests and cost tables. */
@@ -76,5 +76,8 @@ glucx_status_t glucx_topo_calibration_load(glucx_topo_t *t, const char *path);
 
 /** Stable 64-bit digest of the topology (package map and costs), for comm_init events. */
 uint64_t glucx_topo_digest(const glucx_topo_t *t);
+
+/** Stable 64-bit digest of the link-class costs alone (what ranks must agree on). */
+uint64_t glucx_topo_costs_digest(const glucx_topo_t *t);
 
 #endif

@@ -17,8 +17,7 @@ static void test_packages_from_hosts(void **state)
     (void)state;
     const char *hosts[] = {"b", "a", "b", "c", "a"};
     glucx_topo_t *t;
-    unsetenv("GLUCX_CALIBRATION");
-    assert_int_equal(glucx_topo_create(5, hosts, &t), GLUCX_OK);
+    assert_int_equal(glucx_topo_create(5, hosts, NULL, &t), GLUCX_OK);
     assert_int_equal(t->npackages, 3);
     /* numbered by first appearance */
     int expect[] = {0, 1, 0, 2, 1};
@@ -34,7 +33,7 @@ static void test_packages_from_hosts(void **state)
     glucx_topo_destroy(t);
 
     const char *one[] = {"h", "h", "h"};
-    assert_int_equal(glucx_topo_create(3, one, &t), GLUCX_OK);
+    assert_int_equal(glucx_topo_create(3, one, NULL, &t), GLUCX_OK);
     assert_int_equal(t->npackages, 1);
     b = glucx_topo_bottleneck(t);
     assert_true(b.beta_ns_per_byte == t->cost[GLUCX_LINK_INTRA].beta_ns_per_byte);
@@ -71,9 +70,11 @@ static void test_calibration_round_trip(void **state)
     glucx_topo_destroy(t);
 
     const char *hosts[] = {"x", "x", "y", "y"};
-    setenv("GLUCX_CALIBRATION", path, 1);
-    assert_int_equal(glucx_topo_create(4, hosts, &t), GLUCX_OK);
-    unsetenv("GLUCX_CALIBRATION");
+    glucx_topo_t *costs;
+    assert_int_equal(glucx_topo_create_uniform(1, 1, &costs), GLUCX_OK);
+    assert_int_equal(glucx_topo_calibration_load(costs, path), GLUCX_OK);
+    assert_int_equal(glucx_topo_create(4, hosts, costs, &t), GLUCX_OK);
+    glucx_topo_destroy(costs);
     assert_true(t->cost[GLUCX_LINK_INTRA].alpha_ns == 1234.5);
     assert_true(t->cost[GLUCX_LINK_INTER].beta_ns_per_byte == 0.125);
     assert_true(t->gamma_ns_per_byte == 0.0625);
