@@ -37,9 +37,14 @@ static glucx_status_t precheck(glucx_comm_t *comm, const glucx_coll_args_t *args
 {
     if (comm == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "collective: NULL communicator");
+    if (!comm->connected)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "collective: communicator '%s' on rank %d is not connected", comm->name,
+                           comm->rank);
     glucx_status_t st = glucx_coll_args_check(args, comm->rank, comm->size);
     if (st != GLUCX_OK)
         return st;
+    glucx_stats_add_coll();
     if (opts != NULL) {
         if ((opts->field_mask & GLUCX_COLL_OPT_ALGORITHM) && opts->algorithm != NULL &&
             find_alg(args->coll, opts->algorithm) < 0)

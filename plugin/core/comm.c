@@ -135,8 +135,6 @@ static glucx_status_t check_params(const glucx_context_t *ctx, const glucx_comm_
         return glucx_error(GLUCX_ERR_INVALID_ARG,
                            "comm_create: unknown field_mask bits 0x%llx (this glucx is %s)",
                            (unsigned long long)(p->field_mask & ~known), glucx_version());
-    if (p->store == NULL)
-        return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_create: rank %d: NULL store", p->rank);
     if ((p->field_mask & GLUCX_COMM_PARAM_TIMEOUT) && p->timeout_ms <= 0)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_create: timeout_ms %" PRId64 " <= 0",
                            p->timeout_ms);
@@ -146,17 +144,32 @@ static glucx_status_t check_params(const glucx_context_t *ctx, const glucx_comm_
     return GLUCX_OK;
 }
 
-/* Read every rank's record; check digests; fill hostids/addrs. */
-static glucx_status_t exchange(glucx_comm_t *comm, glucx_store_t *store, const char *digest,
-                               int64_t deadline_ns, record_t *recs)
+static glucx_status_t check_record(glucx_comm_t *comm, int r, void *raw, size_t len, record_t *rec)
+{
+    if (record_unpack(raw, len, rec) != 0)
+        return glucx_error(GLUCX_ERR_MISMATCH,
+                           "comm_connect '%s' on rank %d: rank %d's record (%zu bytes) is not "
+                           "a glucx %s record",
+                           comm->name, comm->rank, r, len, glucx_version());
+    if (strcmp(rec->digest, comm->digest) != 0)
+        return glucx_error(GLUCX_ERR_MISMATCH,
+                           "comm_connect '%s': rank %d runs with %s but rank %d runs with %s "
+                           "(glucx version, GLUCX_TUNE and GLUCX_CALIBRATION must be the same "
+                           "on every rank)",
+                           comm->name, r, rec->digest, comm->rank, comm->digest);
+    return GLUCX_OK;
+}
+
+/* Read every rank's record from the store (own included) into raws/lens (malloc'd). */
+static glucx_status_t exchange(glucx_comm_t *comm, glucx_store_t *store, int64_t deadline_ns,
+                               void **raws, size_t *lens)
 {
     char key[200];
     for (int r = 0; r < comm->size; r++) {
         snprintf(key, sizeof(key), "%s/rank/%d", comm->name, r);
         int64_t left_ms = (deadline_ns - glucx_now_ns()) / 1000000;
-        void *raw = NULL;
-        size_t len = 0;
-        glucx_status_t st = glucx_store_get(store, key, left_ms > 0 ? left_ms : 0, &raw, &len);
+        glucx_status_t st =
+            glucx_store_get(store, key, left_ms > 0 ? left_ms : 0, &raws[r], &lens[r]);
         if (st == GLUCX_ERR_TIMEOUT)
             return glucx_error(GLUCX_ERR_TIMEOUT,
                                "comm_create '%s' on rank %d of %d: rank %d did not publish its "
@@ -165,39 +178,32 @@ static glucx_status_t exchange(glucx_comm_t *comm, glucx_store_t *store, const c
         if (st != GLUCX_OK)
             return glucx_error(st, "comm_create '%s' on rank %d: cannot read rank %d's record: %s",
                                comm->name, comm->rank, r, glucx_error_text());
-        if (record_unpack(raw, len, &recs[r]) != 0) {
-            free(raw);
-            return glucx_error(GLUCX_ERR_MISMATCH,
-                               "comm_create '%s' on rank %d: rank %d's record (%zu bytes) is not "
-                               "a glucx %s record",
-                               comm->name, comm->rank, r, len, glucx_version());
-        }
-        if (strcmp(recs[r].digest, digest) != 0)
-            return glucx_error(GLUCX_ERR_MISMATCH,
-                               "comm_create '%s': rank %d runs with %s but rank %d runs with %s "
-                               "(glucx version, GLUCX_TUNE and GLUCX_CALIBRATION must be the same "
-                               "on every rank)",
-                               comm->name, r, recs[r].digest, comm->rank, digest);
     }
     return GLUCX_OK;
 }
 
-glucx_status_t glucx_comm_create(glucx_context_t *ctx, const glucx_comm_params_t *p,
-                                 glucx_comm_t **comm_p)
+static void comm_free(glucx_comm_t *comm)
+{
+    if (comm == NULL)
+        return;
+    if (comm->tx != NULL)
+        comm->tx->ops->destroy(comm->tx);
+    glucx_topo_destroy(comm->topo);
+    free(comm->record);
+    pthread_cond_destroy(&comm->queue_cond);
+    pthread_mutex_destroy(&comm->lock);
+    free(comm);
+}
+
+glucx_status_t glucx_comm_prepare(glucx_context_t *ctx, const glucx_comm_params_t *p,
+                                  glucx_comm_t **comm_p)
 {
     glucx_status_t st = check_params(ctx, p, comm_p);
     if (st != GLUCX_OK)
         return st;
     glucx_comm_t *comm = calloc(1, sizeof(*comm));
-    record_t *recs = calloc((size_t)p->size, sizeof(*recs));
-    const void **addrs = calloc((size_t)p->size, sizeof(*addrs));
-    size_t *lens = calloc((size_t)p->size, sizeof(*lens));
-    const char **hostids = calloc((size_t)p->size, sizeof(*hostids));
-    void *mine = NULL;
-    if (comm == NULL || recs == NULL || addrs == NULL || lens == NULL || hostids == NULL) {
-        st = glucx_error(GLUCX_ERR_NO_MEMORY, "comm_create: out of memory for %d ranks", p->size);
-        goto err;
-    }
+    if (comm == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "comm_prepare: out of memory");
     comm->context = ctx;
     comm->rank = p->rank;
     comm->size = p->size;
@@ -207,81 +213,154 @@ glucx_status_t glucx_comm_create(glucx_context_t *ctx, const glucx_comm_params_t
              (p->field_mask & GLUCX_COMM_PARAM_NAME) ? p->name : "glucx");
     pthread_mutex_init(&comm->lock, NULL);
     pthread_cond_init(&comm->queue_cond, NULL);
-    int64_t deadline = glucx_deadline_ns(comm->timeout_ms);
 
-    char hostid[256], digest[1300];
+    char hostid[256];
     host_identity(hostid, sizeof(hostid));
-    settings_digest(ctx, digest, sizeof(digest));
-
+    settings_digest(ctx, comm->digest, sizeof(comm->digest));
     const void *addr;
-    size_t addr_len = 0, mine_len = 0;
+    size_t addr_len = 0;
     st = glucx_tx_ucx_create(ctx->ucx, p->rank, p->size, &comm->tx, &addr, &addr_len);
-    if (st != GLUCX_OK)
-        goto err;
-    st = record_pack(digest, hostid, addr, addr_len, &mine, &mine_len);
-    if (st != GLUCX_OK)
-        goto err;
-    char key[200];
-    snprintf(key, sizeof(key), "%s/rank/%d", comm->name, p->rank);
-    st = glucx_store_set(p->store, key, mine, mine_len);
+    if (st == GLUCX_OK)
+        st = record_pack(comm->digest, hostid, addr, addr_len, &comm->record, &comm->record_len);
     if (st != GLUCX_OK) {
-        st = glucx_error(st, "comm_create '%s' on rank %d: cannot publish key '%s': %s", comm->name,
-                         p->rank, key, glucx_error_text());
-        goto err;
+        comm_free(comm);
+        return st;
     }
-    st = exchange(comm, p->store, digest, deadline, recs);
-    if (st != GLUCX_OK)
-        goto err;
-    for (int r = 0; r < p->size; r++) {
+    *comm_p = comm;
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_comm_address(const glucx_comm_t *comm, const void **record_p, size_t *bytes_p)
+{
+    if (comm == NULL || record_p == NULL || bytes_p == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_address: NULL argument");
+    if (comm->connected || comm->record == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_address '%s' on rank %d: already connected",
+                           comm->name, comm->rank);
+    *record_p = comm->record;
+    *bytes_p = comm->record_len;
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records,
+                                  const size_t *bytes)
+{
+    if (comm == NULL || records == NULL || bytes == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_connect: NULL argument");
+    if (comm->connected || comm->record == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "comm_connect '%s' on rank %d: already connected (or failed)",
+                           comm->name, comm->rank);
+    int size = comm->size;
+    int64_t deadline = glucx_deadline_ns(comm->timeout_ms);
+    glucx_status_t st = GLUCX_OK;
+    record_t *recs = calloc((size_t)size, sizeof(*recs));
+    const void **addrs = calloc((size_t)size, sizeof(*addrs));
+    size_t *lens = calloc((size_t)size, sizeof(*lens));
+    const char **hostids = calloc((size_t)size, sizeof(*hostids));
+    void **copies = calloc((size_t)size, sizeof(*copies));
+    if (recs == NULL || addrs == NULL || lens == NULL || hostids == NULL || copies == NULL) {
+        st = glucx_error(GLUCX_ERR_NO_MEMORY, "comm_connect: out of memory for %d ranks", size);
+        goto out;
+    }
+    for (int r = 0; r < size && st == GLUCX_OK; r++) {
+        const void *rec = records[r];
+        size_t len = bytes[r];
+        if (r == comm->rank && rec == NULL) {
+            rec = comm->record;
+            len = comm->record_len;
+        }
+        if (rec == NULL) {
+            st = glucx_error(GLUCX_ERR_INVALID_ARG,
+                             "comm_connect '%s' on rank %d: no record for rank %d", comm->name,
+                             comm->rank, r);
+            break;
+        }
+        /* record_t points into its raw buffer: keep a private copy for the call. */
+        copies[r] = malloc(len > 0 ? len : 1);
+        if (copies[r] == NULL) {
+            st = glucx_error(GLUCX_ERR_NO_MEMORY, "comm_connect: out of memory (%zu bytes)", len);
+            break;
+        }
+        memcpy(copies[r], rec, len);
+        st = check_record(comm, r, copies[r], len, &recs[r]);
         addrs[r] = recs[r].addr;
         lens[r] = recs[r].addr_len;
         hostids[r] = recs[r].hostid;
     }
-    st = glucx_topo_create(p->size, hostids, ctx->costs, &comm->topo);
-    if (st != GLUCX_OK)
-        goto err;
-    st = glucx_tx_ucx_connect(comm->tx, addrs, lens, deadline);
-    if (st != GLUCX_OK)
-        goto err;
-    st = glucx_select_build(comm->topo, &ctx->tune, &comm->select);
-    if (st != GLUCX_OK)
-        goto err;
-    if (GLUCX_LOG_ON(GLUCX_LOG_INFO) && p->rank == 0) {
-        for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
-            char map[1024];
-            glucx_select_format(&comm->select, (glucx_coll_t)c, map, sizeof(map));
-            glucx_info("comm '%s' (ranks: %d, packages: %d): %s: %s", comm->name, comm->size,
-                       comm->topo->npackages, glucx_coll_name((glucx_coll_t)c), map);
+    if (st == GLUCX_OK)
+        st = glucx_topo_create(size, hostids, comm->context->costs, &comm->topo);
+    if (st == GLUCX_OK)
+        st = glucx_tx_ucx_connect(comm->tx, addrs, lens, deadline);
+    if (st == GLUCX_OK)
+        st = glucx_select_build(comm->topo, &comm->context->tune, &comm->select);
+    if (st == GLUCX_OK) {
+        comm->connected = 1;
+        glucx_stats_add_comm();
+        if (GLUCX_LOG_ON(GLUCX_LOG_INFO) && comm->rank == 0) {
+            for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
+                char map[1024];
+                glucx_select_format(&comm->select, (glucx_coll_t)c, map, sizeof(map));
+                glucx_info("comm '%s' (ranks: %d, packages: %d): %s: %s", comm->name, comm->size,
+                           comm->topo->npackages, glucx_coll_name((glucx_coll_t)c), map);
+            }
         }
     }
-    for (int r = 0; r < p->size; r++)
-        free(recs[r].raw);
+out:
+    if (copies != NULL)
+        for (int r = 0; r < size; r++)
+            free(copies[r]);
+    free(copies);
     free(recs);
     free(addrs);
     free(lens);
     free(hostids);
-    free(mine);
+    /* Connected or failed: the record is not needed any more (a failed comm is only destroyed). */
+    free(comm->record);
+    comm->record = NULL;
+    return st;
+}
+
+glucx_status_t glucx_comm_create(glucx_context_t *ctx, const glucx_comm_params_t *p,
+                                 glucx_comm_t **comm_p)
+{
+    if (p != NULL && p->store == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_create: rank %d: NULL store", p->rank);
+    glucx_comm_t *comm = NULL;
+    glucx_status_t st = glucx_comm_prepare(ctx, p, &comm);
+    if (st != GLUCX_OK)
+        return st;
+    int size = comm->size;
+    int64_t deadline = glucx_deadline_ns(comm->timeout_ms);
+    void **raws = calloc((size_t)size, sizeof(*raws));
+    size_t *lens = calloc((size_t)size, sizeof(*lens));
+    if (raws == NULL || lens == NULL) {
+        st = glucx_error(GLUCX_ERR_NO_MEMORY, "comm_create: out of memory for %d ranks", size);
+        goto out;
+    }
+    char key[200];
+    snprintf(key, sizeof(key), "%s/rank/%d", comm->name, comm->rank);
+    st = glucx_store_set(p->store, key, comm->record, comm->record_len);
+    if (st != GLUCX_OK) {
+        st = glucx_error(st, "comm_create '%s' on rank %d: cannot publish key '%s': %s", comm->name,
+                         comm->rank, key, glucx_error_text());
+        goto out;
+    }
+    st = exchange(comm, p->store, deadline, raws, lens);
+    if (st == GLUCX_OK)
+        st = glucx_comm_connect(comm, (const void *const *)raws, lens);
+out:
+    if (raws != NULL)
+        for (int r = 0; r < size; r++)
+            free(raws[r]);
+    free(raws);
+    free(lens);
+    if (st != GLUCX_OK) {
+        comm_free(comm);
+        return st;
+    }
     *comm_p = comm;
     return GLUCX_OK;
-
-err:
-    if (recs != NULL)
-        for (int r = 0; r < p->size; r++)
-            free(recs[r].raw);
-    free(recs);
-    free(addrs);
-    free(lens);
-    free(hostids);
-    free(mine);
-    if (comm != NULL) {
-        if (comm->tx != NULL)
-            comm->tx->ops->destroy(comm->tx);
-        glucx_topo_destroy(comm->topo);
-        pthread_cond_destroy(&comm->queue_cond);
-        pthread_mutex_destroy(&comm->lock);
-        free(comm);
-    }
-    return st;
 }
 
 void glucx_comm_destroy(glucx_comm_t *comm)
@@ -289,11 +368,7 @@ void glucx_comm_destroy(glucx_comm_t *comm)
     if (comm == NULL)
         return;
     glucx_comm_stop_thread(comm, GLUCX_ERR_ABORTED);
-    comm->tx->ops->destroy(comm->tx);
-    glucx_topo_destroy(comm->topo);
-    pthread_cond_destroy(&comm->queue_cond);
-    pthread_mutex_destroy(&comm->lock);
-    free(comm);
+    comm_free(comm);
 }
 
 int glucx_comm_rank(const glucx_comm_t *comm)

@@ -32,6 +32,10 @@ struct glucx_comm {
     glucx_select_t select;
     atomic_uint coll_seq;      /**< next collective sequence number */
     char name[128];
+    int connected;             /**< set once glucx_comm_connect() succeeded */
+    void *record;              /**< prepared: this rank's address record (freed at connect) */
+    size_t record_len;
+    char digest[1300];         /**< settings digest, compared with every peer's */
 
     pthread_mutex_t lock;      /**< guards last_error and the collective thread's queue */
     char last_error[1024];
@@ -52,6 +56,7 @@ struct glucx_request {
     glucx_comm_t *comm;
     glucx_tx_req_t tx;          /**< P2P: the transport request */
     uint64_t user_tag;          /**< P2P: the tag the caller posted, for messages */
+    int counted;                /**< P2P receive: already added to the statistics */
     /* COLL: completion signalled by the collective thread */
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -65,6 +70,12 @@ glucx_status_t glucx_comm_record_error(glucx_comm_t *comm, glucx_status_t status
 
 /** A new request of @p kind on @p comm (NULL when out of memory); plugin/core/p2p.c. */
 glucx_request_t *glucx_request_alloc(glucx_comm_t *comm, glucx_req_kind_t kind);
+
+/** Process-wide counters (plugin/core/stats.c). */
+void glucx_stats_add_send(size_t bytes);
+void glucx_stats_add_recv(size_t bytes);
+void glucx_stats_add_coll(void);
+void glucx_stats_add_comm(void);
 
 /** Stop and join the collective thread, failing queued jobs with @p status. */
 void glucx_comm_stop_thread(glucx_comm_t *comm, glucx_status_t status);

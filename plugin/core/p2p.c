@@ -36,6 +36,11 @@ static glucx_status_t p2p_check(glucx_comm_t *comm, const void *buf, size_t byte
     if (bytes > (SIZE_MAX >> 2))
         return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: %zu bytes is too large", op, bytes);
     glucx_status_t failed = glucx_tx_failure(comm->tx);
+    if (!comm->connected)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "%s: communicator '%s' on rank %d is not connected "
+                           "(glucx_comm_connect)",
+                           op, comm->name, comm->rank);
     if (failed != GLUCX_OK)
         return glucx_error(failed, "%s: communicator '%s' failed earlier: %s", op, comm->name,
                            comm->tx->failure);
@@ -69,6 +74,7 @@ glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, in
             comm, glucx_error(st, "isend of %zu bytes to rank %d (tag %" PRIu64 "): %s", bytes,
                               peer, tag, glucx_error_text()));
     }
+    glucx_stats_add_send(bytes);
     *request_p = req;
     return GLUCX_OK;
 }
@@ -123,8 +129,13 @@ glucx_status_t glucx_irecv_any(glucx_comm_t *comm, void *buf, size_t bytes, cons
 static glucx_status_t p2p_result(glucx_request_t *req)
 {
     glucx_tx_req_t *t = &req->tx;
-    if (t->status == GLUCX_OK)
+    if (t->status == GLUCX_OK) {
+        if (t->is_recv && !req->counted) {
+            req->counted = 1;
+            glucx_stats_add_recv(t->bytes);
+        }
         return GLUCX_OK;
+    }
     glucx_comm_t *comm = req->comm;
     if (t->status == GLUCX_ERR_TRUNCATED)
         return glucx_comm_record_error(
@@ -277,7 +288,73 @@ void glucx_request_free(glucx_request_t *req)
                                 "request freed while its transfer could not complete");
         }
     }
+    if (req->kind == GLUCX_REQ_P2P && glucx_tx_req_done(&req->tx) && req->tx.status == GLUCX_OK &&
+        req->tx.is_recv && !req->counted)
+        glucx_stats_add_recv(req->tx.bytes);
     pthread_cond_destroy(&req->cond);
     pthread_mutex_destroy(&req->lock);
     free(req);
+}
+
+glucx_status_t glucx_request_wait_any(glucx_request_t *const *reqs, size_t n, int64_t timeout_ms,
+                                      size_t *index_p)
+{
+    enum { STACK = 16 };
+    if (reqs == NULL || n == 0 || n > INT32_MAX || index_p == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "request_wait_any: %zu requests at %p, index_p %p: invalid", n,
+                           (const void *)reqs, (void *)index_p);
+    glucx_comm_t *comm = reqs[0] != NULL ? reqs[0]->comm : NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (reqs[i] == NULL || reqs[i]->kind != GLUCX_REQ_P2P || reqs[i]->comm != comm)
+            return glucx_error(GLUCX_ERR_INVALID_ARG, "request_wait_any: request %zu of %zu is %s",
+                               i, n,
+                               reqs[i] == NULL                  ? "NULL"
+                               : reqs[i]->kind != GLUCX_REQ_P2P ? "a started collective"
+                                                                : "of another communicator");
+    }
+    if (comm->tx->ops->wait_any == NULL)
+        return glucx_error(GLUCX_ERR_UNSUPPORTED, "request_wait_any: transport cannot");
+    /* Read the wake generation first: a wake after this point interrupts the wait. */
+    unsigned gen = atomic_load_explicit(&comm->tx->wake_gen, memory_order_acquire);
+    glucx_tx_req_t *stack[STACK];
+    glucx_tx_req_t **t = n <= STACK ? stack : malloc(n * sizeof(*t));
+    if (t == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "request_wait_any: %zu requests", n);
+    for (size_t i = 0; i < n; i++)
+        t[i] = &reqs[i]->tx;
+    int64_t ms = timeout_ms < 0 ? comm->timeout_ms : timeout_ms;
+    glucx_status_t st = comm->tx->ops->wait_any(comm->tx, t, (int)n, glucx_deadline_ns(ms), gen);
+    size_t found = n;
+    for (size_t i = 0; i < n && found == n; i++)
+        if (glucx_tx_req_done(t[i]))
+            found = i;
+    if (found < n) {
+        *index_p = found;
+        st = GLUCX_OK;
+    } else if (st == GLUCX_ERR_TIMEOUT) {
+        char text[400];
+        int len = snprintf(
+            text, sizeof(text),
+            "wait for any of %zu operations timed out after %" PRId64 " ms on rank %d; pending:", n,
+            ms, comm->rank);
+        for (size_t i = 0; i < n && i < 8 && len > 0 && (size_t)len < sizeof(text); i++)
+            len += snprintf(text + len, sizeof(text) - (size_t)len, " %s %zu bytes %s rank %d%s",
+                            t[i]->is_recv ? "receive" : "send", t[i]->posted,
+                            t[i]->is_recv ? "from" : "to", t[i]->peer, i + 1 < n ? "," : "");
+        /* Gloo semantics: a timed-out operation fails the communicator */
+        comm->tx->ops->fail(comm->tx, GLUCX_ERR_TIMEOUT, text);
+        st = glucx_comm_record_error(comm, glucx_error(GLUCX_ERR_TIMEOUT, "%s", text));
+    } else if (st == GLUCX_OK) {
+        st = GLUCX_INPROGRESS;
+    }
+    if (t != stack)
+        free(t);
+    return st;
+}
+
+void glucx_comm_wake(glucx_comm_t *comm)
+{
+    if (comm != NULL && comm->tx != NULL && comm->tx->ops->wake != NULL)
+        comm->tx->ops->wake(comm->tx);
 }

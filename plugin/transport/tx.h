@@ -23,7 +23,8 @@
 
 #define GLUCX_TX_TAG_SRC_SHIFT 48
 #define GLUCX_TX_TAG_SRC_BITS 14
-#define GLUCX_TX_TAG_SRC_MASK (((UINT64_C(1) << GLUCX_TX_TAG_SRC_BITS) - 1) << GLUCX_TX_TAG_SRC_SHIFT)
+#define GLUCX_TX_TAG_SRC_MASK                                                                      \
+    (((UINT64_C(1) << GLUCX_TX_TAG_SRC_BITS) - 1) << GLUCX_TX_TAG_SRC_SHIFT)
 /** Reserved for the transport's own failure notices; callers never set this bit. */
 #define GLUCX_TX_TAG_CTRL (UINT64_C(1) << 62)
 
@@ -34,16 +35,16 @@ typedef struct glucx_tx glucx_tx_t;
  * request is complete. Zero it (or call glucx_tx_req_init) before posting.
  */
 typedef struct glucx_tx_req {
-    atomic_int done;      /**< 0 while pending, 1 once complete (release-store by the transport) */
+    atomic_int done;       /**< 0 while pending, 1 once complete (release-store by the transport) */
     glucx_status_t status; /**< final status once done */
-    int peer;             /**< send: destination; receive: actual source once done */
-    size_t posted;        /**< bytes posted (set by the transport at post time) */
-    size_t bytes;         /**< send: bytes sent; receive: bytes received once done (with
-                               GLUCX_ERR_TRUNCATED: the sender's full length, > posted; only
-                               `posted` bytes were written) */
-    uint64_t tag;         /**< receive: the sender's full wire tag once done */
+    int peer;              /**< send: destination; receive: actual source once done */
+    size_t posted;         /**< bytes posted (set by the transport at post time) */
+    size_t bytes;          /**< send: bytes sent; receive: bytes received once done (with
+                                GLUCX_ERR_TRUNCATED: the sender's full length, > posted; only
+                                `posted` bytes were written) */
+    uint64_t tag;          /**< receive: the sender's full wire tag once done */
     int is_recv;
-    void *impl;           /**< transport-private */
+    void *impl;             /**< transport-private */
     uintptr_t impl_data[4]; /**< transport-private */
 } glucx_tx_req_t;
 
@@ -67,8 +68,16 @@ typedef struct glucx_tx_ops {
      * the failure status, or GLUCX_ERR_TIMEOUT (requests stay posted).
      * Several threads may wait at once on different requests.
      */
-    glucx_status_t (*wait)(glucx_tx_t *tx, glucx_tx_req_t *const *reqs, int n,
-                           int64_t deadline_ns);
+    glucx_status_t (*wait)(glucx_tx_t *tx, glucx_tx_req_t *const *reqs, int n, int64_t deadline_ns);
+    /**
+     * As wait, but return GLUCX_OK as soon as one of reqs[0..n) is done, and GLUCX_INPROGRESS
+     * when wake() was called after the caller read wake_gen (the value of wake_gen passed in).
+     * May be NULL (the transport does not support it).
+     */
+    glucx_status_t (*wait_any)(glucx_tx_t *tx, glucx_tx_req_t *const *reqs, int n,
+                               int64_t deadline_ns, unsigned wake_gen);
+    /** Wake every wait_any caller (they return GLUCX_INPROGRESS). May be NULL. */
+    void (*wake)(glucx_tx_t *tx);
     /** Cancel an unmatched receive (it completes with GLUCX_ERR_ABORTED); no-op otherwise. */
     void (*cancel)(glucx_tx_t *tx, glucx_tx_req_t *req);
     /**
@@ -89,6 +98,8 @@ struct glucx_tx {
     int size;
     /** 0 while healthy, else the failure status (set once, atomically). */
     atomic_int failed;
+    /** Incremented by wake(); read before wait_any(). */
+    atomic_uint wake_gen;
     /** The failure text once failed; written before `failed` is set. */
     char failure[512];
 };

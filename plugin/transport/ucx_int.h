@@ -214,6 +214,9 @@ static inline glucx_ucx_probe_t *glucx_ucx_req_probe(const glucx_tx_req_t *req)
 
 /* ucx_wait.c */
 int glucx_ucx_progress(glucx_tx_t *tx);
+glucx_status_t glucx_ucx_wait_any(glucx_tx_t *tx, glucx_tx_req_t *const *reqs, int n,
+                                  int64_t deadline_ns, unsigned wake_gen);
+void glucx_ucx_wake(glucx_tx_t *tx);
 glucx_status_t glucx_ucx_wait(glucx_tx_t *tx, glucx_tx_req_t *const *reqs, int n,
                               int64_t deadline_ns);
 void glucx_ucx_fail(glucx_tx_t *tx, glucx_status_t status, const char *text);

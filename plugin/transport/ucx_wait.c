@@ -419,12 +419,30 @@ void glucx_ucx_fail(glucx_tx_t *base, glucx_status_t status, const char *text)
     pthread_mutex_unlock(&tx->lock);
 }
 
+/* What a waiter waits for: all of reqs done, or (any) one of them done or a wake-up. */
+typedef struct wait_for {
+    glucx_tx_req_t *const *reqs;
+    int n;
+    int any;
+    unsigned wake_gen;
+} wait_for_t;
+
 static int all_done(glucx_tx_req_t *const *reqs, int n)
 {
     for (int i = 0; i < n; i++)
         if (!glucx_tx_req_done(reqs[i]))
             return 0;
     return 1;
+}
+
+static int satisfied(glucx_ucx_tx_t *tx, const wait_for_t *w)
+{
+    if (!w->any)
+        return all_done(w->reqs, w->n);
+    for (int i = 0; i < w->n; i++)
+        if (glucx_tx_req_done(w->reqs[i]))
+            return 1;
+    return atomic_load_explicit(&tx->base.wake_gen, memory_order_acquire) != w->wake_gen;
 }
 
 static void to_timespec(int64_t t_ns, struct timespec *ts)
@@ -434,7 +452,7 @@ static void to_timespec(int64_t t_ns, struct timespec *ts)
 }
 
 /* Sleep until an event, a completion, the deadline or the next keepalive round. */
-static void block_once(glucx_ucx_tx_t *tx, glucx_tx_req_t *const *reqs, int n, int64_t deadline)
+static void block_once(glucx_ucx_tx_t *tx, const wait_for_t *w, int64_t deadline)
 {
     pthread_mutex_lock(&tx->lock);
     glucx_ucx_progress_locked(tx);
@@ -445,7 +463,7 @@ static void block_once(glucx_ucx_tx_t *tx, glucx_tx_req_t *const *reqs, int n, i
     int64_t due = commit_suspicion(tx);
     if (due < wake)
         wake = due;
-    if (all_done(reqs, n) || wake <= now)
+    if (satisfied(tx, w) || wake <= now)
         goto out;
     if (!tx->efd_owner) {
         ucs_status_t st = ucp_worker_arm(tx->worker);
@@ -492,9 +510,10 @@ out:
     pthread_mutex_unlock(&tx->lock);
 }
 
-glucx_status_t glucx_ucx_wait(glucx_tx_t *base, glucx_tx_req_t *const *reqs, int n,
-                              int64_t deadline_ns)
+static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t deadline_ns)
 {
+    glucx_tx_req_t *const *reqs = w->reqs;
+    int n = w->n;
     glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
     if (n < 0 || (n > 0 && reqs == NULL))
         return glucx_error(GLUCX_ERR_INVALID_ARG, "wait: n=%d, reqs=%p: invalid", n,
@@ -504,11 +523,11 @@ glucx_status_t glucx_ucx_wait(glucx_tx_t *base, glucx_tx_req_t *const *reqs, int
             return glucx_error(GLUCX_ERR_INVALID_ARG, "wait: reqs[%d] of %d is NULL", i, n);
     int64_t spin_end = glucx_now_ns() + GLUCX_UCX_SPIN_NS;
     for (;;) {
-        if (all_done(reqs, n))
+        if (satisfied(tx, w))
             break;
         int64_t now = glucx_now_ns();
         if (now >= deadline_ns) {
-            if (glucx_ucx_progress(base) > 0 && all_done(reqs, n))
+            if (glucx_ucx_progress(base) > 0 && satisfied(tx, w))
                 break;
             int pending = 0, first = -1;
             for (int i = 0; i < n; i++) {
@@ -532,9 +551,15 @@ glucx_status_t glucx_ucx_wait(glucx_tx_t *base, glucx_tx_req_t *const *reqs, int
             pthread_mutex_unlock(&tx->lock);
             continue;
         }
-        block_once(tx, reqs, n, deadline_ns);
+        block_once(tx, w, deadline_ns);
     }
     glucx_status_t failed = glucx_tx_failure(base);
+    if (w->any) {
+        for (int i = 0; i < n; i++)
+            if (glucx_tx_req_done(reqs[i]))
+                return GLUCX_OK;
+        return GLUCX_INPROGRESS; /* woken */
+    }
     if (failed != GLUCX_OK) {
         for (int i = 0; i < n; i++)
             if (reqs[i]->status != GLUCX_OK)
@@ -542,4 +567,32 @@ glucx_status_t glucx_ucx_wait(glucx_tx_t *base, glucx_tx_req_t *const *reqs, int
                                    base->failure);
     }
     return GLUCX_OK;
+}
+
+glucx_status_t glucx_ucx_wait(glucx_tx_t *base, glucx_tx_req_t *const *reqs, int n,
+                              int64_t deadline_ns)
+{
+    wait_for_t w = {.reqs = reqs, .n = n, .any = 0, .wake_gen = 0};
+    return wait_common(base, &w, deadline_ns);
+}
+
+glucx_status_t glucx_ucx_wait_any(glucx_tx_t *base, glucx_tx_req_t *const *reqs, int n,
+                                  int64_t deadline_ns, unsigned wake_gen)
+{
+    if (n < 1)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "wait_any: %d requests", n);
+    wait_for_t w = {.reqs = reqs, .n = n, .any = 1, .wake_gen = wake_gen};
+    return wait_common(base, &w, deadline_ns);
+}
+
+void glucx_ucx_wake(glucx_tx_t *base)
+{
+    glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
+    atomic_fetch_add_explicit(&base->wake_gen, 1, memory_order_acq_rel);
+    pthread_mutex_lock(&tx->lock);
+    if (tx->cond_waiters > 0)
+        pthread_cond_broadcast(&tx->cond);
+    if (tx->efd_sleeping)
+        ucp_worker_signal(tx->worker);
+    pthread_mutex_unlock(&tx->lock);
 }

@@ -81,15 +81,15 @@ enum {
 #define GLUCX_COMM_SIZE_MAX 16384
 
 typedef struct glucx_comm_params {
-    uint64_t field_mask;   /**< GLUCX_COMM_PARAM_* bits of the optional fields below */
-    int rank;              /**< required: this process's rank, 0 <= rank < size */
-    int size;              /**< required: number of ranks, 1 <= size <= GLUCX_COMM_SIZE_MAX */
-    glucx_store_t *store;  /**< required: rendezvous store, borrowed for the create call only */
-    const char *name;      /**< key prefix in the store, the same on every rank and unique per
-                                communicator creation in that store (default "glucx"): records
-                                of an earlier job left under the same name would be read as
-                                this job's, so use a fresh store directory or a new name */
-    int64_t timeout_ms;    /**< default per-operation timeout (default GLUCX_TIMEOUT_MS, 300000) */
+    uint64_t field_mask;  /**< GLUCX_COMM_PARAM_* bits of the optional fields below */
+    int rank;             /**< required: this process's rank, 0 <= rank < size */
+    int size;             /**< required: number of ranks, 1 <= size <= GLUCX_COMM_SIZE_MAX */
+    glucx_store_t *store; /**< required: rendezvous store, borrowed for the create call only */
+    const char *name;     /**< key prefix in the store, the same on every rank and unique per
+                               communicator creation in that store (default "glucx"): records
+                               of an earlier job left under the same name would be read as
+                               this job's, so use a fresh store directory or a new name */
+    int64_t timeout_ms;   /**< default per-operation timeout (default GLUCX_TIMEOUT_MS, 300000) */
 } glucx_comm_params_t;
 
 /**
@@ -117,6 +117,50 @@ GLUCX_API glucx_status_t glucx_comm_create(glucx_context_t *context,
  * its connection closes, else at its timeout — end a job with a barrier before destroying.
  */
 GLUCX_API void glucx_comm_destroy(glucx_comm_t *comm);
+
+/**
+ * Create a communicator in two steps, for hosts that carry the addresses themselves (Gloo's
+ * rendezvous hands one address per pair to its transport). glucx_comm_prepare() creates this
+ * rank's UCX worker and its address record; the host delivers that record to every peer;
+ * glucx_comm_connect() takes every rank's record, checks versions and settings as
+ * glucx_comm_create() does, and connects. glucx_comm_create() is exactly prepare, an exchange
+ * through its store, and connect.
+ * @param context parent context (borrowed; must outlive the communicator).
+ * @param params  as for glucx_comm_create(), but params->store is not used (may be NULL); the
+ *                timeout bounds glucx_comm_connect().
+ * @param comm_p  receives a communicator that is not connected yet: only glucx_comm_address(),
+ *                glucx_comm_connect(), glucx_comm_rank()/size() and glucx_comm_destroy() may be
+ *                called on it; other operations return GLUCX_ERR_INVALID_ARG.
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG; GLUCX_ERR_TRANSPORT; GLUCX_ERR_NO_MEMORY.
+ */
+GLUCX_API glucx_status_t glucx_comm_prepare(glucx_context_t *context,
+                                            const glucx_comm_params_t *params,
+                                            glucx_comm_t **comm_p);
+
+/**
+ * This rank's address record (opaque bytes: version digest, host identity, worker address), as
+ * glucx_comm_connect() on every peer expects it.
+ * @param record_p receives a pointer owned by @p comm, valid until it is connected or destroyed.
+ * @param bytes_p  receives the record's length (a few hundred bytes; it varies with the
+ *                 transports UCX found).
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (NULL argument, or @p comm is already connected).
+ */
+GLUCX_API glucx_status_t glucx_comm_address(const glucx_comm_t *comm, const void **record_p,
+                                            size_t *bytes_p);
+
+/**
+ * Connect a prepared communicator to its peers.
+ * @param records array of size() records indexed by rank (borrowed for the call); the entry of
+ *                this rank may be NULL (its own record is used).
+ * @param bytes   their lengths.
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (NULL arrays, a NULL peer record, already connected);
+ *         GLUCX_ERR_MISMATCH (a record that is not a glucx record of this version, or whose
+ *         settings differ: the message names the rank and both values); GLUCX_ERR_TRANSPORT;
+ *         GLUCX_ERR_TIMEOUT; GLUCX_ERR_NO_MEMORY. On failure the communicator can only be
+ *         destroyed.
+ */
+GLUCX_API glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records,
+                                            const size_t *bytes);
 
 /** This process's rank in @p comm. */
 GLUCX_API int glucx_comm_rank(const glucx_comm_t *comm);
@@ -183,24 +227,24 @@ GLUCX_API glucx_status_t glucx_irecv_any(glucx_comm_t *comm, void *buf, size_t b
 /* Collectives                                                                                */
 
 /** Collective kinds. */
-#define GLUCX_COLL_MAP(X)                                                                  \
-    X(ALLREDUCE, allreduce)                                                                \
-    X(ALLGATHER, allgather)                                                                \
-    X(ALLGATHERV, allgatherv)                                                              \
-    X(REDUCE_SCATTER, reduce_scatter)                                                      \
-    X(ALLTOALL, alltoall)                                                                  \
-    X(ALLTOALLV, alltoallv)                                                                \
-    X(BROADCAST, broadcast)                                                                \
-    X(REDUCE, reduce)                                                                      \
-    X(GATHER, gather)                                                                      \
-    X(SCATTER, scatter)                                                                    \
+#define GLUCX_COLL_MAP(X)                                                                          \
+    X(ALLREDUCE, allreduce)                                                                        \
+    X(ALLGATHER, allgather)                                                                        \
+    X(ALLGATHERV, allgatherv)                                                                      \
+    X(REDUCE_SCATTER, reduce_scatter)                                                              \
+    X(ALLTOALL, alltoall)                                                                          \
+    X(ALLTOALLV, alltoallv)                                                                        \
+    X(BROADCAST, broadcast)                                                                        \
+    X(REDUCE, reduce)                                                                              \
+    X(GATHER, gather)                                                                              \
+    X(SCATTER, scatter)                                                                            \
     X(BARRIER, barrier)
 
 typedef enum glucx_coll {
 #define GLUCX_COLL_ENUM_(name, lname) GLUCX_COLL_##name,
     GLUCX_COLL_MAP(GLUCX_COLL_ENUM_)
 #undef GLUCX_COLL_ENUM_
-    GLUCX_COLL_COUNT
+        GLUCX_COLL_COUNT
 } glucx_coll_t;
 
 /** Name of a collective ("allreduce", ...); "invalid" when out of range. Thread-safe. */
@@ -255,12 +299,12 @@ enum {
 
 /** Per-call options; pass NULL for all defaults. */
 typedef struct glucx_coll_opts {
-    uint64_t field_mask;    /**< GLUCX_COLL_OPT_* bits */
-    const char *algorithm;  /**< algorithm name (see glucx-info), overriding selection; it must
-                                 be the same on every rank */
-    int64_t timeout_ms;     /**< this call's timeout (default: the communicator's) */
-    int priority;           /**< scheduling priority hint, higher first (default 0) */
-    const char *label;      /**< trace label, e.g. "bucket3" (borrowed for the call) */
+    uint64_t field_mask;   /**< GLUCX_COLL_OPT_* bits */
+    const char *algorithm; /**< algorithm name (see glucx-info), overriding selection; it must
+                                be the same on every rank */
+    int64_t timeout_ms;    /**< this call's timeout (default: the communicator's) */
+    int priority;          /**< scheduling priority hint, higher first (default 0) */
+    const char *label;     /**< trace label, e.g. "bucket3" (borrowed for the call) */
 } glucx_coll_opts_t;
 
 /**
@@ -359,6 +403,31 @@ GLUCX_API glucx_status_t glucx_request_test(glucx_request_t *request);
 GLUCX_API glucx_status_t glucx_request_wait(glucx_request_t *request, int64_t timeout_ms);
 
 /**
+ * Wait until at least one of @p requests[0..n) (point-to-point requests of one communicator)
+ * is complete, glucx_comm_wake() is called on that communicator, or @p timeout_ms passes.
+ * Several threads may wait at once, on the same or different requests.
+ * @param requests  array of @p n requests (borrowed for the call).
+ * @param timeout_ms as glucx_request_wait(): < 0 means the communicator's timeout.
+ * @param index_p   receives the lowest index of a complete request when GLUCX_OK is returned
+ *                  (its own status is then given by glucx_request_test()).
+ * @return GLUCX_OK; GLUCX_INPROGRESS (woken by glucx_comm_wake(), none complete);
+ *         GLUCX_ERR_TIMEOUT (none complete in time: this fails the communicator, as a timed-out
+ *         glucx_request_wait() does, and the message names the pending peers);
+ *         GLUCX_ERR_INVALID_ARG (n == 0, NULL entries, started collectives, or requests of
+ *         different communicators).
+ */
+GLUCX_API glucx_status_t glucx_request_wait_any(glucx_request_t *const *requests, size_t n,
+                                                int64_t timeout_ms, size_t *index_p);
+
+/**
+ * Wake every thread blocked in glucx_request_wait_any() on @p comm: each returns
+ * GLUCX_INPROGRESS unless one of its requests completed. Other waits are not affected (they
+ * go back to sleep). Used to interrupt a waiter without cancelling its operations (Gloo's
+ * abortWaitRecv). Thread-safe; NULL is accepted.
+ */
+GLUCX_API void glucx_comm_wake(glucx_comm_t *comm);
+
+/**
  * Cancel a receive that has not matched yet; it then completes with GLUCX_ERR_ABORTED. A send
  * or a matched receive is not cancellable and completes normally. @return GLUCX_OK (cancel
  * requested or nothing to do) or GLUCX_ERR_INVALID_ARG.
@@ -369,8 +438,7 @@ GLUCX_API glucx_status_t glucx_request_cancel(glucx_request_t *request);
  * After completion: the peer rank and the number of bytes transferred. Either output may be NULL.
  * @return GLUCX_OK, or GLUCX_INPROGRESS if not complete.
  */
-GLUCX_API glucx_status_t glucx_request_info(glucx_request_t *request, int *peer_p,
-                                            size_t *bytes_p);
+GLUCX_API glucx_status_t glucx_request_info(glucx_request_t *request, int *peer_p, size_t *bytes_p);
 
 /**
  * Release a request. An incomplete receive is cancelled (and, if it had matched, waited for) so
@@ -380,6 +448,26 @@ GLUCX_API glucx_status_t glucx_request_info(glucx_request_t *request, int *peer_
  * started collective is waited for. NULL is accepted.
  */
 GLUCX_API void glucx_request_free(glucx_request_t *request);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Statistics                                                                                 */
+
+/** Process-wide counters since the library was loaded (all contexts and communicators). */
+typedef struct glucx_stats {
+    uint64_t sends;       /**< point-to-point sends posted (glucx_isend) */
+    uint64_t send_bytes;  /**< bytes of those sends */
+    uint64_t recvs;       /**< point-to-point receives completed successfully */
+    uint64_t recv_bytes;  /**< bytes those receives delivered */
+    uint64_t collectives; /**< collectives started (glucx_coll / glucx_coll_start) */
+    uint64_t comms;       /**< communicators connected */
+} glucx_stats_t;
+
+/**
+ * Read the process-wide counters into @p stats (NULL is ignored). Counters are updated with
+ * relaxed atomics: a snapshot taken while other threads communicate is not a consistent cut.
+ * Thread-safe.
+ */
+GLUCX_API void glucx_stats_get(glucx_stats_t *stats);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,86 @@
+/**
+ * @file glucx/gloo.h
+ * @brief Gloo transport over libglucx: a gloo::transport::Device whose contexts, pairs and
+ *        unbound buffers carry every byte through glucx (UCX: shared memory on one host,
+ *        TCP/RDMA between hosts).
+ *
+ * Use it wherever Gloo takes a device:
+ *
+ *     auto dev = glucx::gloo::CreateDevice();
+ *     auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
+ *     ctx->connectFullMesh(store, dev);   // Gloo's own rendezvous and store
+ *     gloo::allreduce(opts);              // Gloo's algorithms, glucx's transport
+ *
+ * PyTorch picks it up without code change once the glucx Python package registers it as the
+ * Gloo device "UCX" (GLOO_DEVICE_TRANSPORT=UCX).
+ *
+ * Supported: the unbound-buffer API (everything PyTorch 1.13 and Gloo's function-style
+ * collectives use). The bound-buffer API (Pair::createSendBuffer/createRecvBuffer, used by
+ * Gloo's class-template algorithms such as AllreduceRing<T>) throws gloo::EnforceNotMet
+ * ("unsupported").
+ *
+ * Errors are Gloo's exceptions: gloo::IoException for timeouts, dead peers and transport
+ * failures (the message names the operation, sizes and peer), gloo::EnforceNotMet for invalid
+ * arguments. A timeout or a failure fails the whole context: every later operation on it
+ * rethrows the first error promptly.
+ *
+ * Thread safety: a device, its contexts and their buffers may be used from several threads at
+ * once (PyTorch runs collectives on two worker threads plus the caller's).
+ */
+#ifndef GLUCX_GLOO_H
+#define GLUCX_GLOO_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <gloo/transport/device.h>
+
+/** Exported from libglucx_gloo (built with hidden visibility). */
+#define GLUCX_GLOO_API __attribute__((visibility("default")))
+
+namespace glucx
+{
+namespace gloo
+{
+
+/** Where the device sends traffic between hosts (traffic within a host uses shared memory). */
+struct GLUCX_GLOO_API attr {
+    /** Network interface name, e.g. "eth0" (what GLOO_SOCKET_IFNAME names); empty: see below. */
+    std::string iface;
+    /** Host name or address; its interface is used when iface is empty (what PyTorch passes to
+     *  the device creator when no interface is named). Empty and iface empty: every interface
+     *  UCX finds (or UCX_NET_DEVICES). */
+    std::string hostname;
+};
+
+/**
+ * Create a device.
+ * @param a where inter-host traffic goes (copied).
+ * @return a new device (each has its own glucx context).
+ * @throws gloo::EnforceNotMet if @p a names an interface that does not exist or a host name
+ *         that does not resolve to a local interface; gloo::IoException if glucx cannot create
+ *         its context, or if the libgloo loaded in this process is not the one this shim was
+ *         built against (the message gives both build ids; rebuild glucx).
+ */
+GLUCX_GLOO_API std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a = attr());
+
+/**
+ * Check that the running libgloo is the one this shim was built against (ELF build id).
+ * @return an empty string when it is, else the reason it is not. Thread-safe.
+ */
+GLUCX_GLOO_API std::string CheckGlooBuild();
+
+/**
+ * The slot-to-tag mapping (exposed for tests): Gloo slots are 64 bits, glucx tags 48.
+ * Slots below 2^47 (p2p tags, Context::nextSlot counters) map to themselves; collective slots
+ * built by gloo::Slot (prefix in bits 56-63, tag in 24-55, delta in 0-7, bits 8-23 zero) with a
+ * prefix below 128 map to bit 47 | prefix << 40 | tag << 8 | delta. The map is one-to-one.
+ * @throws gloo::EnforceNotMet for any other slot (naming it).
+ */
+GLUCX_GLOO_API std::uint64_t SlotToTag(std::uint64_t slot);
+
+} // namespace gloo
+} // namespace glucx
+
+#endif

@@ -1,0 +1,252 @@
+/*
+ * The Gloo device: a glucx context, the interface choice, the libgloo build check and the
+ * slot-to-tag mapping.
+ */
+#include "shim.h"
+
+#include <arpa/inet.h>
+#include <elf.h>
+#include <ifaddrs.h>
+#include <link.h>
+#include <net/if.h>
+#include <netdb.h>
+
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+
+namespace glucx
+{
+namespace gloo
+{
+
+std::string lastError()
+{
+    const char *t = glucx_last_error();
+    return t != nullptr && t[0] != '\0' ? std::string(t) : std::string("(no message)");
+}
+
+/* ---- slot mapping ------------------------------------------------------------------------ */
+
+std::uint64_t SlotToTag(std::uint64_t slot)
+{
+    const std::uint64_t kDirect = std::uint64_t(1) << 47;
+    if (slot < kDirect)
+        return slot;
+    const std::uint64_t prefix = slot >> 56;
+    const std::uint64_t middle = (slot >> 8) & 0xffff; /* bits 8-23: zero in gloo::Slot */
+    GLOO_ENFORCE(prefix < 128 && middle == 0, "glucx: Gloo slot 0x", std::hex, slot,
+                 " is neither below 2^47 nor a gloo::Slot (prefix < 128, bits 8-23 zero): it has "
+                 "no 48-bit glucx tag");
+    const std::uint64_t tag = (slot >> 24) & 0xffffffffu;
+    return kDirect | (prefix << 40) | (tag << 8) | (slot & 0xff);
+}
+
+/* ---- libgloo build check ----------------------------------------------------------------- */
+
+namespace
+{
+
+struct BuildIdSearch {
+    std::string path;
+    std::string id;
+};
+
+std::string hex(const unsigned char *p, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    std::string s;
+    for (size_t i = 0; i < n; i++) {
+        s += digits[p[i] >> 4];
+        s += digits[p[i] & 15];
+    }
+    return s;
+}
+
+int findGloo(struct dl_phdr_info *info, size_t, void *arg)
+{
+    auto *out = static_cast<BuildIdSearch *>(arg);
+    const char *name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+    const char *base = std::strrchr(name, '/');
+    base = base != nullptr ? base + 1 : name;
+    if (std::strncmp(base, "libgloo.so", 10) != 0)
+        return 0;
+    out->path = name;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+        if (ph.p_type != PT_NOTE)
+            continue;
+        const unsigned char *p =
+            reinterpret_cast<const unsigned char *>(info->dlpi_addr + ph.p_vaddr);
+        size_t left = ph.p_memsz;
+        while (left >= sizeof(ElfW(Nhdr))) {
+            const auto *nh = reinterpret_cast<const ElfW(Nhdr) *>(p);
+            size_t namesz = (nh->n_namesz + 3) & ~size_t(3);
+            size_t descsz = (nh->n_descsz + 3) & ~size_t(3);
+            size_t total = sizeof(*nh) + namesz + descsz;
+            if (total > left)
+                break;
+            const char *nname = reinterpret_cast<const char *>(p + sizeof(*nh));
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+                std::memcmp(nname, "GNU", 4) == 0) {
+                out->id = hex(p + sizeof(*nh) + namesz, nh->n_descsz);
+                return 1;
+            }
+            p += total;
+            left -= total;
+        }
+    }
+    return 1;
+}
+
+} // namespace
+
+std::string CheckGlooBuild()
+{
+    BuildIdSearch found;
+    dl_iterate_phdr(findGloo, &found);
+    if (found.path.empty())
+        return "libgloo is not loaded in this process (the glucx Gloo shim needs the libgloo "
+               "it was built against: " GLUCX_GLOO_LIB ")";
+    if (found.id != GLUCX_GLOO_BUILD_ID)
+        return "the glucx Gloo shim was built against " GLUCX_GLOO_LIB
+               " (build id " GLUCX_GLOO_BUILD_ID ") but this process runs " +
+               found.path + " (build id " + (found.id.empty() ? "unknown" : found.id) +
+               "): Gloo's transport classes differ between builds; rebuild glucx against the "
+               "libgloo you run";
+    return std::string();
+}
+
+/* ---- interface choice -------------------------------------------------------------------- */
+
+namespace
+{
+
+/* The interface that holds @p host's address ("lo" for loopback), or "" if none does. */
+std::string interfaceOfHost(const std::string &host)
+{
+    struct addrinfo hints;
+    std::memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    struct addrinfo *res = nullptr;
+    int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+    GLOO_ENFORCE(rc == 0, "glucx: cannot resolve host name '", host, "': ", gai_strerror(rc));
+    struct ifaddrs *ifs = nullptr;
+    if (getifaddrs(&ifs) != 0) {
+        freeaddrinfo(res);
+        return "";
+    }
+    std::string found;
+    for (struct addrinfo *a = res; a != nullptr && found.empty(); a = a->ai_next) {
+        if (a->ai_family == AF_INET) {
+            auto *sin = reinterpret_cast<const struct sockaddr_in *>(a->ai_addr);
+            if ((ntohl(sin->sin_addr.s_addr) >> 24) == 127) {
+                found = "lo"; /* any 127/8 address is routed through loopback */
+                break;
+            }
+        } else if (a->ai_family == AF_INET6) {
+            auto *sin6 = reinterpret_cast<const struct sockaddr_in6 *>(a->ai_addr);
+            if (IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr)) {
+                found = "lo";
+                break;
+            }
+        }
+        for (struct ifaddrs *i = ifs; i != nullptr; i = i->ifa_next) {
+            if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != a->ai_family)
+                continue;
+            bool same = false;
+            if (a->ai_family == AF_INET)
+                same = reinterpret_cast<const struct sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr ==
+                       reinterpret_cast<const struct sockaddr_in *>(a->ai_addr)->sin_addr.s_addr;
+            else
+                same = std::memcmp(
+                           &reinterpret_cast<const struct sockaddr_in6 *>(i->ifa_addr)->sin6_addr,
+                           &reinterpret_cast<const struct sockaddr_in6 *>(a->ai_addr)->sin6_addr,
+                           sizeof(struct in6_addr)) == 0;
+            if (same) {
+                found = i->ifa_name;
+                break;
+            }
+        }
+    }
+    freeifaddrs(ifs);
+    freeaddrinfo(res);
+    return found;
+}
+
+} // namespace
+
+/* ---- device ------------------------------------------------------------------------------ */
+
+Device::Device(glucx_context_t *ctx, std::string netDevices)
+    : ctx_(ctx), netDevices_(std::move(netDevices))
+{
+}
+
+Device::~Device()
+{
+    glucx_context_destroy(ctx_);
+}
+
+std::string Device::str() const
+{
+    return "glucx " + std::string(glucx_version()) +
+           " (UCX; network devices: " + (netDevices_.empty() ? "all" : netDevices_) + ")";
+}
+
+const std::string &Device::getPCIBusID() const
+{
+    return busId_;
+}
+
+std::shared_ptr<::gloo::transport::Context> Device::createContext(int rank, int size)
+{
+    GLOO_ENFORCE(size >= 1 && size <= GLUCX_COMM_SIZE_MAX && rank >= 0 && rank < size,
+                 "glucx: createContext: rank ", rank, " / size ", size, " out of range");
+    return std::make_shared<Context>(shared_from_this(), rank, size);
+}
+
+std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a)
+{
+    std::string why = CheckGlooBuild();
+    if (!why.empty())
+        GLOO_THROW_IO_EXCEPTION("glucx: ", why);
+    std::string net;
+    if (!a.iface.empty()) {
+        GLOO_ENFORCE(if_nametoindex(a.iface.c_str()) != 0, "glucx: network interface '", a.iface,
+                     "' does not exist on this host");
+        net = a.iface;
+    } else if (!a.hostname.empty()) {
+        net = interfaceOfHost(a.hostname);
+        GLOO_ENFORCE(!net.empty(), "glucx: host name '", a.hostname,
+                     "' does not resolve to an address of a local interface");
+    }
+    glucx_context_params_t params;
+    std::memset(&params, 0, sizeof(params));
+    if (!net.empty()) {
+        params.field_mask = GLUCX_CONTEXT_PARAM_NET_DEVICES;
+        params.net_devices = net.c_str();
+    }
+    glucx_context_t *ctx = nullptr;
+    glucx_status_t st = glucx_context_create(&params, &ctx);
+    if (st != GLUCX_OK)
+        GLOO_THROW_IO_EXCEPTION("glucx: cannot create a context (network devices: ",
+                                net.empty() ? "all" : net, "): ", lastError());
+    return std::make_shared<Device>(ctx, net);
+}
+
+/* ---- address ----------------------------------------------------------------------------- */
+
+std::string Address::str() const
+{
+    std::ostringstream s;
+    s << "glucx address record (" << bytes_.size() << " bytes)";
+    return s.str();
+}
+
+} // namespace gloo
+} // namespace glucx
