@@ -297,7 +297,7 @@ void glucx_request_free(glucx_request_t *req)
 }
 
 glucx_status_t glucx_request_wait_any(glucx_request_t *const *reqs, size_t n, int64_t timeout_ms,
-                                      size_t *index_p)
+                                      const unsigned *since, size_t *index_p)
 {
     enum { STACK = 16 };
     if (reqs == NULL || n == 0 || n > INT32_MAX || index_p == NULL)
@@ -315,8 +315,9 @@ glucx_status_t glucx_request_wait_any(glucx_request_t *const *reqs, size_t n, in
     }
     if (comm->tx->ops->wait_any == NULL)
         return glucx_error(GLUCX_ERR_UNSUPPORTED, "request_wait_any: transport cannot");
-    /* Read the wake generation first: a wake after this point interrupts the wait. */
-    unsigned gen = atomic_load_explicit(&comm->tx->wake_gen, memory_order_acquire);
+    /* A wake after the caller's read (or after this point) interrupts the wait. */
+    unsigned gen =
+        since != NULL ? *since : atomic_load_explicit(&comm->tx->wake_gen, memory_order_acquire);
     glucx_tx_req_t *stack[STACK];
     glucx_tx_req_t **t = n <= STACK ? stack : malloc(n * sizeof(*t));
     if (t == NULL)
@@ -351,6 +352,13 @@ glucx_status_t glucx_request_wait_any(glucx_request_t *const *reqs, size_t n, in
     if (t != stack)
         free(t);
     return st;
+}
+
+unsigned glucx_comm_wake_count(const glucx_comm_t *comm)
+{
+    if (comm == NULL || comm->tx == NULL)
+        return 0;
+    return atomic_load_explicit(&((glucx_tx_t *)comm->tx)->wake_gen, memory_order_acquire);
 }
 
 void glucx_comm_wake(glucx_comm_t *comm)

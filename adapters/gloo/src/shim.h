@@ -172,6 +172,7 @@ class UnboundBuffer final : public ::gloo::transport::UnboundBuffer
 
     size_t checkRange(const char *op, size_t offset, size_t nbytes) const;
     char *at(size_t offset, size_t nbytes) const;
+    unsigned wakeCount();
     void post(Op op);
     bool wait(bool isRecv, int *rank, std::chrono::milliseconds timeout);
     /* Move completed operations of one direction to its done list; throws on a failed one.

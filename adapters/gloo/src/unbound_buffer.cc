@@ -191,6 +191,8 @@ bool UnboundBuffer::wait(bool isRecv, int *rank, std::chrono::milliseconds timeo
             done.pop_front();
             return true;
         }
+        /* Read before the abort flag: an abort after this read wakes the wait below. */
+        unsigned wakes = wakeCount();
         if (aborted) {
             aborted = false;
             return false;
@@ -223,14 +225,23 @@ bool UnboundBuffer::wait(bool isRecv, int *rank, std::chrono::milliseconds timeo
         lk.unlock();
         size_t index = 0;
         /* +1 ms: glucx's own timeout must not beat ours, whose message is more specific. */
-        glucx_status_t st = glucx_request_wait_any(reqs.data(), reqs.size(),
-                                                   static_cast<int64_t>(left.count()) + 1, &index);
+        glucx_status_t st = glucx_request_wait_any(
+            reqs.data(), reqs.size(), static_cast<int64_t>(left.count()) + 1, &wakes, &index);
         std::string text = st == GLUCX_ERR_TIMEOUT ? lastError() : std::string();
         lk.lock();
         driving = false;
         cv_.notify_all();
         if (st == GLUCX_ERR_TIMEOUT)
             context_->fail("glucx: rank " + std::to_string(context_->rank) + ": " + text);
+    }
+}
+
+unsigned UnboundBuffer::wakeCount()
+{
+    try {
+        return glucx_comm_wake_count(context_->comm());
+    } catch (...) {
+        return 0; /* not connected or failed: the wait throws before it blocks */
     }
 }
 

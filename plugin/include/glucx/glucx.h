@@ -408,6 +408,10 @@ GLUCX_API glucx_status_t glucx_request_wait(glucx_request_t *request, int64_t ti
  * Several threads may wait at once, on the same or different requests.
  * @param requests  array of @p n requests (borrowed for the call).
  * @param timeout_ms as glucx_request_wait(): < 0 means the communicator's timeout.
+ * @param since     a value of glucx_comm_wake_count() read earlier: any wake after that read
+ *                  interrupts this wait, even one that came before this call (so a caller that
+ *                  checks its own "aborted" flag, then waits, cannot miss a wake in between).
+ *                  NULL: only wakes during the call count.
  * @param index_p   receives the lowest index of a complete request when GLUCX_OK is returned
  *                  (its own status is then given by glucx_request_test()).
  * @return GLUCX_OK; GLUCX_INPROGRESS (woken by glucx_comm_wake(), none complete);
@@ -417,7 +421,8 @@ GLUCX_API glucx_status_t glucx_request_wait(glucx_request_t *request, int64_t ti
  *         different communicators).
  */
 GLUCX_API glucx_status_t glucx_request_wait_any(glucx_request_t *const *requests, size_t n,
-                                                int64_t timeout_ms, size_t *index_p);
+                                                int64_t timeout_ms, const unsigned *since,
+                                                size_t *index_p);
 
 /**
  * Wake every thread blocked in glucx_request_wait_any() on @p comm: each returns
@@ -426,6 +431,12 @@ GLUCX_API glucx_status_t glucx_request_wait_any(glucx_request_t *const *requests
  * abortWaitRecv). Thread-safe; NULL is accepted.
  */
 GLUCX_API void glucx_comm_wake(glucx_comm_t *comm);
+
+/**
+ * Number of glucx_comm_wake() calls on @p comm so far (wrapping), to pass to
+ * glucx_request_wait_any() as @p since. Thread-safe; 0 for NULL.
+ */
+GLUCX_API unsigned glucx_comm_wake_count(const glucx_comm_t *comm);
 
 /**
  * Cancel a receive that has not matched yet; it then completes with GLUCX_ERR_ABORTED. A send
