@@ -17,13 +17,30 @@ $(BUILD)/CMakeCache.txt:
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The Python package (adapters/torch: glucx, its extension, the start-up hook that registers the
+# Gloo device "UCX", a torchrun for the venv) installed in a venv that sees Debian's torch.
+# Re-installed when the package's sources or the libraries staged from $(BUILD) change.
+PYTHON ?= /usr/bin/python3
+VENV   ?= .venv
+.PHONY: venv
+venv: build
+	@$(MAKE) --no-print-directory $(VENV)/.glucx-installed  # sees what `build` staged
+$(VENV)/bin/python:
+	$(PYTHON) -m venv --system-site-packages $(VENV)
+$(VENV)/.glucx-installed: $(VENV)/bin/python \
+		$(shell find adapters/torch -type f -not -path '*/__pycache__/*' 2>/dev/null) \
+		$(wildcard $(BUILD)/adapters/torch/glucx/*)
+	GLUCX_BUILD_DIR=$(abspath $(BUILD)) $(VENV)/bin/python -m pip install -q --no-build-isolation \
+		--no-index --no-deps --force-reinstall ./adapters/torch
+	touch $@
+
 # Every test, through ctest.
-test: build
+test: build venv
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 # The same suite built with AddressSanitizer + UBSan (CI runs it).
 test-asan: deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGLUCX_SANITIZE=ON $(CMAKE_ARGS)
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGLUCX_SANITIZE=ON -DGLUCX_BUILD_TORCH=OFF $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) --timeout 900
 
@@ -39,10 +56,10 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cc' '*.cpp')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(VENV)
 
 # The main job. Until the training demo lands, it shows the library at work on 4 local ranks:
 # the UCX transport chosen per peer, the algorithm map, and a checked allreduce sweep.
-demo: build
+demo: build venv
 	$(BUILD)/plugin/tools/glucx-info --probe --ranks 4
 	$(BUILD)/plugin/tools/glucx-bench --ranks 4 --coll allreduce -b 1K -e 4M -f 4 --check 1
