@@ -44,7 +44,6 @@ static glucx_status_t precheck(glucx_comm_t *comm, const glucx_coll_args_t *args
     glucx_status_t st = glucx_coll_args_check(args, comm->rank, comm->size);
     if (st != GLUCX_OK)
         return st;
-    glucx_stats_add_coll();
     if (opts != NULL) {
         if ((opts->field_mask & GLUCX_COLL_OPT_ALGORITHM) && opts->algorithm != NULL &&
             find_alg(args->coll, opts->algorithm) < 0)
@@ -59,6 +58,7 @@ static glucx_status_t precheck(glucx_comm_t *comm, const glucx_coll_args_t *args
     if (failed != GLUCX_OK)
         return glucx_error(failed, "%s: communicator '%s' failed earlier: %s",
                            glucx_coll_name(args->coll), comm->name, comm->tx->failure);
+    glucx_stats_add_coll();
     return GLUCX_OK;
 }
 

@@ -27,6 +27,10 @@ static const case_entry_t cases[] = {
     {"waitcpu", itest_case_waitcpu, NULL},
     {"leaks", itest_case_leaks, NULL},
     {"create", itest_case_create, NULL},
+    {"twostep", itest_case_twostep, NULL},
+    {"twostep_waitany", itest_case_twostep_waitany, NULL},
+    {"twostep_wake", itest_case_twostep_wake, NULL},
+    {"twostep_stats", itest_case_twostep_stats, NULL},
 };
 
 typedef struct run_arg {
