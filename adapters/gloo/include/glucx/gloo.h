@@ -19,6 +19,11 @@
  * Gloo's class-template algorithms such as AllreduceRing<T>) throws gloo::EnforceNotMet
  * ("unsupported").
  *
+ * Pair addresses are this rank's glucx record (UCX worker address, host identity, settings
+ * digest): a few hundred bytes, more than gloo::transport::Address::kMaxByteSize (192), which
+ * only gloo::rendezvous::ContextFactory relies on (it also needs the bound-buffer API).
+ * connectFullMesh, which PyTorch uses, carries addresses of any length.
+ *
  * Errors are Gloo's exceptions: gloo::IoException for timeouts, dead peers and transport
  * failures (the message names the operation, sizes and peer), gloo::EnforceNotMet for invalid
  * arguments. A timeout or a failure fails the whole context: every later operation on it

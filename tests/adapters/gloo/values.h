@@ -1,0 +1,132 @@
+/*
+ * Test data whose reductions are exact: every element is an integer k (from a hash of a seed,
+ * the contributing rank and the index) scaled by a power of two, with |k| small enough that a
+ * sum of up to 8 contributions is exactly representable in the type. Expected results are
+ * computed from the integers (int64 arithmetic), never by repeating the floating-point additions
+ * the transport performed, so they are independent of the reduction order and compared exactly.
+ */
+#ifndef GLUCX_TEST_GLOO_VALUES_H
+#define GLUCX_TEST_GLOO_VALUES_H
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "harness.h"
+
+namespace glucx_test
+{
+
+template <typename T> struct Dtype;
+/* int32: |k| < 2^27, so 8 terms stay below 2^30 */
+template <> struct Dtype<int32_t> {
+    static constexpr const char *kName = "int";
+    static constexpr int kBits = 27;
+    static constexpr int kExp = 0;
+};
+/* float: |k| < 2^20 scaled by 2^-4: 8 terms need at most 24 significant bits */
+template <> struct Dtype<float> {
+    static constexpr const char *kName = "float";
+    static constexpr int kBits = 20;
+    static constexpr int kExp = 4;
+};
+/* double: |k| < 2^49 scaled by 2^-20: 8 terms need at most 53 significant bits */
+template <> struct Dtype<double> {
+    static constexpr const char *kName = "double";
+    static constexpr int kBits = 49;
+    static constexpr int kExp = 20;
+};
+
+inline uint64_t Mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+/** The integer behind element i of rank's data for seed, in [-2^bits, 2^bits). */
+inline int64_t Gen(int bits, uint64_t seed, int rank, uint64_t i)
+{
+    uint64_t h = Mix64(Mix64(seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(rank) + 1) + i);
+    return static_cast<int64_t>(h & ((uint64_t(1) << (bits + 1)) - 1)) - (int64_t(1) << bits);
+}
+
+/** The T represented by integer k (k scaled by 2^-kExp). */
+template <typename T> T FromInt(int64_t k)
+{
+    if constexpr (std::is_integral_v<T>)
+        return static_cast<T>(k);
+    else
+        return static_cast<T>(std::ldexp(static_cast<double>(k), -Dtype<T>::kExp));
+}
+
+template <typename T> int64_t GenT(uint64_t seed, int rank, uint64_t i)
+{
+    return Gen(Dtype<T>::kBits, seed, rank, i);
+}
+
+/** Element i of rank's data for seed. */
+template <typename T> T Value(uint64_t seed, int rank, uint64_t i)
+{
+    return FromInt<T>(GenT<T>(seed, rank, i));
+}
+
+template <typename T> std::vector<T> Values(uint64_t seed, int rank, size_t n)
+{
+    std::vector<T> v(n);
+    for (size_t i = 0; i < n; i++)
+        v[i] = Value<T>(seed, rank, i);
+    return v;
+}
+
+/** A value no test data takes (outside the generated range), to detect unwritten elements. */
+template <typename T> T Poison()
+{
+    return FromInt<T>((int64_t(1) << (Dtype<T>::kBits + 3)) + 1);
+}
+
+/** Elementwise sum, the reduction function handed to Gloo. */
+template <typename T> void Sum(void *c, const void *a, const void *b, size_t n)
+{
+    T *cc = static_cast<T *>(c);
+    const T *aa = static_cast<const T *>(a);
+    const T *bb = static_cast<const T *>(b);
+    for (size_t i = 0; i < n; i++)
+        cc[i] = aa[i] + bb[i];
+}
+
+template <typename T> bool SameBits(T a, T b)
+{
+    return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+/**
+ * Check got[0..n) against expect(i), exactly (bitwise); the message names what, the first
+ * mismatches and how many elements differ.
+ */
+template <typename T, typename F>
+void CheckArray(const T *got, size_t n, F expect, const std::string &what)
+{
+    size_t bad = 0;
+    std::string first;
+    for (size_t i = 0; i < n; i++) {
+        T e = expect(i);
+        if (!SameBits(got[i], e)) {
+            if (bad < 3)
+                first += Str(" [", i, "] got ", +got[i], " expected ", +e, ";");
+            bad++;
+        }
+    }
+    RANK_CHECK(bad == 0, what, ": ", bad, " of ", n, " elements differ:", first);
+}
+
+} // namespace glucx_test
+
+#endif
