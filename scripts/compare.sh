@@ -2,7 +2,9 @@
 # Compare glucx with Open MPI and with Gloo's TCP transport (through PyTorch) on this machine,
 # in one run: float32 collectives over 1 KiB .. 16 MiB, plus single-thread memcpy bandwidth as
 # the yardstick. Prints one table per collective (a row per size) with the time and busbw of each
-# library, the ratios glucx/OpenMPI and glucx/GlooTCP, and glucx busbw / memcpy bandwidth.
+# library, the ratios glucx/OpenMPI and glucx/GlooTCP, and glucx busbw / memcpy bandwidth; then a
+# PyTorch-level table per collective: the same torch.distributed sweep over Gloo's TCP transport
+# and over glucx (GLOO_DEVICE_TRANSPORT=UCX), with the ratio per size.
 #
 # usage: scripts/compare.sh [RANKS] [options]
 #   RANKS                 number of ranks (default 2)
@@ -14,6 +16,8 @@
 #   -o, --out DIR         where raw outputs and table.md go (default DIR/compare-<timestamp>)
 #   -r, --repeat K        run every library K times, interleaved, and report the median time
 #                         per size (default 3; the machines are shared and single runs vary)
+#   --venv DIR            venv with the glucx Python package, for the Gloo-over-glucx sweep
+#                         (default $GLUCX_VENV or <repo>/.venv; made by `make venv`)
 #   --no-install          do not run scripts/install-deps.sh bench
 #
 # What runs (same sizes, iteration rule and timing rule everywhere: 64 MiB/size iterations
@@ -25,10 +29,13 @@
 #            excludes the UCX PML; spelled out so a local config cannot change it), with
 #            Open MPI's default binding (one core per rank); glucx and Gloo ranks are not pinned
 #   GlooTCP  scripts/bench/torch_gloo.py: torch.multiprocessing.spawn, init_process_group("gloo")
-#            on tcp://127.0.0.1, GLOO_SOCKET_IFNAME=lo
+#            on tcp://127.0.0.1, GLOO_SOCKET_IFNAME=lo, Debian's python3 (or $PYTHON)
+#   GlooUCX  the same script with --transport ucx, run by the venv's python: the same PyTorch
+#            Gloo backend with GLOO_DEVICE_TRANSPORT=UCX, i.e. glucx's transport under Gloo's
+#            own algorithms (the script fails if glucx's counters do not show the traffic)
 #   memcpy   scripts/bench/memcpy_bw.c, one thread, same sizes
-# Total runtime on a 2-core machine: about 40 s for allreduce with 3 runs (Gloo's small
-# messages dominate), about 1.5 minutes for all three collectives.
+# Total runtime on a 2-core machine: about 1 minute for allreduce with 3 runs (Gloo's small
+# messages dominate), about 2.5 minutes for all three collectives.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,6 +44,7 @@ colls="allreduce"
 min=1024
 max=$((16 << 20))
 build=${GLUCX_BUILD_DIR:-$repo/build}
+venv=${GLUCX_VENV:-$repo/.venv}
 out=""
 install=1
 repeat=3
@@ -52,6 +60,7 @@ while [ $# -gt 0 ]; do
     -B|--build) build=$2; shift 2 ;;
     -o|--out) out=$2; shift 2 ;;
     -r|--repeat) repeat=$2; shift 2 ;;
+    --venv) venv=$2; shift 2 ;;
     --no-install) install=0; shift ;;
     -h|--help) usage 0 ;;
     [0-9]*) ranks=$1; shift ;;
@@ -74,6 +83,12 @@ py=${PYTHON:-/usr/bin/python3}
 "$py" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null ||
   die "$py cannot import torch with Gloo (install python3-torch, or set PYTHON)"
 command -v mpicc >/dev/null && command -v mpirun >/dev/null || die "mpicc/mpirun not found"
+# The venv of `make venv`: Debian's torch plus the glucx package, whose start-up hook registers
+# the Gloo device "UCX".
+vpy="$venv/bin/python"
+[ -x "$vpy" ] || die "no venv python at $vpy: run \`make venv\` (or pass --venv DIR)"
+"$vpy" -c 'import torch.distributed as d, glucx; assert d.is_gloo_available()' 2>/dev/null ||
+  die "$vpy cannot import torch and glucx: run \`make venv\`"
 
 bench="$build/plugin/tools/glucx-bench"
 if [ ! -x "$bench" ]; then
@@ -97,6 +112,8 @@ cc -O2 -o "$build/bench/memcpy_bw" "$repo/scripts/bench/memcpy_bw.c"
   echo "# ucx: $(ucx_info -v 2>/dev/null | sed -n 's/^# *//p' | head -1 || echo '?')"
   echo "# open mpi: $(mpirun --version 2>/dev/null | head -1)"
   echo "# torch: $("$py" -c 'import torch; print(torch.__version__)')"
+  echo "# glucx package (Gloo over glucx): $("$vpy" -c \
+       'import glucx, os; print(glucx.version(), "from", os.path.dirname(glucx.__file__))')"
   echo "# ranks: $ranks, sizes $min..$max bytes x2, collectives: $colls, $repeat interleaved runs each (median)"
   echo "# load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out/versions.txt"
@@ -122,6 +139,10 @@ for c in $colls; do
     GLOO_SOCKET_IFNAME=lo "$py" "$repo/scripts/bench/torch_gloo.py" --ranks "$ranks" --coll "$c" \
       --min "$min" --max "$max" > "$out/gloo_$c.$k.txt" ||
       die "torch_gloo.py failed (output in $out/gloo_$c.$k.txt)"
+    echo "compare.sh: $c, run $k/$repeat: Gloo over glucx" >&2
+    GLOO_SOCKET_IFNAME=lo "$vpy" "$repo/scripts/bench/torch_gloo.py" --ranks "$ranks" --coll "$c" \
+      --min "$min" --max "$max" --transport ucx > "$out/glooucx_$c.$k.txt" ||
+      die "torch_gloo.py --transport ucx failed (output in $out/glooucx_$c.$k.txt)"
   done
 done
 # shellcheck disable=SC2086

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Merge the outputs of scripts/compare.sh into one table per collective.
 
-Inputs (one directory): glucx_<coll>.<k>.txt (glucx-bench rows), mpi_<coll>.<k>.txt and
-gloo_<coll>.<k>.txt ("size time_us" rows) for runs k = 1..K, and memcpy.txt ("size GB/s" rows).
-Comment lines start with '#'. The time of a size is the median over the K runs. Prints text
-tables and writes <dir>/table.md (Markdown, for docs/perf.md).
+Inputs (one directory): glucx_<coll>.<k>.txt (glucx-bench rows), mpi_<coll>.<k>.txt,
+gloo_<coll>.<k>.txt (PyTorch Gloo over TCP) and glooucx_<coll>.<k>.txt (PyTorch Gloo over glucx)
+("size time_us" rows) for runs k = 1..K, and memcpy.txt ("size GB/s" rows). Comment lines start
+with '#'. The time of a size is the median over the K runs. Prints text tables and writes
+<dir>/table.md (Markdown, for docs/perf.md): per collective, the library table, then, when the
+glooucx files exist, the PyTorch-level table (the same torch.distributed sweep over Gloo's TCP
+transport and over glucx; "glucx speedup" = Gloo-TCP time / Gloo-glucx time).
 
 busbw = size / time x factor (allreduce 2(n-1)/n; allgather, alltoall (n-1)/n), the same rule
 glucx-bench prints, applied here to every library's time so the columns are comparable.
@@ -138,6 +141,71 @@ def table(d, coll, n):
     return head, rows, summary
 
 
+def torch_table(d, coll, n):
+    """PyTorch Gloo backend over TCP vs over glucx: rows and summary, or None without data."""
+    ucx_files = runs(d, f"glooucx_{coll}")
+    if not ucx_files:
+        return None
+    t, t_all = median_pairs(runs(d, f"gloo_{coll}"))
+    u, u_all = median_pairs(ucx_files)
+    fac = FACTOR[coll](n)
+
+    def bw(size, us):
+        return size / (us * 1e3) * fac if us else float("nan")
+
+    # one ratio: at a given size, TCP time / glucx time is also glucx busbw / TCP busbw
+    head = ["size", "Gloo-TCP us", "Gloo-TCP busbw", "Gloo-glucx us", "Gloo-glucx busbw",
+            "glucx speedup"]
+    rows = []
+    summary = {"small": [], "large": []}
+    for size in sorted(set(t) | set(u)):
+        tt, ut = t.get(size), u.get(size)
+        tb, ub = bw(size, tt), bw(size, ut)
+        speedup = ratio(tt, ut)
+        rows.append([fmt_size(size), f"{tt:.2f}" if tt else "-", f"{tb:.3f}",
+                     f"{ut:.2f}" if ut else "-", f"{ub:.3f}", f"{speedup:.2f}"])
+        if size <= 4096 and tt and ut:
+            summary["small"].append((size, speedup))
+        if (1 << 20) <= size <= (16 << 20) and tt and ut:
+            summary["large"].append((size, speedup))
+
+    def spread(all_runs):
+        worst = 1.0
+        for v in all_runs.values():
+            if len(v) > 1 and min(v) > 0:
+                worst = max(worst, max(v) / min(v))
+        return worst
+    summary["spread"] = (spread(t_all), spread(u_all),
+                         max((len(v) for v in u_all.values()), default=0))
+    return head, rows, summary
+
+
+def torch_verdicts(s, coll):
+    """Targets (allreduce only): <= 4 KiB latency at least 10x lower over glucx than over Gloo
+    TCP; 1-16 MiB busbw at least 3x higher."""
+    target = coll == "allreduce"
+
+    def verdict(ok, text):
+        return f" {text}: {'met' if ok else 'NOT met'}" if target else ""
+
+    lines = []
+    if s["small"]:
+        worst = min(s["small"], key=lambda x: x[1])
+        lines.append(f"<= 4 KiB time Gloo-TCP/Gloo-glucx min = {worst[1]:.2f} (at "
+                     f"{fmt_size(worst[0])}), max = {max(r for _, r in s['small']):.2f}"
+                     + verdict(worst[1] >= 10.0, "(target >= 10)"))
+    if s["large"]:
+        worst = min(s["large"], key=lambda x: x[1])
+        lines.append(f"1-16 MiB busbw Gloo-glucx/Gloo-TCP min = {worst[1]:.2f} (at "
+                     f"{fmt_size(worst[0])}), max = {max(r for _, r in s['large']):.2f}"
+                     + verdict(worst[1] >= 3.0, "(target >= 3)"))
+    t, u, k = s["spread"]
+    if k > 1:
+        lines.append(f"run-to-run spread over {k} runs (slowest/fastest, worst size): Gloo-TCP "
+                     f"{t:.2f}x, Gloo-glucx {u:.2f}x")
+    return lines
+
+
 def render_text(head, rows):
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
               for i, h in enumerate(head)]
@@ -200,6 +268,19 @@ def main():
             print("   " + v)
         md += [f"### {title}", "", render_md(head, rows), ""]
         md += [f"- {v}" for v in verdicts(s, coll)] + [""]
+        tt = torch_table(a.dir, coll, a.ranks)
+        if tt is None:
+            continue
+        head, rows, s = tt
+        title = (f"PyTorch {coll} (torch.distributed, gloo backend), float32"
+                 f"{' sum' if coll == 'allreduce' else ''}, {a.ranks} ranks: Gloo's TCP transport "
+                 f"vs glucx (GLOO_DEVICE_TRANSPORT=UCX) (time in us, busbw in GB/s)")
+        print(f"\n== {title}")
+        print(render_text(head, rows))
+        for v in torch_verdicts(s, coll):
+            print("   " + v)
+        md += [f"### {title}", "", render_md(head, rows), ""]
+        md += [f"- {v}" for v in torch_verdicts(s, coll)] + [""]
     with open(os.path.join(a.dir, "table.md"), "w") as f:
         f.write("\n".join(md))
     return 0

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Gloo's TCP transport through PyTorch: the third column of scripts/compare.sh.
+"""PyTorch's Gloo backend, over Gloo's TCP transport or over glucx: the Gloo columns of
+scripts/compare.sh.
 
 Times float32 dist.all_reduce (sum), all_gather or all_to_all_single on a "gloo" process group
 over 127.0.0.1, with the rules glucx-bench uses so the rows line up:
@@ -9,7 +10,16 @@ over 127.0.0.1, with the rules glucx-bench uses so the rows line up:
   - time: average per call on each rank, then the maximum over ranks, in microseconds.
 One call on known inputs is checked before timing.
 
+--transport tcp (default) leaves GLOO_DEVICE_TRANSPORT unset: Gloo's own TCP transport.
+--transport ucx sets GLOO_DEVICE_TRANSPORT=UCX: glucx's transport, registered by the glucx
+package's start-up hook, so run it with the interpreter of the venv that has the package
+(`make venv`; .venv/bin/python). The benchmark itself imports glucx only to read its counters:
+with ucx, the checked call must show up in glucx.stats() (at least the bytes the collective must
+send from this rank), and with tcp the counters, if glucx is importable at all, must not move;
+either way a sweep that did not run on the transport it names fails instead of printing numbers.
+
 usage: torch_gloo.py --ranks N --coll allreduce|allgather|alltoall --min BYTES --max BYTES
+                     [--transport tcp|ucx]
 output (rank 0): one line per size, "size time_us", after a '#' comment line.
 """
 import argparse
@@ -30,17 +40,43 @@ def free_port():
         return s.getsockname()[1]
 
 
+def glucx_counters(transport):
+    """glucx.stats (a function returning the counters dict), or None if glucx does not import
+    and that is allowed (tcp)."""
+    try:
+        import glucx
+    except ImportError as e:
+        if transport == "ucx":
+            print(f"torch_gloo: --transport ucx needs the glucx package ({e}); run with the "
+                  "venv's python after `make venv`", file=sys.stderr)
+            sys.exit(1)
+        return None
+    return glucx.stats
+
+
+def must_send(coll, nbytes, n):
+    """Bytes a rank must send in one call, whatever the algorithm: an allreduce rank's whole
+    input influences every other rank's result; allgather: its own block; alltoall: the blocks
+    for the other ranks."""
+    if coll == "allreduce":
+        return nbytes
+    return nbytes // n if coll == "allgather" else nbytes // n * (n - 1)
+
+
 def worker(rank, args, port):
     import torch
     import torch.distributed as dist
 
     torch.set_num_threads(1)
+    stats = glucx_counters(args.transport)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=args.ranks)
     n = args.ranks
     if rank == 0:
+        where = ("gloo tcp" if args.transport == "tcp"
+                 else "gloo over glucx (GLOO_DEVICE_TRANSPORT=UCX)")
         print(f"# torch_gloo {args.coll}, {n} ranks, f32, torch {torch.__version__}, "
-              f"gloo tcp on 127.0.0.1", flush=True)
+              f"{where} on 127.0.0.1", flush=True)
     size = args.min
     while size <= args.max:
         count = size // 4
@@ -51,6 +87,7 @@ def worker(rank, args, port):
         idx = torch.arange(count, dtype=torch.int64)
         # check one call on known inputs, then time calls on a buffer of zeros (in-place
         # allreduce keeps zeros, so values never overflow whatever the iteration count)
+        before = stats() if stats else None
         if args.coll == "allreduce":
             got = ((rank + 1) * 1000 + idx % 1000).float()
             want = sum(((r + 1) * 1000 + idx % 1000).float() for r in range(n))
@@ -80,12 +117,23 @@ def worker(rank, args, port):
             def op(x=x, out=out):
                 dist.all_to_all_single(out, x)
 
-        wrong = torch.tensor([int((got != want).sum())])
-        dist.all_reduce(wrong)
-        if int(wrong) != 0:
-            if rank == 0:
-                print(f"torch_gloo: {args.coll} of {nbytes} bytes: {int(wrong)} wrong elements",
+        # the transport check: did the checked call go through glucx (ucx) or not (tcp)?
+        bad_transport = 0
+        if before is not None:
+            sent = stats()["send_bytes"] - before["send_bytes"]
+            need = must_send(args.coll, nbytes, n) if n > 1 else 0
+            if (args.transport == "ucx" and sent < need) or (args.transport == "tcp" and sent):
+                bad_transport = 1
+                print(f"torch_gloo: rank {rank}: {args.coll} of {nbytes} bytes over "
+                      f"{args.transport}: glucx counted {sent} bytes sent, expected "
+                      f"{'at least ' + str(need) if args.transport == 'ucx' else 'none'}",
                       file=sys.stderr)
+        wrong = torch.tensor([int((got != want).sum()), bad_transport])
+        dist.all_reduce(wrong)
+        if int(wrong[0]) != 0 or int(wrong[1]) != 0:
+            if rank == 0:
+                print(f"torch_gloo: {args.coll} of {nbytes} bytes: {int(wrong[0])} wrong "
+                      f"elements, {int(wrong[1])} ranks on the wrong transport", file=sys.stderr)
             sys.exit(1)
         iters = iters_for(nbytes)
         for _ in range(max(5, iters // 10)):
@@ -109,10 +157,18 @@ def main():
     p.add_argument("--coll", choices=["allreduce", "allgather", "alltoall"], default="allreduce")
     p.add_argument("--min", type=int, default=1024)
     p.add_argument("--max", type=int, default=16 << 20)
+    p.add_argument("--transport", choices=["tcp", "ucx"], default="tcp",
+                   help="Gloo device transport: Gloo's TCP (default) or glucx (UCX)")
     args = p.parse_args()
     if args.ranks < 1 or args.min < 4 or args.max < args.min:
         p.error("need --ranks >= 1 and 4 <= --min <= --max")
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    # the spawned ranks inherit the environment; PyTorch reads it at the first Gloo device
+    if args.transport == "ucx":
+        glucx_counters("ucx")  # fail here, before starting ranks, if glucx is missing
+        os.environ["GLOO_DEVICE_TRANSPORT"] = "UCX"
+    else:
+        os.environ.pop("GLOO_DEVICE_TRANSPORT", None)
     import torch.multiprocessing as mp
     mp.spawn(worker, args=(args, free_port()), nprocs=args.ranks, join=True)
 

@@ -1,0 +1,85 @@
+"""Failures through ProcessGroupGloo over glucx: a collective that times out, and a killed rank.
+
+Times are only compared with the process group timeout the job itself configured: "promptly"
+means well inside that timeout, "no hang" means an error before the timeout has passed 1.5 times.
+"""
+import signal
+
+import pytest
+
+import gloo_harness
+
+TIMEOUT_S = 4
+
+
+@pytest.fixture(scope="module")
+def timeout_job(transport, counters_mode, tmp_path_factory):
+    out = tmp_path_factory.mktemp("timeout")
+    return gloo_harness.spawn("timeout", 2, str(out), transport, counters_mode,
+                              params={"timeout_s": TIMEOUT_S}, timeout_s=60)
+
+
+def test_timeout_raises_after_the_timeout(timeout_job):
+    timeout_job.assert_ok("warm-up")
+    timeout_job.assert_ok("skipped/times-out", ranks=[0])
+    rec = timeout_job.assert_ok("skipped/error", ranks=[0])[0]
+    # an error well before the timeout would come from something else than the timeout
+    assert rec["elapsed_s"] >= 0.8 * TIMEOUT_S, rec
+
+
+def test_next_collective_raises_promptly(timeout_job):
+    for name in ("next/raises", "next2/raises"):
+        timeout_job.assert_ok(name)
+    for name in ("next/error", "next2/error"):
+        rec = timeout_job.assert_ok(name, ranks=[0])[0]
+        assert rec["elapsed_s"] < 0.5 * TIMEOUT_S, (
+            f"rank 0's {name} after its timeout took {rec['elapsed_s']:.2f} s "
+            f"(timeout {TIMEOUT_S} s): {rec['detail']}")
+
+
+def test_peer_of_timed_out_rank_raises_promptly(timeout_job):
+    """Rank 1 skipped the collective; its next one must fail too (rank 0 has given up on the
+    group), and promptly: it must learn of rank 0's failure instead of timing out itself."""
+    for name in ("next/error", "next2/error"):
+        rec = timeout_job.assert_ok(name, ranks=[1])[1]
+        assert rec["elapsed_s"] < 0.5 * TIMEOUT_S, (
+            f"rank 1's {name} took {rec['elapsed_s']:.2f} s (timeout {TIMEOUT_S} s): "
+            f"{rec['detail']}")
+
+
+def test_timeout_job_exits(timeout_job):
+    timeout_job.assert_ok("exiting")
+    assert not timeout_job.hung, timeout_job.describe()
+
+
+KILL_TIMEOUT_S = 10
+VICTIM = 1
+
+
+@pytest.fixture(scope="module")
+def kill_job(transport, counters_mode, tmp_path_factory):
+    out = tmp_path_factory.mktemp("killed")
+    return gloo_harness.spawn("killed_rank", 4, str(out), transport, counters_mode,
+                              params={"victim": VICTIM, "timeout_s": KILL_TIMEOUT_S},
+                              timeout_s=90)
+
+
+SURVIVORS = [0, 2, 3]
+
+
+def test_killed_rank_died(kill_job):
+    kill_job.assert_ok("warm-up")
+    kill_job.assert_ok("victim/killing-itself", ranks=[VICTIM])
+    assert kill_job.exitcodes.get(VICTIM) == -signal.SIGKILL, kill_job.describe()
+
+
+def test_survivors_get_runtime_error_within_timeout(kill_job):
+    for k, what in enumerate(("all_reduce", "all_reduce", "barrier")):
+        kill_job.assert_ok(f"after-kill/{k}/{what}", ranks=SURVIVORS)
+    for r, rec in kill_job.assert_ok("after-kill/0/error", ranks=SURVIVORS).items():
+        assert rec["elapsed_s"] < 1.5 * KILL_TIMEOUT_S, (r, rec)
+
+
+def test_survivors_exit(kill_job):
+    kill_job.assert_ok("exiting", ranks=SURVIVORS)
+    assert not kill_job.hung, kill_job.describe()
