@@ -45,7 +45,7 @@ test-asan: deps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) --timeout 900
 
 # Collective benchmarks against Open MPI and Gloo TCP (see docs/perf.md).
-bench: build
+bench: build venv
 	@scripts/install-deps.sh bench
 	scripts/compare.sh
 
