@@ -71,6 +71,12 @@ static void shm_enabled(const char *tls, int *mm, int *cma)
     }
 }
 
+void glucx_tx_ucx_context_set_spin(glucx_ucx_context_t *uctx, int64_t spin_ns)
+{
+    if (uctx != NULL)
+        uctx->spin_ns = spin_ns < 0 ? 0 : spin_ns;
+}
+
 glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keepalive_ms,
                                            glucx_ucx_context_t **uctx_p)
 {
@@ -103,6 +109,7 @@ glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keep
         (st = config_set(cfg, "MM_ERROR_HANDLING", "y")) != GLUCX_OK)
         goto err_cfg;
     uctx->keepalive_ns = UCX_DEFAULT_KEEPALIVE_NS;
+    uctx->spin_ns = GLUCX_UCX_SPIN_NS;
     if (keepalive_ms > 0) {
         char value[32];
         snprintf(value, sizeof(value), "%" PRId64 "ms", keepalive_ms);
@@ -264,6 +271,7 @@ glucx_status_t glucx_tx_ucx_create(glucx_ucx_context_t *uctx, int rank, int size
     atomic_init(&tx->fail_pending, 0);
     atomic_init(&tx->torn_down, 0);
     tx->uctx = uctx;
+    tx->spin_ns = uctx->spin_ns;
     int64_t tick = uctx->keepalive_ns / 2;
     tx->tick_ns = tick < 10000000 ? 10000000 : tick > 1000000000 ? 1000000000 : tick;
     tx->eps = calloc((size_t)size, sizeof(*tx->eps));

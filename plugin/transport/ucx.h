@@ -119,6 +119,14 @@ typedef struct glucx_ucx_context glucx_ucx_context_t;
 glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keepalive_ms,
                                            glucx_ucx_context_t **uctx_p);
 
+/**
+ * Set how long waits poll before they sleep (@p spin_ns >= 0; default GLUCX_UCX_SPIN_NS) for
+ * transports created afterwards. While polling, a wait that finds nothing to do yields the core
+ * (sched_yield) so other runnable threads on it (another rank, the framework's own threads) are
+ * not starved when ranks outnumber cores. Not thread-safe with glucx_tx_ucx_create().
+ */
+void glucx_tx_ucx_context_set_spin(glucx_ucx_context_t *uctx, int64_t spin_ns);
+
 /** Destroy a context whose transports are all destroyed. NULL is a no-op. */
 void glucx_tx_ucx_context_destroy(glucx_ucx_context_t *uctx);
 

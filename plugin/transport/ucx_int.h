@@ -30,8 +30,11 @@
 #define GLUCX_UCX_CTRL_NOTICE UINT64_C(0) /**< failure notice (glucx_ucx_notice_t) */
 #define GLUCX_UCX_CTRL_HELLO UINT64_C(1)  /**< connect handshake (glucx_ucx_hello_t) */
 
-/** Spin this long (progressing) before sleeping on the worker's event descriptor. */
-#define GLUCX_UCX_SPIN_NS 30000
+/** Poll this long (progressing) before sleeping on the worker's event descriptor (default of
+ * GLUCX_SPIN_US). */
+#define GLUCX_UCX_SPIN_NS 200000
+/** The first part of the polling phase never yields the core (the peer is often this close). */
+#define GLUCX_UCX_SPIN_HOT_NS 2000
 /** Longest wait for failure notices to leave (fail()). */
 #define GLUCX_UCX_NOTICE_WAIT_NS 200000000LL
 /** Longest wait for force-closed endpoints and their requests to finish (fail()). */
@@ -63,6 +66,7 @@ enum glucx_ucx_req_kind {
 struct glucx_ucx_context {
     ucp_context_h ucp;
     int64_t keepalive_ns; /**< keepalive interval in force (UCX default when not configured) */
+    int64_t spin_ns;      /**< how long waits poll before sleeping */
     int shm;              /**< UCX_TLS lets a shared-memory transport in (mm or cma) */
 };
 
@@ -176,6 +180,7 @@ typedef struct glucx_ucx_tx {
     glucx_ucx_notice_t notice_buf; /**< outgoing notice (must outlive its sends) */
 
     int64_t tick_ns; /**< longest sleep before progressing again (keepalive) */
+    int64_t spin_ns; /**< how long waits poll before sleeping (from the context) */
 } glucx_ucx_tx_t;
 
 static inline glucx_ucx_tx_t *glucx_ucx_tx(glucx_tx_t *tx)

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -521,7 +522,9 @@ static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t
     for (int i = 0; i < n; i++)
         if (reqs[i] == NULL)
             return glucx_error(GLUCX_ERR_INVALID_ARG, "wait: reqs[%d] of %d is NULL", i, n);
-    int64_t spin_end = glucx_now_ns() + GLUCX_UCX_SPIN_NS;
+    const int64_t start = glucx_now_ns();
+    const int64_t spin_end = start + tx->spin_ns;
+    const int64_t hot_end = start + GLUCX_UCX_SPIN_HOT_NS;
     for (;;) {
         if (satisfied(tx, w))
             break;
@@ -547,8 +550,12 @@ static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t
         }
         if (now < spin_end) {
             pthread_mutex_lock(&tx->lock);
-            glucx_ucx_progress_locked(tx);
+            int events = glucx_ucx_progress_locked(tx);
             pthread_mutex_unlock(&tx->lock);
+            /* Nothing arrived: let another runnable thread on this core go first (the peer
+             * this wait depends on may be queued behind us when ranks outnumber cores). */
+            if (events == 0 && now >= hot_end)
+                sched_yield();
             continue;
         }
         block_once(tx, w, deadline_ns);

@@ -35,6 +35,21 @@ static const char *get(const char *name)
     return "";
 }
 
+static glucx_status_t parse_int(const char *name, int64_t min, int64_t max, const char *unit,
+                                int64_t *out)
+{
+    const char *v = get(name);
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || x < min || x > max)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "%s=%s: expected an integer number of %s in [%lld, %lld]", name, v, unit,
+                           (long long)min, (long long)max);
+    *out = x;
+    return GLUCX_OK;
+}
+
 static glucx_status_t parse_ms(const char *name, int64_t min, int64_t *out)
 {
     const char *v = get(name);
@@ -102,6 +117,9 @@ glucx_status_t glucx_config_read(glucx_config_t *c)
     st = parse_ms("GLUCX_KEEPALIVE_MS", 10, &c->keepalive_ms);
     if (st != GLUCX_OK)
         return st;
+    st = parse_int("GLUCX_SPIN_US", 0, 10000000, "microseconds", &c->spin_us);
+    if (st != GLUCX_OK)
+        return st;
     const char *level = get("GLUCX_LOG_LEVEL");
     static const char *const levels[] = {"error", "warn", "info", "debug", "trace"};
     int level_ok = 0;
@@ -129,8 +147,8 @@ glucx_status_t glucx_config_read(glucx_config_t *c)
             if (strlen(vars[i].name) == n && strncmp(vars[i].name, *e, n) == 0)
                 known = 1;
         if (!known)
-            glucx_warn("unknown variable %.*s is ignored (glucx-info lists the known ones)",
-                       (int)n, *e);
+            glucx_warn("unknown variable %.*s is ignored (glucx-info lists the known ones)", (int)n,
+                       *e);
     }
     return GLUCX_OK;
 }

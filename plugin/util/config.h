@@ -11,23 +11,27 @@
 #include <glucx/status.h>
 
 /* X(NAME, default, description) */
-#define GLUCX_CONFIG_MAP(X)                                                                \
-    X(GLUCX_LOG_LEVEL, "warn", "log level: error, warn, info, debug, trace")              \
-    X(GLUCX_TIMEOUT_MS, "300000",                                                          \
-      "default timeout of communicator creation and of every operation, milliseconds")    \
-    X(GLUCX_KEEPALIVE_MS, "1000",                                                          \
-      "UCX keepalive interval used to detect dead peers, milliseconds")                    \
-    X(GLUCX_TUNE, "",                                                                      \
-      "algorithm selection overrides: COLL[,COLL]:[LO-HI:]ALG entries joined by '#', "    \
-      "e.g. allreduce:0-4K:recursive_doubling#allreduce:4K-inf:ring")                      \
-    X(GLUCX_STORE, "", "rendezvous store for standalone programs: file:DIR or redis://HOST:PORT") \
-    X(GLUCX_CALIBRATION, "", "link-cost calibration file written by glucx-bench --calibrate") \
-    X(GLUCX_HOSTID, "",                                                                    \
+#define GLUCX_CONFIG_MAP(X)                                                                        \
+    X(GLUCX_LOG_LEVEL, "warn", "log level: error, warn, info, debug, trace")                       \
+    X(GLUCX_TIMEOUT_MS, "300000",                                                                  \
+      "default timeout of communicator creation and of every operation, milliseconds")             \
+    X(GLUCX_KEEPALIVE_MS, "1000",                                                                  \
+      "UCX keepalive interval used to detect dead peers, milliseconds")                            \
+    X(GLUCX_SPIN_US, "200",                                                                        \
+      "how long a waiting thread polls (yielding the core to other runnable threads) before "      \
+      "it sleeps on the transport's event descriptor, microseconds; 0 sleeps at once")             \
+    X(GLUCX_TUNE, "",                                                                              \
+      "algorithm selection overrides: COLL[,COLL]:[LO-HI:]ALG entries joined by '#', "             \
+      "e.g. allreduce:0-4K:recursive_doubling#allreduce:4K-inf:ring")                              \
+    X(GLUCX_STORE, "", "rendezvous store for standalone programs: file:DIR or redis://HOST:PORT")  \
+    X(GLUCX_CALIBRATION, "", "link-cost calibration file written by glucx-bench --calibrate")      \
+    X(GLUCX_HOSTID, "",                                                                            \
       "host identity used to group ranks into packages (default: hostname + boot id)")
 
 typedef struct glucx_config {
     int64_t timeout_ms;
     int64_t keepalive_ms;
+    int64_t spin_us;
     char tune[1024];
     char calibration[512];
 } glucx_config_t;
