@@ -7,8 +7,9 @@ set -euo pipefail
 
 build_pkgs=(gcc g++ make cmake pkg-config libucx-dev ucx-utils libhiredis-dev libgloo-dev
             libtorch-dev python3-torch python3-dev pybind11-dev python3-venv python3-setuptools
-            python3-pip python3-wheel)
-test_pkgs=(libcmocka-dev redis-server valgrind libgtest-dev python3-pytest iproute2)
+            python3-pip python3-wheel liblttng-ust-dev liblttng-ctl-dev)
+test_pkgs=(libcmocka-dev redis-server valgrind libgtest-dev python3-pytest iproute2 lttng-tools
+           babeltrace2 python3-bt2)
 bench_pkgs=(openmpi-bin libopenmpi-dev python3-torch python3-numpy)
 
 groups=("$@")

@@ -14,6 +14,7 @@
 #include "core/core.h"
 #include "util/error.h"
 #include "util/time.h"
+#include "util/tracepoint.h"
 
 #define RECORD_MAGIC "GLUCXR1"
 
@@ -259,7 +260,9 @@ glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records
     size_t *lens = calloc((size_t)size, sizeof(*lens));
     const char **hostids = calloc((size_t)size, sizeof(*hostids));
     void **copies = calloc((size_t)size, sizeof(*copies));
-    if (recs == NULL || addrs == NULL || lens == NULL || hostids == NULL || copies == NULL) {
+    size_t *lens_raw = calloc((size_t)size, sizeof(*lens_raw));
+    if (recs == NULL || addrs == NULL || lens == NULL || hostids == NULL || copies == NULL ||
+        lens_raw == NULL) {
         st = glucx_error(GLUCX_ERR_NO_MEMORY, "comm_connect: out of memory for %d ranks", size);
         goto out;
     }
@@ -283,11 +286,14 @@ glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records
             break;
         }
         memcpy(copies[r], rec, len);
+        lens_raw[r] = len;
         st = check_record(comm, r, copies[r], len, &recs[r]);
         addrs[r] = recs[r].addr;
         lens[r] = recs[r].addr_len;
         hostids[r] = recs[r].hostid;
     }
+    if (st == GLUCX_OK)
+        comm->trace_id = glucx_tp_comm_id(comm->name, size, (const void *const *)copies, lens_raw);
     if (st == GLUCX_OK)
         st = glucx_topo_create(size, hostids, comm->context->costs, &comm->topo);
     if (st == GLUCX_OK)
@@ -311,6 +317,7 @@ out:
         for (int r = 0; r < size; r++)
             free(copies[r]);
     free(copies);
+    free(lens_raw);
     free(recs);
     free(addrs);
     free(lens);

@@ -16,7 +16,7 @@
 struct glucx_context {
     glucx_config_t config;
     glucx_tune_t tune;
-    glucx_topo_t *costs;  /**< link-class costs (defaults or GLUCX_CALIBRATION), read once */
+    glucx_topo_t *costs; /**< link-class costs (defaults or GLUCX_CALIBRATION), read once */
     glucx_ucx_context_t *ucx;
 };
 
@@ -30,14 +30,15 @@ struct glucx_comm {
     glucx_tx_t *tx;
     glucx_topo_t *topo;
     glucx_select_t select;
-    atomic_uint coll_seq;      /**< next collective sequence number */
+    atomic_uint coll_seq; /**< next collective sequence number */
     char name[128];
-    int connected;             /**< set once glucx_comm_connect() succeeded */
-    void *record;              /**< prepared: this rank's address record (freed at connect) */
+    int connected;     /**< set once glucx_comm_connect() succeeded */
+    uint64_t trace_id; /**< comm id in trace events, equal on every rank (EVENTS.md) */
+    void *record;      /**< prepared: this rank's address record (freed at connect) */
     size_t record_len;
-    char digest[1300];         /**< settings digest, compared with every peer's */
+    char digest[1300]; /**< settings digest, compared with every peer's */
 
-    pthread_mutex_t lock;      /**< guards last_error and the collective thread's queue */
+    pthread_mutex_t lock; /**< guards last_error and the collective thread's queue */
     char last_error[1024];
 
     /* collective thread for glucx_coll_start(), started on first use */
@@ -45,18 +46,21 @@ struct glucx_comm {
     glucx_coll_job_t *queue_head, *queue_tail;
     int thread_started;
     int thread_stop;
-    int thread_busy;           /**< the collective thread is running a job */
+    int thread_busy; /**< the collective thread is running a job */
     pthread_t thread;
 };
+
+/** The comm struct carries the trace comm id (plugin/core/trace.c uses it). */
+#define GLUCX_COMM_HAS_TRACE_ID 1
 
 typedef enum { GLUCX_REQ_P2P, GLUCX_REQ_COLL } glucx_req_kind_t;
 
 struct glucx_request {
     glucx_req_kind_t kind;
     glucx_comm_t *comm;
-    glucx_tx_req_t tx;          /**< P2P: the transport request */
-    uint64_t user_tag;          /**< P2P: the tag the caller posted, for messages */
-    int counted;                /**< P2P receive: already added to the statistics */
+    glucx_tx_req_t tx; /**< P2P: the transport request */
+    uint64_t user_tag; /**< P2P: the tag the caller posted, for messages */
+    int counted;       /**< P2P receive: already added to the statistics */
     /* COLL: completion signalled by the collective thread */
     pthread_mutex_t lock;
     pthread_cond_t cond;

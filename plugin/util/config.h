@@ -20,6 +20,11 @@
     X(GLUCX_SPIN_US, "200",                                                                        \
       "how long a waiting thread polls (yielding the core to other runnable threads) before "      \
       "it sleeps on the transport's event descriptor, microseconds; 0 sleeps at once")             \
+    X(GLUCX_TRACE, "0",                                                                            \
+      "1: load the LTTng trace provider when libglucx loads, for sessions made with lttng by "     \
+      "hand (glucx-trace record does this itself)")                                                \
+    X(GLUCX_TRACE_PROVIDER, "",                                                                    \
+      "path of the trace provider to load instead of the default search")                          \
     X(GLUCX_TUNE, "",                                                                              \
       "algorithm selection overrides: COLL[,COLL]:[LO-HI:]ALG entries joined by '#', "             \
       "e.g. allreduce:0-4K:recursive_doubling#allreduce:4K-inf:ring")                              \

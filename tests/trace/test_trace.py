@@ -1,0 +1,645 @@
+#!/usr/bin/python3
+"""Trace round-trip tests: glucx-trace record around tests/trace/emit.c, read back with
+Babeltrace 2 (the bt2 Python bindings and the babeltrace2 CLI).
+
+    test_trace.py --bin-dir DIR --source-dir DIR --work DIR CASE
+
+CASE: record, levels, discard, off, errors, signal, bench. Every expected value is computed
+here from the formulas that emit.c documents, not read from the trace. Exit 0 = pass.
+"""
+import argparse
+import fcntl
+import os
+import pty
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import termios
+import time
+
+import bt2
+
+TIMEOUT = 60  # s, for any one command; ctest's timeout is the outer bound
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def run(cmd, env=None, timeout=TIMEOUT):
+    e = dict(os.environ)
+    e.pop("LD_PRELOAD", None)
+    e.pop("GLUCX_TRACE", None)
+    if env:
+        e.update(env)
+    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def kv(text):
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^([a-z_]+)=(.*)$", line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+# ---- reading traces --------------------------------------------------------------------------
+
+def value(field):
+    """A bt2 field as plain Python: ints, floats, str, lists; enums as (int, labels)."""
+    if isinstance(field, bt2._EnumerationFieldConst):
+        return (int(field), tuple(sorted(field.labels)))
+    if isinstance(field, bt2._IntegerFieldConst):
+        return int(field)
+    if isinstance(field, bt2._RealFieldConst):
+        return float(field)
+    if isinstance(field, bt2._StringFieldConst):
+        return str(field)
+    if isinstance(field, bt2._ArrayFieldConst):
+        return [value(f) for f in field]
+    raise Failure("unexpected field type %s" % type(field).__name__)
+
+
+def read_trace(path):
+    """(events, discarded): events as dicts with name, fields (ordered, no _length fields),
+    vpid, vtid, field classes by name."""
+    events, discarded = [], 0
+    for msg in bt2.TraceCollectionMessageIterator(path):
+        if type(msg) is bt2._DiscardedEventsMessageConst:
+            discarded += msg.count if msg.count is not None else 0
+        if type(msg) is not bt2._EventMessageConst:
+            continue
+        ev = msg.event
+        ctx = ev.common_context_field
+        fields = [(k, value(v)) for k, v in ev.payload_field.items() if not k.startswith("_")]
+        events.append({
+            "name": ev.name,
+            "fields": fields,
+            "vpid": int(ctx["vpid"]) if ctx is not None and "vpid" in ctx else None,
+            "vtid": int(ctx["vtid"]) if ctx is not None and "vtid" in ctx else None,
+            "classes": {k: v.cls for k, v in ev.payload_field.items()},
+        })
+    return events, discarded
+
+
+def babeltrace2_cli(path):
+    """Run the babeltrace2 CLI: (event lines, discarded events from its warnings)."""
+    rc, out, err = run(["babeltrace2", path])
+    check(rc == 0, "babeltrace2 %s failed (%d): %s" % (path, rc, err[-2000:]))
+    lines = [l for l in out.splitlines() if " glucx:" in l]
+    discarded = sum(int(m) for m in re.findall(r"Tracer discarded (\d+) events?\b", err))
+    return lines, discarded
+
+
+# ---- independent expectations ------------------------------------------------------------------
+
+M64 = (1 << 64) - 1
+
+
+def comm_id(name, records):
+    """EVENTS.md, "Communicator id"."""
+    h = 0xcbf29ce484222325
+
+    def feed(data):
+        nonlocal h
+        for b in data:
+            h = ((h ^ b) * 0x100000001b3) & M64
+
+    feed(name.encode())
+    feed(b"\0")
+    feed(len(records).to_bytes(4, "little"))
+    for rec in records:
+        feed(len(rec).to_bytes(4, "little"))
+        feed(rec)
+    h = ((h ^ (h >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    h = ((h ^ (h >> 27)) * 0x94d049bb133111eb) & M64
+    h ^= h >> 31
+    return h if h != 0 else 1
+
+
+def parse_xmap(path, macro):
+    """Entries X(...) of an X-macro list in a C header, as lists of argument strings."""
+    lines = open(path).read().splitlines()
+    starts = [i for i, l in enumerate(lines) if l.startswith("#define %s(X)" % macro)]
+    check(len(starts) == 1, "%s not found in %s" % (macro, path))
+    entries = []
+    i = starts[0]
+    while lines[i].rstrip().endswith("\\") and i + 1 < len(lines):
+        i += 1
+        e = re.search(r"\bX\((.*)\)", lines[i])
+        if e:
+            entries.append([x.strip() for x in e.group(1).split(",", 2)])
+    check(entries, "no entries in %s" % macro)
+    return entries
+
+
+class Enums:
+    """Enumerations from the source headers (X-macro lists): label -> value."""
+
+    def __init__(self, src):
+        inc = os.path.join(src, "plugin/include/glucx")
+        ids = os.path.join(src, "trace/include/glucx_tp/ids.h")
+        self.coll = {e[1]: i for i, e in enumerate(parse_xmap(os.path.join(inc, "glucx.h"),
+                                                              "GLUCX_COLL_MAP"))}
+        self.dtype = {e[1]: i for i, e in enumerate(parse_xmap(os.path.join(inc, "types.h"),
+                                                               "GLUCX_DTYPE_MAP"))}
+        self.op = {e[1]: i for i, e in enumerate(parse_xmap(os.path.join(inc, "types.h"),
+                                                            "GLUCX_OP_MAP"))}
+        self.status = {e[0]: int(e[1]) for e in parse_xmap(os.path.join(inc, "status.h"),
+                                                           "GLUCX_STATUS_MAP")}
+        self.alg = {e[1]: int(e[2]) for e in parse_xmap(ids, "GLUCX_TP_ALG_MAP")}
+        self.alg["none"] = -1
+        self.kind = {e[1]: int(e[2]) for e in parse_xmap(ids, "GLUCX_TP_DECISION_MAP")}
+        self.site = {e[1]: int(e[2]) for e in parse_xmap(ids, "GLUCX_TP_WAIT_MAP")}
+
+    def e(self, table, label):
+        return (getattr(self, table)[label], (label,))
+
+
+def expected_events(r, n, en, framework_comm):
+    """Every event emit.c's emit_all(r, n) records, in order: (name, [(field, value)...])."""
+    c = comm_id("glucx-trace-test", [("record-of-rank-%d" % i).encode() for i in range(n)])
+    k = r + 1
+    nxt, prv = (r + 1) % n, (r + n - 1) % n
+    seq = 100 + r
+    tag = (1 << 63) | (seq << 32) | (3 << 16) | 0xabc
+    head = [("comm_id", c), ("rank", r)]
+    xfer = lambda step, peer, link, t, b: head + [("seq", seq), ("step", step), ("peer", peer),
+                                                  ("link", link), ("tag", t), ("bytes", b)]
+    coll = lambda status: head + [
+        ("seq", seq), ("coll", en.e("coll", "allgather")), ("bytes", 8192 * k),
+        ("dtype", en.e("dtype", "f32")), ("op", en.e("op", "sum")), ("root", -1),
+        ("alg", en.e("alg", "ring")), ("status", en.e("status", status))]
+    reduce = head + [("seq", seq), ("bytes", 4096 * k), ("dtype", en.e("dtype", "bf16")),
+                     ("op", en.e("op", "max"))]
+    wait = lambda status: head + [("site", en.e("site", "coll")), ("seq", seq),
+                                  ("req", 0xdeadbeef00 + r), ("nreqs", 2),
+                                  ("status", en.e("status", status))]
+    fc = c if framework_comm else 0
+    fw = [("comm_id", fc), ("rank", r)]
+    return [
+        ("comm_init", head + [("size", n), ("package", r % 2), ("npackages", min(n, 2)),
+                              ("name", "glucx-trace-test"), ("host", "host-%d" % r),
+                              ("topo_digest", 0x1234567890abcdef ^ r)]),
+        ("link", head + [("link_id", r * n + nxt), ("src", r), ("dst", nxt), ("dim", 1),
+                         ("bandwidth_Bps", 1.25e9 * k), ("latency_ns", 1500.5 + r),
+                         ("transport", "posix")]),
+        ("select_map", head + [("coll", en.e("coll", "allreduce")),
+                               ("lo", [0, 4096, 1 << 20]), ("hi", [4096, 1 << 20, M64]),
+                               ("alg", [en.alg["recursive_doubling"], en.alg["rabenseifner"],
+                                        en.alg["ring"]]),
+                               ("forced", [0, 1, 0])]),
+        ("coll_begin", coll("INPROGRESS")),
+        ("sched_decision", head + [("seq", seq), ("kind", en.e("kind", "algorithm")),
+                                   ("chosen", en.alg["ring"]),
+                                   ("alt_ids", [en.alg["ring"], en.alg["recursive_doubling"],
+                                                en.alg["bruck"]]),
+                                   ("alt_cost_ns", [1000 + r, 25000, 1 << 40]),
+                                   ("reason", "selection map")]),
+        ("send_begin", xfer(3, nxt, r * n + nxt, tag, 4096 * k)),
+        ("recv_begin", xfer(4, -1, -1, tag + (1 << 16), 65536)),
+        ("send_end", xfer(3, nxt, r * n + nxt, tag, 4096 * k)),
+        ("recv_end", xfer(4, prv, prv * n + r, tag + (1 << 16), 4096 * (prv + 1))),
+        ("reduce_begin", reduce),
+        ("reduce_end", reduce),
+        ("wait_begin", wait("INPROGRESS")),
+        ("wait_end", wait("OK")),
+        ("coll_end", coll("OK" if r == 0 else "ERR_TIMEOUT")),
+        ("error", head + [("status", en.e("status", "ERR_PEER_FAILED")),
+                          ("text", "rank %d: peer %d failed during allgather" % (r, nxt))]),
+        ("iteration_begin", fw + [("iteration", 5 + r)]),
+        ("compute_begin", fw + [("phase", "backward"), ("id", 2)]),
+        ("bucket_ready", fw + [("bucket", 3), ("bytes", (1 << 20) * k)]),
+        ("compute_end", fw + [("phase", "backward"), ("id", 2)]),
+        ("iteration_end", fw + [("iteration", 5 + r)]),
+        ("iteration_begin", [("comm_id", 0), ("rank", -1), ("iteration", 999)]),
+    ]
+
+
+def catalog_from_list(glucx_trace):
+    rc, out, err = run([glucx_trace, "list"])
+    check(rc == 0, "glucx-trace list failed: %s" % err)
+    cat = {}
+    for line in out.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        parts = line.split()
+        cat[parts[0]] = (parts[1], [f.rstrip("[]") for f in parts[2:]])
+    return cat
+
+
+def catalog_from_events_md(path):
+    """{event: [fields]} from the '### `name`' sections of EVENTS.md."""
+    cat, current = {}, []
+    in_events = False
+    for line in open(path):
+        if line.startswith("## "):
+            in_events = line.strip() == "## Events"
+            current = []
+            continue
+        if not in_events:
+            continue
+        if line.startswith("### "):
+            current = re.findall(r"`([a-z_]+)`", line)
+            for name in current:
+                cat[name] = []
+            continue
+        m = re.match(r"^\| `([a-zA-Z_]+)` \|", line)
+        if m and current:
+            for name in current:
+                cat[name].append(m.group(1))
+    return cat
+
+
+def compare_fields(got, want, where):
+    check([k for k, _ in got] == [k for k, _ in want],
+          "%s: fields %s, expected %s" % (where, [k for k, _ in got], [k for k, _ in want]))
+    for (k, g), (_, w) in zip(got, want):
+        if isinstance(w, float):
+            check(isinstance(g, float) and abs(g - w) <= 1e-9 * abs(w),
+                  "%s.%s = %r, expected %r" % (where, k, g, w))
+        else:
+            check(g == w, "%s.%s = %r, expected %r" % (where, k, g, w))
+
+
+def record(a, out_dir, command, extra=(), env=None):
+    rc, out, err = run([a.glucx_trace, "record", "-o", out_dir, *extra, "--", *command], env=env)
+    return rc, out, err
+
+
+# ---- cases -------------------------------------------------------------------------------------
+
+def case_record(a):
+    n = 2
+    d = fresh_dir(os.path.join(a.work, "record"))
+    rc, out, err = record(a, d, [a.emit, "record", str(n)])
+    check(rc == 0, "record exited %d: %s" % (rc, err))
+    info = kv(out)
+    check(info.get("enabled") == "1" and info.get("provider") == "1",
+          "tracing not active in the traced program: %s" % out)
+    check("0 events discarded" in err, "no loss report in: %s" % err)
+    framework_comm = info.get("framework_comm_id") == "core"
+
+    events, discarded = read_trace(d)
+    check(discarded == 0, "%d events discarded in a small trace" % discarded)
+    en = Enums(a.source_dir)
+
+    # per process (vpid): the exact sequence emit_all() records
+    by_pid = {}
+    for ev in events:
+        check(ev["vpid"] is not None and ev["vtid"] is not None,
+              "%s has no vpid/vtid context" % ev["name"])
+        by_pid.setdefault(ev["vpid"], []).append(ev)
+    check(len(by_pid) == n, "events from %d processes, expected %d (forked ranks traced?): %s"
+          % (len(by_pid), n, sorted(by_pid)))
+    check(int(info["pid"]) in by_pid, "no events from the parent process %s" % info["pid"])
+    seen = set()
+    for pid, evs in by_pid.items():
+        r = dict(evs[0]["fields"])["rank"]
+        want = expected_events(r, n, en, framework_comm)
+        check(len(evs) == len(want), "pid %d (rank %d): %d events, expected %d: %s"
+              % (pid, r, len(evs), len(want), [e["name"] for e in evs]))
+        for ev, (name, fields) in zip(evs, want):
+            check(ev["name"] == "glucx:" + name, "pid %d: %s where %s was expected"
+                  % (pid, ev["name"], name))
+            check(ev["vtid"] == pid, "%s: vtid %d in a single-threaded process %d"
+                  % (name, ev["vtid"], pid))
+            compare_fields(ev["fields"], fields, "rank %d %s" % (r, name))
+            seen.add(name)
+        if r == 0:
+            check(pid == int(info["pid"]), "rank 0 is not the parent process")
+
+    # the catalog: glucx-trace list, EVENTS.md and the trace agree
+    listed = catalog_from_list(a.glucx_trace)
+    documented = catalog_from_events_md(os.path.join(a.source_dir, "trace/EVENTS.md"))
+    check(set(listed) == seen, "glucx-trace list %s vs recorded %s" % (sorted(listed), sorted(seen)))
+    check(set(documented) == seen, "EVENTS.md %s vs recorded %s" % (sorted(documented), sorted(seen)))
+    for ev in events:
+        name = ev["name"].split(":")[1]
+        names = [k for k, _ in ev["fields"]]
+        check(listed[name][1] == names, "list fields of %s: %s vs trace %s"
+              % (name, listed[name][1], names))
+        check(documented[name] == names, "EVENTS.md fields of %s: %s vs trace %s"
+              % (name, documented[name], names))
+
+    # every enumeration's mappings in the metadata = the source lists
+    tables = {"coll": "coll", "dtype": "dtype", "op": "op", "status": "status", "alg": "alg",
+              "kind": "kind", "site": "site"}
+    checked = set()
+    for ev in events:
+        for fname, cls in ev["classes"].items():
+            if fname in tables and isinstance(cls, bt2._EnumerationFieldClassConst):
+                got = {label: [(rg.lower, rg.upper) for rg in m.ranges]
+                       for label, m in cls.items()}
+                want = {label: [(v, v)] for label, v in getattr(en, tables[fname]).items()}
+                check(got == want, "enum %s of %s: %s, expected %s" % (fname, ev["name"], got, want))
+                checked.add(fname)
+    check(checked == set(tables), "enumerations not seen: %s" % (set(tables) - checked))
+
+    # the babeltrace2 CLI reads the same events
+    lines, cli_discarded = babeltrace2_cli(d)
+    check(len(lines) == len(events) and cli_discarded == 0,
+          "babeltrace2 CLI: %d events, %d discarded; bt2: %d" % (len(lines), cli_discarded,
+                                                                  len(events)))
+    print("record: %d events from %d processes, all fields as emitted" % (len(events), n))
+
+
+def names_in(path):
+    events, _ = read_trace(path)
+    return {e["name"].split(":")[1] for e in events}
+
+
+def case_levels(a):
+    listed = catalog_from_list(a.glucx_trace)
+    coll = {name for name, (lvl, _) in listed.items() if lvl == "coll"}
+    check(coll and coll != set(listed), "level coll must be a proper subset: %s" % coll)
+    d = fresh_dir(os.path.join(a.work, "level-coll"))
+    rc, out, err = record(a, d, [a.emit, "record", "2"], ["--level", "coll"])
+    check(rc == 0, "record --level coll exited %d: %s" % (rc, err))
+    got = names_in(d)
+    check(got == coll, "--level coll recorded %s, expected %s" % (sorted(got), sorted(coll)))
+
+    d = fresh_dir(os.path.join(a.work, "events"))
+    rc, out, err = record(a, d, [a.emit, "record", "1"],
+                          ["--events", "send_begin,glucx:error,bucket_ready"])
+    check(rc == 0, "record --events exited %d: %s" % (rc, err))
+    got = names_in(d)
+    check(got == {"send_begin", "error", "bucket_ready"}, "--events recorded %s" % sorted(got))
+    print("levels: coll = %d events, --events exact" % len(coll))
+
+
+def case_discard(a):
+    n, count = 2, 100000
+    d = fresh_dir(os.path.join(a.work, "discard"))
+    rc, out, err = record(a, d, [a.emit, "burst", str(n), str(count)], ["--buffer-size", "8K"])
+    check(rc == 0, "record with tiny buffers exited %d: %s" % (rc, err))
+    m = re.search(r"(\d+) events discarded", err)
+    check(m is not None, "no discarded-events report: %s" % err)
+    reported = int(m.group(1))
+    check(reported > 0, "tiny buffers but no discarded event reported: %s" % err)
+    events, discarded = read_trace(d)
+    lines, cli_discarded = babeltrace2_cli(d)
+    check(discarded == reported and cli_discarded == reported,
+          "discarded: glucx-trace %d, bt2 %d, babeltrace2 CLI %d" % (reported, discarded,
+                                                                      cli_discarded))
+    check(len(events) + reported == n * count,
+          "%d recorded + %d discarded != %d emitted" % (len(events), reported, n * count))
+    check(len(lines) == len(events), "CLI %d events vs bt2 %d" % (len(lines), len(events)))
+    print("discard: %d of %d events discarded and reported" % (reported, n * count))
+
+
+def case_off(a):
+    # compiled in, not requested: no liblttng-ust, no provider, tracing reports off
+    rc, out, err = run([a.emit, "maps"])
+    info = kv(out)
+    check(rc == 0 and info.get("compiled") == "1", "emit maps failed: %s %s" % (out, err))
+    check(info["map_lttng_ust"] == "0" and info["map_provider"] == "0",
+          "liblttng-ust or the provider mapped without tracing requested: %s" % out)
+    check(info["enabled"] == "0" and info["provider"] == "0", "tracing reported on: %s" % out)
+    check(info["threads"] == "1", "threads started without tracing requested: %s" % out)
+    # compiled out: nothing of LTTng at all
+    rc, out, err = run([a.emit_off, "maps"])
+    info = kv(out)
+    check(rc == 0 and info.get("compiled") == "0", "emit_off maps failed: %s %s" % (out, err))
+    check(info["map_any_lttng"] == "0", "LTTng mapped with tracing compiled out: %s" % out)
+    # GLUCX_TRACE=1 loads the provider (and with it liblttng-ust) without LD_PRELOAD
+    rc, out, err = run([a.emit, "maps"], env={"GLUCX_TRACE": "1",
+                                              "LTTNG_UST_REGISTER_TIMEOUT": "0"})
+    info = kv(out)
+    check(rc == 0 and info["provider"] == "1" and info["map_provider"] == "1" and
+          info["map_lttng_ust"] == "1", "GLUCX_TRACE=1 did not load the provider: %s %s"
+          % (out, err))
+    rc, out, err = run([a.emit, "maps"], env={"GLUCX_TRACE": "1",
+                                              "GLUCX_TRACE_PROVIDER": "/nonexistent/p.so",
+                                              "LTTNG_UST_REGISTER_TIMEOUT": "0"})
+    check(rc == 0 and kv(out)["provider"] == "0" and "/nonexistent/p.so" in err,
+          "a wrong GLUCX_TRACE_PROVIDER is not reported: %s %s" % (out, err))
+    # libglucx itself does not depend on liblttng-ust
+    rc, out, err = run(["readelf", "-d", a.libglucx])
+    check(rc == 0 and "NEEDED" in out, "readelf -d %s failed: %s" % (a.libglucx, err))
+    check("lttng" not in out, "libglucx has an LTTng dependency:\n%s" % out)
+    print("off: no liblttng-ust without tracing requested; provider on GLUCX_TRACE=1")
+
+
+def case_errors(a):
+    d = os.path.join(a.work, "errors")
+    fresh_dir(d)
+    os.makedirs(os.path.join(d, "full", "x"))
+    rc, out, err = record(a, os.path.join(d, "full"), ["true"])
+    check(rc == 127 and "not empty" in err, "non-empty -o accepted (%d): %s" % (rc, err))
+    rc, out, err = record(a, os.path.join(d, "e1"), ["true"], ["--events", "send_begin,nope"])
+    check(rc == 2 and "nope" in err, "unknown event accepted (%d): %s" % (rc, err))
+    rc, out, err = run([a.glucx_trace, "record", "-o", os.path.join(d, "e2")])
+    check(rc == 2 and "no command" in err, "missing command accepted (%d): %s" % (rc, err))
+    rc, out, err = record(a, os.path.join(d, "e3"), ["true"], ["--level", "most"])
+    check(rc == 2 and "coll or full" in err, "bad level accepted (%d): %s" % (rc, err))
+    rc, out, err = record(a, os.path.join(d, "e4"), ["true"], env={
+        "GLUCX_TRACE_PROVIDER": "/nonexistent/provider.so"})
+    check(rc == 127 and "/nonexistent/provider.so" in err, "missing provider (%d): %s" % (rc, err))
+    # LTTng missing: a liblttng-ctl.so.0 that is not a library
+    fake = os.path.join(d, "fake-lib")
+    os.makedirs(fake)
+    with open(os.path.join(fake, "liblttng-ctl.so.0"), "w") as f:
+        f.write("not a library\n")
+    rc, out, err = record(a, os.path.join(d, "e5"), ["true"], env={"LD_LIBRARY_PATH": fake})
+    check(rc == 127 and "LTTng is not installed" in err and "lttng-tools" in err,
+          "missing liblttng-ctl not reported clearly (%d): %s" % (rc, err))
+    # no session daemon and none in PATH (only checkable when none runs already)
+    if not sessiond_running():
+        rc, out, err = record(a, os.path.join(d, "e6"), ["true"], env={"PATH": "/nonexistent"})
+        check(rc == 127 and "lttng-sessiond not found" in err and "lttng-tools" in err,
+              "missing lttng-sessiond not reported clearly (%d): %s" % (rc, err))
+    # the command's exit status is returned, and the session is cleaned up
+    rc, out, err = record(a, os.path.join(d, "exit3"), ["sh", "-c", "exit 3"])
+    check(rc == 3, "command exit status 3 returned as %d: %s" % (rc, err))
+    check("trace written to" in err, "no trace report after a failing command: %s" % err)
+    check_sessiond_stopped(err)
+    rc, out, err = record(a, os.path.join(d, "noexec"), ["/nonexistent/cmd"])
+    check(rc == 127 and "cannot run /nonexistent/cmd" in err, "exec failure (%d): %s" % (rc, err))
+    print("errors: all reported clearly")
+
+
+def sessiond_running():
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = open("/proc/%s/stat" % pid).read()
+        except OSError:
+            continue
+        name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2]
+        if name == "lttng-sessiond" and state != "Z":
+            return True
+    return False
+
+
+def check_sessiond_stopped(err):
+    m = re.search(r"started lttng-sessiond \(pid (\d+)\)", err)
+    if m:  # it started one: that process must be gone
+        check(not os.path.exists("/proc/%s" % m.group(1)) or
+              open("/proc/%s/stat" % m.group(1)).read().split()[2] == "Z",
+              "lttng-sessiond %s still runs after glucx-trace ended" % m.group(1))
+
+
+def case_signal(a):
+    d = fresh_dir(os.path.join(a.work, "signal"))
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    cmd = [a.glucx_trace, "record", "-o", d, "--", "sh", "-c",
+           '"$0" record 1 && echo emitted && exec sleep 50', a.emit]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        line = ""
+        while time.monotonic() < deadline:  # bounded: the command prints "emitted" once traced
+            line = p.stdout.readline()
+            if line == "" or line.strip() == "emitted":
+                break
+        check(line.strip() == "emitted", "the traced command did not start")
+        p.send_signal(signal.SIGTERM)  # like a job scheduler: glucx-trace forwards it
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    check(p.returncode == 128 + signal.SIGTERM,
+          "glucx-trace exited %d after SIGTERM, expected %d: %s" % (p.returncode,
+                                                                    128 + signal.SIGTERM, err))
+    check("trace written to" in err, "no trace report after SIGTERM: %s" % err)
+    check_sessiond_stopped(err)
+    got = names_in(d)
+    check("comm_init" in got and "error" in got, "events before the signal lost: %s" % sorted(got))
+    print("signal: SIGTERM forwarded, session finished, %d event kinds kept" % len(got))
+    case_ctrl_c(a)
+
+
+def case_ctrl_c(a):
+    """Ctrl-C in a terminal: the tty sends SIGINT to the whole foreground process group;
+    glucx-trace must survive it, not forward it a second time, and finish the trace."""
+    d = fresh_dir(os.path.join(a.work, "ctrl-c"))
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    master, slave = pty.openpty()
+
+    def become_tty_owner():  # new session whose controlling terminal is the pty
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    cmd = [a.glucx_trace, "record", "-o", d, "--", "sh", "-c",
+           '"$0" record 1 >/dev/null && echo emitted && exec sleep 50', a.emit]
+    p = subprocess.Popen(cmd, env=env, stdin=slave, stdout=slave, stderr=slave,
+                         preexec_fn=become_tty_owner)
+    os.close(slave)
+    output = b""
+    try:
+        deadline = time.monotonic() + 30
+        while b"emitted" not in output and time.monotonic() < deadline:
+            r, _, _ = select.select([master], [], [], 1.0)
+            if r:
+                try:
+                    output += os.read(master, 4096)
+                except OSError:
+                    break
+        check(b"emitted" in output, "the traced command did not start: %r" % output)
+        os.write(master, b"\x03")  # the terminal's interrupt character
+        deadline = time.monotonic() + 30
+        while p.poll() is None and time.monotonic() < deadline:
+            r, _, _ = select.select([master], [], [], 0.5)
+            if r:
+                try:
+                    output += os.read(master, 4096)
+                except OSError:
+                    pass
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+        os.close(master)
+    text = output.decode(errors="replace")
+    check(p.returncode == 128 + signal.SIGINT,
+          "glucx-trace exited %d after Ctrl-C, expected %d: %s" % (p.returncode,
+                                                                   128 + signal.SIGINT, text))
+    check("trace written to" in text, "no trace report after Ctrl-C: %s" % text)
+    check_sessiond_stopped(text)
+    got = names_in(d)
+    check("comm_init" in got, "events before Ctrl-C lost: %s" % sorted(got))
+    print("ctrl-c: glucx-trace survived the terminal's SIGINT and finished the trace")
+
+
+def case_bench(a):
+    iters = str(a.bench_iters)
+    rows = []
+    rc, out, err = run([a.emit, "bench", iters])
+    check(rc == 0, "bench failed: %s" % err)
+    rows.append(("no provider", kv(out)))
+    rc, out, err = run([a.emit, "bench", iters], env={"GLUCX_TRACE": "1",
+                                                     "LTTNG_UST_REGISTER_TIMEOUT": "0"})
+    check(rc == 0, "bench failed: %s" % err)
+    rows.append(("provider, no session", kv(out)))
+    d = fresh_dir(os.path.join(a.work, "bench"))
+    rc, out, err = record(a, d, [a.emit, "bench", iters],
+                          ["--events", "send_begin", "--buffer-size", "256M"])
+    check(rc == 0, "bench under glucx-trace failed: %s" % err)
+    rows.append(("session, send_begin recorded", kv(out)))
+    m = re.search(r"(\d+) events discarded", err)
+    check(m is not None, "no loss report: %s" % err)
+    for label, r in rows:
+        for key in ("bench_loop_ns", "bench_idle_site_ns", "bench_send_begin_site_ns"):
+            check(key in r, "%s: %s missing" % (label, key))
+            float(r[key])
+    check(rows[0][1]["bench_send_begin_enabled"] == "0" and
+          rows[1][1]["bench_send_begin_enabled"] == "0" and
+          rows[2][1]["bench_send_begin_enabled"] == "1", "enabled flags wrong: %s" % rows)
+    check(rows[1][1]["provider"] == "1", "GLUCX_TRACE=1 did not load the provider")
+    print("%-30s %12s %14s %18s" % ("bench (%s iterations)" % iters, "loop ns", "idle site ns",
+                                    "send_begin site ns"))
+    for label, r in rows:
+        print("%-30s %12s %14s %18s" % (label, r["bench_loop_ns"], r["bench_idle_site_ns"],
+                                        r["bench_send_begin_site_ns"]))
+    print("bench: discarded during the recorded run: %s" % m.group(1))
+
+
+CASES = {"record": case_record, "levels": case_levels, "discard": case_discard, "off": case_off,
+         "errors": case_errors, "signal": case_signal, "bench": case_bench}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--glucx-trace", required=True)
+    p.add_argument("--emit", required=True)
+    p.add_argument("--emit-off", required=True)
+    p.add_argument("--libglucx", required=True)
+    p.add_argument("--source-dir", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--bench-iters", type=int, default=200000)
+    p.add_argument("case", choices=sorted(CASES))
+    a = p.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    try:
+        CASES[a.case](a)
+    except Failure as e:
+        print("FAIL %s: %s" % (a.case, e), file=sys.stderr)
+        return 1
+    except subprocess.TimeoutExpired as e:
+        print("FAIL %s: timed out: %s" % (a.case, e), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

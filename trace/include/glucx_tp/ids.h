@@ -1,0 +1,80 @@
+/**
+ * @file glucx_tp/ids.h
+ * @brief Integer codes of the glucx trace events that have no public glucx enum: algorithms,
+ *        decision kinds and wait sites. Plain C, no LTTng: included by the provider header
+ *        (which turns each list into an LTTng enumeration) and by plugin/util/tracepoint.h.
+ *
+ * The values are part of the trace format (trace/EVENTS.md): never renumber, only append.
+ * Collectives, dtypes, ops and statuses use the public enums (GLUCX_COLL_MAP, GLUCX_DTYPE_MAP,
+ * GLUCX_OP_MAP, GLUCX_STATUS_MAP) directly.
+ */
+#ifndef GLUCX_TP_IDS_H
+#define GLUCX_TP_IDS_H
+
+#include <stdint.h>
+
+/**
+ * Algorithms, by the name their rows carry in the collective tables (plugin/coll/<kind>/).
+ * One id per name across collectives ("ring" is the same id for allreduce and allgather): the
+ * collective field of the event says which ring. X(NAME, name, value).
+ */
+#define GLUCX_TP_ALG_MAP(X)                                                                        \
+    X(RING, ring, 0)                                                                               \
+    X(RECURSIVE_DOUBLING, recursive_doubling, 1)                                                   \
+    X(RABENSEIFNER, rabenseifner, 2)                                                               \
+    X(BRUCK, bruck, 3)                                                                             \
+    X(PAIRWISE, pairwise, 4)                                                                       \
+    X(LINEAR, linear, 5)                                                                           \
+    X(DISSEMINATION, dissemination, 6)                                                             \
+    X(BINOMIAL, binomial, 7)                                                                       \
+    X(SCATTER_ALLGATHER, scatter_allgather, 8)                                                     \
+    X(REDUCE_SCATTER_GATHER, reduce_scatter_gather, 9)                                             \
+    X(HALVING, halving, 10)
+
+/** Algorithm id of an event that has none (unknown name, no algorithm chosen yet). */
+#define GLUCX_TP_ALG_NONE (-1)
+
+enum {
+#define GLUCX_TP_ALG_ENUM_(name, lname, value) GLUCX_TP_ALG_##name = (value),
+    GLUCX_TP_ALG_MAP(GLUCX_TP_ALG_ENUM_)
+#undef GLUCX_TP_ALG_ENUM_
+};
+
+/**
+ * What a sched_decision event decides. X(NAME, name, value).
+ * - ALGORITHM: the algorithm of one collective (selection map, GLUCX_TUNE or the per-call
+ *   override); options are algorithm ids.
+ * - FALLBACK: the algorithm chosen before answered "unsupported"; the next one by predicted
+ *   cost was taken; options are algorithm ids.
+ */
+#define GLUCX_TP_DECISION_MAP(X)                                                                   \
+    X(ALGORITHM, algorithm, 0)                                                                     \
+    X(FALLBACK, fallback, 1)
+
+enum {
+#define GLUCX_TP_DECISION_ENUM_(name, lname, value) GLUCX_TP_DECISION_##name = (value),
+    GLUCX_TP_DECISION_MAP(GLUCX_TP_DECISION_ENUM_)
+#undef GLUCX_TP_DECISION_ENUM_
+};
+
+/**
+ * Where a caller blocks (wait_begin/wait_end). X(NAME, name, value).
+ * - REQUEST: glucx_request_wait() on one request.
+ * - WAIT_ANY: glucx_request_wait_any() on a set of requests.
+ * - COLL: inside a collective algorithm, waiting for its outstanding messages.
+ */
+#define GLUCX_TP_WAIT_MAP(X)                                                                       \
+    X(REQUEST, request, 0)                                                                         \
+    X(WAIT_ANY, wait_any, 1)                                                                       \
+    X(COLL, coll, 2)
+
+enum {
+#define GLUCX_TP_WAIT_ENUM_(name, lname, value) GLUCX_TP_WAIT_##name = (value),
+    GLUCX_TP_WAIT_MAP(GLUCX_TP_WAIT_ENUM_)
+#undef GLUCX_TP_WAIT_ENUM_
+};
+
+/** seq of an event that belongs to no collective (e.g. a wait on plain point-to-point). */
+#define GLUCX_TP_SEQ_NONE UINT32_C(0xffffffff)
+
+#endif
