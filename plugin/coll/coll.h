@@ -35,6 +35,7 @@
 #include "kernel/reduce.h"
 #include "topo/topo.h"
 #include "transport/tx.h"
+#include "util/tracepoint.h"
 
 /* Collective wire-tag layout (the transport adds the source in bits 48-61):
  * bit 63 = 1 (collective space), bits 32-47 seq (16 bits), bits 16-31 step (16 bits),
@@ -52,7 +53,8 @@
  *  at most about 2 x GLUCX_COMM_SIZE_MAX). */
 #define GLUCX_COLL_STEP_CONFIRM 0xffe0u
 
-/** Everything an algorithm needs to run one collective. Built by the core; read-only to algorithms. */
+/** Everything an algorithm needs to run one collective. Built by the core; read-only to algorithms.
+ */
 typedef struct glucx_coll_ctx {
     glucx_tx_t *tx;
     int rank;
@@ -68,16 +70,19 @@ typedef struct glucx_coll_ctx {
      *  allgather(v)/gather, allreduce/reduce/broadcast in place, scatter root's own block). */
     void *recvbuf;
     int in_place;
-    size_t esize;               /**< bytes per element */
-    glucx_reduce_fn_t reduce;   /**< kernel for (dtype, op); NULL for collectives that do not reduce */
+    size_t esize; /**< bytes per element */
+    glucx_reduce_fn_t
+        reduce; /**< kernel for (dtype, op); NULL for collectives that do not reduce */
     const glucx_topo_t *topo;
-    uint32_t seq;               /**< collective sequence number on this comm (same on all ranks) */
-    uint16_t sig;               /**< signature of (coll, dtype, op, root, count, algorithm) */
-    const char *alg_name;       /**< for messages */
-    int alg_index;              /**< row in glucx_coll_tables[args->coll] */
-    int64_t deadline_ns;        /**< CLOCK_MONOTONIC deadline of the whole collective */
-    void *scratch_in;           /**< core-owned copy of the input for in-place reduce_scatter and
-                                     alltoall (so algorithms never see input and output overlap) */
+    uint32_t seq;         /**< collective sequence number on this comm (same on all ranks) */
+    uint16_t sig;         /**< signature of (coll, dtype, op, root, count, algorithm) */
+    const char *alg_name; /**< for messages */
+    int alg_index;        /**< row in glucx_coll_tables[args->coll] */
+    int64_t deadline_ns;  /**< CLOCK_MONOTONIC deadline of the whole collective */
+    void *scratch_in;     /**< core-owned copy of the input for in-place reduce_scatter and
+                               alltoall (so algorithms never see input and output overlap) */
+    uint64_t trace_comm;  /**< comm id of trace events (0 when the caller sets none) */
+    uint32_t trace_seq;   /**< full 32-bit sequence number for trace events */
 } glucx_coll_ctx_t;
 
 /** One algorithm: a row of a collective's table. */
@@ -168,11 +173,16 @@ glucx_status_t glucx_coll_waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, i
 glucx_status_t glucx_coll_sendrecv(glucx_coll_ctx_t *ctx, int dst, const void *sbuf, size_t sbytes,
                                    int src, void *rbuf, size_t rbytes, unsigned step);
 
-/** dst = a op b over @p count elements with the collective's kernel. */
+/** dst = a op b over @p count elements with the collective's kernel (traced as
+ *  reduce_begin/reduce_end). */
 static inline void glucx_coll_reduce(const glucx_coll_ctx_t *ctx, void *dst, const void *a,
                                      const void *b, size_t count)
 {
+    GLUCX_TP(reduce_begin, ctx->trace_comm, ctx->rank, ctx->trace_seq, count * ctx->esize,
+             (int)ctx->args->dtype, (int)ctx->args->op);
     ctx->reduce(dst, a, b, count);
+    GLUCX_TP(reduce_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, count * ctx->esize,
+             (int)ctx->args->dtype, (int)ctx->args->op);
 }
 
 /** memmove of @p bytes when dst != src. */

@@ -49,6 +49,9 @@ static glucx_status_t check_peer(glucx_coll_ctx_t *ctx, int peer, unsigned step)
     return GLUCX_OK;
 }
 
+/* Trace tag: the wire tag without the source bits (48-62), as EVENTS.md defines it. */
+#define TRACE_TAG_MASK UINT64_C(0x8000ffffffffffff)
+
 glucx_status_t glucx_coll_isend(glucx_coll_ctx_t *ctx, int peer, unsigned step, const void *buf,
                                 size_t bytes, glucx_tx_req_t *req)
 {
@@ -56,7 +59,12 @@ glucx_status_t glucx_coll_isend(glucx_coll_ctx_t *ctx, int peer, unsigned step, 
     glucx_tx_req_init(req);
     if (st != GLUCX_OK)
         return st;
+    GLUCX_TP(send_begin, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
+             ctx->rank * ctx->size + peer, glucx_coll_tag(ctx, step), bytes);
     st = ctx->tx->ops->isend(ctx->tx, peer, glucx_coll_tag(ctx, step), buf, bytes, req);
+    if (st != GLUCX_OK)
+        GLUCX_TP(send_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
+                 ctx->rank * ctx->size + peer, glucx_coll_tag(ctx, step), bytes);
     if (st != GLUCX_OK)
         return glucx_coll_fail(ctx, st, "cannot send %zu bytes to rank %d: %s", bytes, peer,
                                glucx_error_text());
@@ -70,8 +78,13 @@ glucx_status_t glucx_coll_irecv(glucx_coll_ctx_t *ctx, int peer, unsigned step, 
     glucx_tx_req_init(req);
     if (st != GLUCX_OK)
         return st;
+    GLUCX_TP(recv_begin, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
+             peer * ctx->size + ctx->rank, glucx_coll_tag(ctx, step), bytes);
     st = ctx->tx->ops->irecv(ctx->tx, &peer, 1, glucx_coll_tag(ctx, step), GLUCX_COLL_TAG_SIG_MASK,
                              buf, bytes, req);
+    if (st != GLUCX_OK)
+        GLUCX_TP(recv_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
+                 peer * ctx->size + ctx->rank, glucx_coll_tag(ctx, step), (uint64_t)0);
     if (st != GLUCX_OK)
         return glucx_coll_fail(ctx, st, "cannot receive %zu bytes from rank %d: %s", bytes, peer,
                                glucx_error_text());
@@ -134,7 +147,38 @@ static glucx_status_t sig_mismatch(glucx_coll_ctx_t *ctx, int peer, uint16_t the
                            glucx_dtype_name(a->dtype), glucx_op_name(a->op), a->root, a->count);
 }
 
+/* send_end / recv_end of every message of a finished wait: completion as the waiter observes
+ * it (requests still pending after a failure were completed by the transport's fail()). */
+static void trace_xfer_ends(const glucx_coll_ctx_t *ctx, const glucx_tx_req_t *reqs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const glucx_tx_req_t *r = &reqs[i];
+        const uint64_t tag = r->tag & TRACE_TAG_MASK;
+        const uint32_t step = (uint32_t)((tag >> GLUCX_COLL_TAG_STEP_SHIFT) & GLUCX_COLL_STEP_MAX);
+        if (r->is_recv)
+            GLUCX_TP(recv_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, r->peer,
+                     r->peer * ctx->size + ctx->rank, tag, r->bytes);
+        else
+            GLUCX_TP(send_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, r->peer,
+                     ctx->rank * ctx->size + r->peer, tag, r->posted);
+    }
+}
+
+static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n);
+
 glucx_status_t glucx_coll_waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n)
+{
+    GLUCX_TP(wait_begin, ctx->trace_comm, ctx->rank, GLUCX_TP_WAIT_COLL, ctx->trace_seq, 0,
+             (uint32_t)(n > 0 ? n : 0), GLUCX_INPROGRESS);
+    glucx_status_t st = waitall(ctx, reqs, n);
+    GLUCX_TP(wait_end, ctx->trace_comm, ctx->rank, GLUCX_TP_WAIT_COLL, ctx->trace_seq, 0,
+             (uint32_t)(n > 0 ? n : 0), st);
+    if (GLUCX_TP_ON(send_end) || GLUCX_TP_ON(recv_end))
+        trace_xfer_ends(ctx, reqs, n);
+    return st;
+}
+
+static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n)
 {
     glucx_tx_req_t *ptrs[64];
     glucx_tx_req_t **pp = ptrs;
@@ -211,6 +255,8 @@ glucx_status_t glucx_coll_sendrecv(glucx_coll_ctx_t *ctx, int dst, const void *s
         st = glucx_coll_isend(ctx, dst, step, sbuf, sbytes, &reqs[n++]);
         if (st != GLUCX_OK) {
             /* the posted receive must not outlive this frame: the failure completed it */
+            if (GLUCX_TP_ON(recv_end))
+                trace_xfer_ends(ctx, reqs, n - 1);
             return st;
         }
     }
@@ -441,6 +487,7 @@ glucx_status_t glucx_coll_ctx_init(glucx_coll_ctx_t *ctx, glucx_tx_t *tx, const 
     ctx->args = args;
     ctx->topo = topo;
     ctx->seq = seq & GLUCX_COLL_TAG_SEQ_MASK;
+    ctx->trace_seq = seq;
     ctx->alg_index = alg_index;
     ctx->alg_name =
         (alg_index >= 0 && alg_index < table->count) ? table->algs[alg_index].name : "none";

@@ -5,6 +5,8 @@
  * glucx_coll_start() queues the same work on a per-communicator thread.
  */
 #include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "core/core.h"
 #include "util/error.h"
 #include "util/time.h"
+#include "util/tracepoint.h"
 
 struct glucx_coll_job {
     glucx_coll_job_t *next;
@@ -62,6 +65,72 @@ static glucx_status_t precheck(glucx_comm_t *comm, const glucx_coll_args_t *args
     return GLUCX_OK;
 }
 
+/* ---- tracing ---- */
+
+#define TP_MAX_ALGS 32
+static int tp_alg_ids[GLUCX_COLL_COUNT][TP_MAX_ALGS];
+static pthread_once_t tp_alg_once = PTHREAD_ONCE_INIT;
+
+static void tp_alg_init(void)
+{
+    for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
+        const glucx_coll_table_t *t = glucx_coll_tables[c];
+        for (int i = 0; i < t->count && i < TP_MAX_ALGS; i++)
+            tp_alg_ids[c][i] = glucx_tp_alg_id(t->algs[i].name);
+    }
+}
+
+int glucx_coll_tp_alg(glucx_coll_t coll, int index)
+{
+    if ((unsigned)coll >= GLUCX_COLL_COUNT || index < 0 || index >= TP_MAX_ALGS ||
+        index >= glucx_coll_tables[coll]->count)
+        return GLUCX_TP_ALG_NONE;
+    pthread_once(&tp_alg_once, tp_alg_init);
+    return tp_alg_ids[coll][index];
+}
+
+static int32_t tp_root(const glucx_coll_args_t *a)
+{
+    return (a->coll == GLUCX_COLL_BROADCAST || a->coll == GLUCX_COLL_REDUCE ||
+            a->coll == GLUCX_COLL_GATHER || a->coll == GLUCX_COLL_SCATTER)
+               ? a->root
+               : -1;
+}
+
+/* sched_decision: every algorithm of the collective with a finite predicted cost, cheapest
+ * first, and the one chosen. Only called while the event is enabled. */
+static void tp_decision(const glucx_comm_t *comm, const glucx_coll_args_t *args, size_t bytes,
+                        uint32_t seq, int kind, int chosen, const char *reason)
+{
+    const glucx_coll_table_t *t = glucx_coll_tables[args->coll];
+    int32_t ids[TP_MAX_ALGS];
+    uint64_t costs[TP_MAX_ALGS];
+    double raw[TP_MAX_ALGS];
+    uint32_t n = 0;
+    for (int i = 0; i < t->count && i < TP_MAX_ALGS; i++) {
+        double c = t->algs[i].cost(comm->topo, bytes);
+        if (!isfinite(c))
+            continue;
+        /* insertion sort by cost: tables are short */
+        uint32_t k = n++;
+        while (k > 0 && raw[k - 1] > c) {
+            raw[k] = raw[k - 1];
+            ids[k] = ids[k - 1];
+            k--;
+        }
+        raw[k] = c;
+        ids[k] = glucx_coll_tp_alg(args->coll, i);
+    }
+    for (uint32_t k = 0; k < n; k++)
+        costs[k] = raw[k] <= 0 ? 0 : (uint64_t)llround(raw[k]);
+    GLUCX_TP(sched_decision, comm->trace_id, comm->rank, seq, kind,
+             glucx_coll_tp_alg(args->coll, chosen), n, ids, costs, reason);
+}
+
+static glucx_status_t execute_run(glucx_comm_t *comm, const glucx_coll_args_t *args,
+                                  const char *algorithm, int64_t timeout_ms, uint32_t seq,
+                                  size_t bytes, int *order, int norder, int forced, int *ran_p);
+
 /* Run a validated collective with sequence number seq. */
 static glucx_status_t execute(glucx_comm_t *comm, const glucx_coll_args_t *args,
                               const char *algorithm, int64_t timeout_ms, uint32_t seq)
@@ -80,6 +149,32 @@ static glucx_status_t execute(glucx_comm_t *comm, const glucx_coll_args_t *args,
         forced = r->forced;
     }
 
+    if (GLUCX_TP_ON(coll_begin) || GLUCX_TP_ON(sched_decision)) {
+        const int first = norder > 0 ? order[0] : -1;
+        GLUCX_TP(coll_begin, comm->trace_id, comm->rank, seq, (int)args->coll, (uint64_t)bytes,
+                 (int)args->dtype, (int)args->op, tp_root(args),
+                 glucx_coll_tp_alg(args->coll, first), GLUCX_INPROGRESS);
+        if (GLUCX_TP_ON(sched_decision) && first >= 0)
+            tp_decision(comm, args, bytes, seq, GLUCX_TP_DECISION_ALGORITHM, first,
+                        algorithm != NULL ? "override"
+                        : forced          ? "GLUCX_TUNE"
+                                          : "selection map");
+    }
+    int ran = -1; /* the last algorithm tried */
+    glucx_status_t st =
+        execute_run(comm, args, algorithm, timeout_ms, seq, bytes, order, norder, forced, &ran);
+    GLUCX_TP(coll_end, comm->trace_id, comm->rank, seq, (int)args->coll, (uint64_t)bytes,
+             (int)args->dtype, (int)args->op, tp_root(args), glucx_coll_tp_alg(args->coll, ran),
+             st);
+    return st;
+}
+
+/* The dispatch loop of execute(): order[0..norder) is the choice, then (unless forced) the
+ * others by cost when it declines. *ran_p: the last algorithm tried (-1: none). */
+static glucx_status_t execute_run(glucx_comm_t *comm, const glucx_coll_args_t *args,
+                                  const char *algorithm, int64_t timeout_ms, uint32_t seq,
+                                  size_t bytes, int *order, int norder, int forced, int *ran_p)
+{
     glucx_status_t st = GLUCX_ERR_UNSUPPORTED;
     int expanded = forced; /* a forced choice has no fallback */
     for (int i = 0; st == GLUCX_ERR_UNSUPPORTED; i++) {
@@ -97,10 +192,18 @@ static glucx_status_t execute(glucx_comm_t *comm, const glucx_coll_args_t *args,
             if (i == norder)
                 break;
         }
+        if (i > 0 && GLUCX_TP_ON(sched_decision)) {
+            char reason[64];
+            snprintf(reason, sizeof(reason), "fallback: %s unsupported",
+                     glucx_coll_tables[args->coll]->algs[order[i - 1]].name);
+            tp_decision(comm, args, bytes, seq, GLUCX_TP_DECISION_FALLBACK, order[i], reason);
+        }
         glucx_coll_ctx_t ctx;
+        *ran_p = order[i];
         st = glucx_coll_ctx_init(&ctx, comm->tx, comm->topo, args, seq, order[i], timeout_ms);
         if (st != GLUCX_OK)
             return st;
+        ctx.trace_comm = comm->trace_id;
         st = glucx_coll_ctx_run(&ctx);
         glucx_coll_ctx_fini(&ctx);
     }
@@ -253,6 +356,7 @@ glucx_status_t glucx_coll_start(glucx_comm_t *comm, const glucx_coll_args_t *arg
     }
     /* sequence numbers are taken in call order, like glucx_coll() */
     job->seq = atomic_fetch_add(&comm->coll_seq, 1);
+    req->trace_seq = job->seq;
     if (comm->queue_tail != NULL)
         comm->queue_tail->next = job;
     else

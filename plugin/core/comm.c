@@ -116,6 +116,7 @@ glucx_status_t glucx_comm_record_error(glucx_comm_t *comm, glucx_status_t status
         pthread_mutex_lock(&comm->lock);
         snprintf(comm->last_error, sizeof(comm->last_error), "%s", glucx_error_text());
         pthread_mutex_unlock(&comm->lock);
+        GLUCX_TP(error, comm->trace_id, comm->rank, (int)status, glucx_error_text());
     }
     return status;
 }
@@ -183,12 +184,67 @@ static glucx_status_t exchange(glucx_comm_t *comm, glucx_store_t *store, int64_t
     return GLUCX_OK;
 }
 
+/* comm_init, one link event per outgoing link, one select_map per collective (EVENTS.md). */
+static void trace_comm_connected(const glucx_comm_t *comm, const char *hostid)
+{
+    const glucx_topo_t *t = comm->topo;
+    GLUCX_TP(comm_init, comm->trace_id, comm->rank, comm->size, t->package_of[comm->rank],
+             t->npackages, comm->name, hostid, glucx_topo_digest(t));
+    if (GLUCX_TP_ON(link)) {
+        for (int dst = 0; dst < comm->size; dst++) {
+            if (dst == comm->rank)
+                continue;
+            glucx_link_class_t cls = glucx_topo_link_class(t, comm->rank, dst);
+            const glucx_link_cost_t *c = &t->cost[cls];
+            double bw = c->beta_ns_per_byte > 0 ? 1e9 / c->beta_ns_per_byte : 0.0;
+            /* "sysv/memory, cma/memory" -> "sysv,cma": the UCX transports of the endpoint */
+            char desc[256] = "", tls[128] = "";
+            comm->tx->ops->describe_peer(comm->tx, dst, desc, sizeof(desc));
+            size_t n = 0;
+            for (const char *p = desc; *p != '\0' && n + 1 < sizeof(tls);) {
+                while (*p == ' ' || *p == ',')
+                    p++;
+                if (*p == '\0')
+                    break;
+                if (n > 0)
+                    tls[n++] = ',';
+                while (*p != '\0' && *p != '/' && *p != ',' && *p != ' ' && n + 1 < sizeof(tls))
+                    tls[n++] = *p++;
+                while (*p != '\0' && *p != ',')
+                    p++;
+            }
+            tls[n < sizeof(tls) ? n : sizeof(tls) - 1] = '\0';
+            GLUCX_TP(link, comm->trace_id, comm->rank, glucx_topo_link_id(t, comm->rank, dst),
+                     comm->rank, dst, cls == GLUCX_LINK_INTER ? 1 : 0, bw, c->alpha_ns, tls);
+        }
+    }
+    if (GLUCX_TP_ON(select_map)) {
+        for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
+            uint64_t lo[GLUCX_SELECT_MAX_RANGES], hi[GLUCX_SELECT_MAX_RANGES];
+            int32_t alg[GLUCX_SELECT_MAX_RANGES];
+            uint8_t forced[GLUCX_SELECT_MAX_RANGES];
+            uint32_t n = 0;
+            for (int i = 0; i < comm->select.nranges[c] && i < GLUCX_SELECT_MAX_RANGES; i++) {
+                const glucx_select_range_t *r = &comm->select.ranges[c][i];
+                lo[n] = r->lo;
+                hi[n] = r->hi == SIZE_MAX ? UINT64_MAX : (uint64_t)r->hi;
+                alg[n] = glucx_coll_tp_alg((glucx_coll_t)c, r->alg);
+                forced[n] = (uint8_t)(r->forced != 0);
+                n++;
+            }
+            GLUCX_TP(select_map, comm->trace_id, comm->rank, c, n, lo, hi, alg, forced);
+        }
+    }
+}
+
 static void comm_free(glucx_comm_t *comm)
 {
     if (comm == NULL)
         return;
     if (comm->tx != NULL)
         comm->tx->ops->destroy(comm->tx);
+    if (comm->trace_id != 0)
+        glucx_p2p_trace_forget(comm->trace_id);
     glucx_topo_destroy(comm->topo);
     free(comm->record);
     pthread_cond_destroy(&comm->queue_cond);
@@ -303,6 +359,8 @@ glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records
     if (st == GLUCX_OK) {
         comm->connected = 1;
         glucx_stats_add_comm();
+        if (GLUCX_TP_ON(comm_init) || GLUCX_TP_ON(link) || GLUCX_TP_ON(select_map))
+            trace_comm_connected(comm, hostids[comm->rank]);
         if (GLUCX_LOG_ON(GLUCX_LOG_INFO) && comm->rank == 0) {
             for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
                 char map[1024];

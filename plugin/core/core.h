@@ -67,6 +67,10 @@ struct glucx_request {
     int coll_done;
     glucx_status_t coll_status;
     char error[512];
+    /* tracing (only written while the events are enabled) */
+    uint32_t trace_seq;  /**< COLL: the collective's seq; P2P: seq of the message's events */
+    uint32_t trace_step; /**< P2P: FIFO position of the message in its (sender, receiver, tag) */
+    int trace_open;      /**< P2P: a send_begin/recv_begin was recorded, its _end is not yet */
 };
 
 /** Record @p status with the thread's current last-error text as @p comm's last error. */
@@ -74,6 +78,12 @@ glucx_status_t glucx_comm_record_error(glucx_comm_t *comm, glucx_status_t status
 
 /** A new request of @p kind on @p comm (NULL when out of memory); plugin/core/p2p.c. */
 glucx_request_t *glucx_request_alloc(glucx_comm_t *comm, glucx_req_kind_t kind);
+
+/** Trace algorithm id (GLUCX_TP_ALG_*) of row @p index of @p coll's table; plugin/core/coll.c. */
+int glucx_coll_tp_alg(glucx_coll_t coll, int index);
+
+/** Drop the trace FIFO counters of communicator @p comm_id (at destruction); plugin/core/p2p.c. */
+void glucx_p2p_trace_forget(uint64_t comm_id);
 
 /** Process-wide counters (plugin/core/stats.c). */
 void glucx_stats_add_send(size_t bytes);

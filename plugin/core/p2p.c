@@ -9,6 +9,107 @@
 #include "core/core.h"
 #include "util/error.h"
 #include "util/time.h"
+#include "util/tracepoint.h"
+
+/* ---- tracing: seq/step of point-to-point messages (trace/EVENTS.md) ----
+ *
+ * seq: for tags in the Gloo shim's slot space (bit 47 set: 2^47 | prefix << 40 | tag << 8 |
+ * delta) the slot's 32 tag bits, else the low 32 bits of the user tag. step: the message's
+ * position (0, 1, ...) in the FIFO of its (sender, receiver, tag), counted by each side: a
+ * send and a receive from a known peer take their position when posted (UCX matches in post
+ * order per source and tag); an any-source receive takes it when its completion is first
+ * observed (its recv_begin carries step 0xffffffff). The counters live in a small hash table,
+ * used only while send/recv events are enabled and dropped with the communicator. */
+
+#define TRACE_SLOT_BIT (UINT64_C(1) << 47)
+#define TRACE_BUCKETS 1024u
+
+typedef struct trace_fifo {
+    struct trace_fifo *next;
+    uint64_t comm_id;
+    uint64_t tag;
+    int32_t peer;
+    int32_t is_recv;
+    uint32_t count;
+} trace_fifo_t;
+
+static pthread_mutex_t trace_fifo_lock = PTHREAD_MUTEX_INITIALIZER;
+static trace_fifo_t *trace_fifo_table[TRACE_BUCKETS];
+static size_t trace_fifo_entries;
+
+static uint32_t trace_seq_of(uint64_t tag)
+{
+    return (tag & TRACE_SLOT_BIT) ? (uint32_t)(tag >> 8) : (uint32_t)tag;
+}
+
+/* Next FIFO position of (comm, peer, direction, tag). */
+static uint32_t trace_fifo_next(uint64_t comm_id, int peer, int is_recv, uint64_t tag)
+{
+    uint64_t h =
+        (comm_id ^ tag * UINT64_C(0x9e3779b97f4a7c15)) + (uint64_t)peer * 2u + (uint64_t)is_recv;
+    h ^= h >> 29;
+    h *= UINT64_C(0xbf58476d1ce4e5b9);
+    h ^= h >> 32;
+    trace_fifo_t **b = &trace_fifo_table[h % TRACE_BUCKETS];
+    uint32_t pos = 0;
+    pthread_mutex_lock(&trace_fifo_lock);
+    trace_fifo_t *e = *b;
+    while (e != NULL &&
+           !(e->comm_id == comm_id && e->tag == tag && e->peer == peer && e->is_recv == is_recv))
+        e = e->next;
+    if (e == NULL && (e = calloc(1, sizeof(*e))) != NULL) {
+        e->comm_id = comm_id;
+        e->tag = tag;
+        e->peer = peer;
+        e->is_recv = is_recv;
+        e->next = *b;
+        *b = e;
+        trace_fifo_entries++;
+    }
+    if (e != NULL)
+        pos = e->count++;
+    pthread_mutex_unlock(&trace_fifo_lock);
+    return e != NULL ? pos : GLUCX_TP_SEQ_NONE;
+}
+
+void glucx_p2p_trace_forget(uint64_t comm_id)
+{
+    pthread_mutex_lock(&trace_fifo_lock);
+    for (unsigned i = 0; i < TRACE_BUCKETS && trace_fifo_entries > 0; i++) {
+        trace_fifo_t **pp = &trace_fifo_table[i];
+        while (*pp != NULL) {
+            trace_fifo_t *e = *pp;
+            if (e->comm_id == comm_id) {
+                *pp = e->next;
+                free(e);
+                trace_fifo_entries--;
+            } else {
+                pp = &e->next;
+            }
+        }
+    }
+    pthread_mutex_unlock(&trace_fifo_lock);
+}
+
+/* send_end / recv_end of a p2p request whose completion is observed now (once per request). */
+static void trace_p2p_end(glucx_request_t *req)
+{
+    if (!req->trace_open)
+        return;
+    req->trace_open = 0;
+    const glucx_comm_t *comm = req->comm;
+    const glucx_tx_req_t *t = &req->tx;
+    if (t->is_recv) {
+        if (req->trace_step == GLUCX_TP_SEQ_NONE && t->peer >= 0 && GLUCX_TP_ON(recv_end))
+            req->trace_step = trace_fifo_next(comm->trace_id, t->peer, 1, req->user_tag);
+        GLUCX_TP(recv_end, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, t->peer,
+                 t->peer >= 0 ? t->peer * comm->size + comm->rank : -1, req->user_tag,
+                 (uint64_t)t->bytes);
+    } else {
+        GLUCX_TP(send_end, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, t->peer,
+                 comm->rank * comm->size + t->peer, req->user_tag, (uint64_t)t->posted);
+    }
+}
 
 glucx_request_t *glucx_request_alloc(glucx_comm_t *comm, glucx_req_kind_t kind)
 {
@@ -67,8 +168,18 @@ glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, in
     if (req == NULL)
         return glucx_error(GLUCX_ERR_NO_MEMORY, "isend: out of memory");
     req->user_tag = tag;
+    if (GLUCX_TP_ON(send_begin)) {
+        req->trace_seq = trace_seq_of(tag);
+        req->trace_step = trace_fifo_next(comm->trace_id, peer, 0, tag);
+        req->trace_open = 1;
+        GLUCX_TP(send_begin, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, peer,
+                 comm->rank * comm->size + peer, tag, (uint64_t)bytes);
+    }
     st = comm->tx->ops->isend(comm->tx, peer, tag, buf, bytes, &req->tx);
     if (st != GLUCX_OK) {
+        if (req->trace_open) /* the failed post ends here */
+            GLUCX_TP(send_end, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, peer,
+                     comm->rank * comm->size + peer, tag, (uint64_t)bytes);
         free(req);
         return glucx_comm_record_error(
             comm, glucx_error(st, "isend of %zu bytes to rank %d (tag %" PRIu64 "): %s", bytes,
@@ -87,8 +198,21 @@ static glucx_status_t post_recv(glucx_comm_t *comm, void *buf, size_t bytes, con
     if (req == NULL)
         return glucx_error(GLUCX_ERR_NO_MEMORY, "%s: out of memory", op);
     req->user_tag = tag;
+    if (GLUCX_TP_ON(recv_begin)) {
+        const int peer = npeers == 1 ? peers[0] : -1;
+        req->trace_seq = trace_seq_of(tag);
+        req->trace_step =
+            peer >= 0 ? trace_fifo_next(comm->trace_id, peer, 1, tag) : GLUCX_TP_SEQ_NONE;
+        req->trace_open = 1;
+        GLUCX_TP(recv_begin, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, peer,
+                 peer >= 0 ? peer * comm->size + comm->rank : -1, tag, (uint64_t)bytes);
+    }
     glucx_status_t st = comm->tx->ops->irecv(comm->tx, peers, npeers, tag, 0, buf, bytes, &req->tx);
     if (st != GLUCX_OK) {
+        if (req->trace_open) /* the failed post ends here, having received nothing */
+            GLUCX_TP(recv_end, comm->trace_id, comm->rank, req->trace_seq, req->trace_step,
+                     npeers == 1 ? peers[0] : -1,
+                     npeers == 1 ? peers[0] * comm->size + comm->rank : -1, tag, (uint64_t)0);
         free(req);
         return glucx_comm_record_error(comm,
                                        glucx_error(st, "%s of %zu bytes (tag %" PRIu64 "): %s", op,
@@ -129,6 +253,8 @@ glucx_status_t glucx_irecv_any(glucx_comm_t *comm, void *buf, size_t bytes, cons
 static glucx_status_t p2p_result(glucx_request_t *req)
 {
     glucx_tx_req_t *t = &req->tx;
+    if (req->trace_open)
+        trace_p2p_end(req);
     if (t->status == GLUCX_OK) {
         if (t->is_recv && !req->counted) {
             req->counted = 1;
@@ -203,12 +329,26 @@ static glucx_status_t coll_wait(glucx_request_t *req, int64_t deadline)
     return glucx_comm_record_error(comm, glucx_error(GLUCX_ERR_TIMEOUT, "%s", text));
 }
 
+static glucx_status_t request_wait(glucx_request_t *req, int64_t deadline, int64_t timeout_ms);
+
 glucx_status_t glucx_request_wait(glucx_request_t *req, int64_t timeout_ms)
 {
     if (req == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "request_wait: NULL request");
     glucx_comm_t *comm = req->comm;
     int64_t deadline = glucx_deadline_ns(timeout_ms < 0 ? comm->timeout_ms : timeout_ms);
+    const uint32_t tseq = req->kind == GLUCX_REQ_COLL ? req->trace_seq : GLUCX_TP_SEQ_NONE;
+    GLUCX_TP(wait_begin, comm->trace_id, comm->rank, GLUCX_TP_WAIT_REQUEST, tseq,
+             (uint64_t)(uintptr_t)req, 1u, GLUCX_INPROGRESS);
+    glucx_status_t st = request_wait(req, deadline, timeout_ms);
+    GLUCX_TP(wait_end, comm->trace_id, comm->rank, GLUCX_TP_WAIT_REQUEST, tseq,
+             (uint64_t)(uintptr_t)req, 1u, st);
+    return st;
+}
+
+static glucx_status_t request_wait(glucx_request_t *req, int64_t deadline, int64_t timeout_ms)
+{
+    glucx_comm_t *comm = req->comm;
     if (req->kind == GLUCX_REQ_COLL)
         return coll_wait(req, deadline);
     glucx_tx_req_t *one = &req->tx;
@@ -288,6 +428,8 @@ void glucx_request_free(glucx_request_t *req)
                                 "request freed while its transfer could not complete");
         }
     }
+    if (req->trace_open && glucx_tx_req_done(&req->tx))
+        trace_p2p_end(req);
     if (req->kind == GLUCX_REQ_P2P && glucx_tx_req_done(&req->tx) && req->tx.status == GLUCX_OK &&
         req->tx.is_recv && !req->counted)
         glucx_stats_add_recv(req->tx.bytes);
@@ -325,13 +467,20 @@ glucx_status_t glucx_request_wait_any(glucx_request_t *const *reqs, size_t n, in
     for (size_t i = 0; i < n; i++)
         t[i] = &reqs[i]->tx;
     int64_t ms = timeout_ms < 0 ? comm->timeout_ms : timeout_ms;
+    GLUCX_TP(wait_begin, comm->trace_id, comm->rank, GLUCX_TP_WAIT_WAIT_ANY, GLUCX_TP_SEQ_NONE,
+             (uint64_t)(uintptr_t)reqs[0], (uint32_t)n, GLUCX_INPROGRESS);
     glucx_status_t st = comm->tx->ops->wait_any(comm->tx, t, (int)n, glucx_deadline_ns(ms), gen);
     size_t found = n;
     for (size_t i = 0; i < n && found == n; i++)
         if (glucx_tx_req_done(t[i]))
             found = i;
+    GLUCX_TP(wait_end, comm->trace_id, comm->rank, GLUCX_TP_WAIT_WAIT_ANY, GLUCX_TP_SEQ_NONE,
+             found < n ? (uint64_t)(uintptr_t)reqs[found] : 0, (uint32_t)n,
+             found < n ? GLUCX_OK : (st == GLUCX_OK ? GLUCX_INPROGRESS : st));
     if (found < n) {
         *index_p = found;
+        if (reqs[found]->trace_open)
+            trace_p2p_end(reqs[found]);
         st = GLUCX_OK;
     } else if (st == GLUCX_ERR_TIMEOUT) {
         char text[400];

@@ -52,7 +52,8 @@ static glucx_status_t parse_entry(const char *s, size_t len, glucx_tune_entry_t 
     }
     if (nf < 2)
         return glucx_error(GLUCX_ERR_INVALID_ARG,
-                           "GLUCX_TUNE entry '%.*s': expected COLL[,COLL]:[LO-HI:]ALG", (int)len, s);
+                           "GLUCX_TUNE entry '%.*s': expected COLL[,COLL]:[LO-HI:]ALG", (int)len,
+                           s);
     memset(e, 0, sizeof(*e));
     for (const char *c = fields[0]; *c != '\0';) {
         size_t n = strcspn(c, ",");
@@ -83,8 +84,8 @@ static glucx_status_t parse_entry(const char *s, size_t len, glucx_tune_entry_t 
     }
     const char *alg = fields[nf - 1];
     if (strlen(alg) >= sizeof(e->alg_name))
-        return glucx_error(GLUCX_ERR_INVALID_ARG, "GLUCX_TUNE entry '%.*s': algorithm name too long",
-                           (int)len, s);
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "GLUCX_TUNE entry '%.*s': algorithm name too long", (int)len, s);
     strcpy(e->alg_name, alg);
     e->alg = -1;
     for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
@@ -211,8 +212,7 @@ glucx_status_t glucx_select_build(const glucx_topo_t *topo, const glucx_tune_t *
             for (int i = 0; i < tune->count; i++) {
                 const glucx_tune_entry_t *e = &tune->entries[i];
                 if (e->colls & (1u << c))
-                    apply_override(r, &n, e->lo, e->hi,
-                                   find_alg((glucx_coll_t)c, e->alg_name));
+                    apply_override(r, &n, e->lo, e->hi, find_alg((glucx_coll_t)c, e->alg_name));
             }
         }
         sel->nranges[c] = n;
