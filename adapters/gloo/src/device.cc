@@ -178,6 +178,19 @@ std::string interfaceOfHost(const std::string &host)
     return found;
 }
 
+bool interfaceHasAddress(const std::string &iface)
+{
+    struct ifaddrs *ifs = nullptr;
+    if (getifaddrs(&ifs) != 0)
+        return true; /* cannot tell: let UCX decide */
+    bool found = false;
+    for (struct ifaddrs *i = ifs; i != nullptr && !found; i = i->ifa_next)
+        found = i->ifa_addr != nullptr && iface == i->ifa_name &&
+                (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6);
+    freeifaddrs(ifs);
+    return found;
+}
+
 } // namespace
 
 /* ---- device ------------------------------------------------------------------------------ */
@@ -219,6 +232,8 @@ std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a)
     if (!a.iface.empty()) {
         GLOO_ENFORCE(if_nametoindex(a.iface.c_str()) != 0, "glucx: network interface '", a.iface,
                      "' does not exist on this host");
+        GLOO_ENFORCE(interfaceHasAddress(a.iface), "glucx: network interface '", a.iface,
+                     "' has no IPv4 or IPv6 address (is it up and configured?)");
         net = a.iface;
     } else if (!a.hostname.empty()) {
         net = interfaceOfHost(a.hostname);

@@ -159,6 +159,15 @@ void UnboundBuffer::harvestLocked(bool isRecv)
                            "message length)");
         if (st != GLUCX_OK)
             context_->fail("glucx: " + describe(done) + " failed: " + text);
+        /* Gloo's collectives (slots built by gloo::Slot, mapped at or above 2^47) always know
+         * the exact length of what they receive: a shorter message means the ranks disagree on
+         * the collective's sizes, and accepting it would leave part of the output stale.
+         * Point-to-point receives (raw user tags) may be longer than the message, as in Gloo. */
+        if (done.isRecv && got != done.nbytes && done.slot >= (std::uint64_t(1) << 47))
+            context_->fail("glucx: " + describe(done) + ": rank " + std::to_string(peer) +
+                           " sent " + std::to_string(got) + " bytes where " +
+                           std::to_string(done.nbytes) +
+                           " were expected (the ranks disagree on the collective's sizes)");
         (done.isRecv ? recvDone_ : sendDone_).push_back(peer);
     }
 }

@@ -389,6 +389,51 @@ GLUCX_RANK_BODY(mismatch)
     }
 }
 
+/* Rank 0 sends 16 bytes into a 64-byte receive on rank 1. On a slot built by gloo::Slot (what
+ * Gloo's collectives use, which know their exact lengths) the receiver throws naming rank 0 and
+ * both sizes; on a raw point-to-point tag the shorter message is accepted, as in Gloo. */
+GLUCX_RANK_BODY(short_message)
+{
+    const Ms timeout = TimeoutParam(env, 5000);
+    const Ms patience = timeout * 4 + Ms(20000);
+    const uint64_t slots[] = {::gloo::Slot::build(3, 77), 61};
+    int k = 0;
+    for (uint64_t slot : slots) {
+        const bool collective = k == 0;
+        auto ctx = env.Connect(timeout);
+        const std::string name = Str("short", k++);
+        std::vector<uint8_t> data(64, static_cast<uint8_t>(env.rank + 1));
+        if (env.rank == 1) {
+            auto rbuf = ctx->createUnboundBuffer(data.data(), 64);
+            rbuf->recv(0, slot);
+            env.Signal(name + ".posted");
+            int from = -1;
+            Caught c = CatchFrom([&] { rbuf->waitRecv(&from); });
+            if (collective) {
+                CheckGlooFailure(c, "a short message on a collective slot", 0);
+                RANK_CHECK(c.what.find("16") != std::string::npos &&
+                               c.what.find("64") != std::string::npos,
+                           "the message names neither size: ", c.what);
+            } else {
+                RANK_CHECK(!c.threw, "a short message on a p2p tag threw: ", c.what);
+                RANK_CHECK(from == 0, "waitRecv reported rank ", from);
+                for (size_t i = 0; i < 16; i++)
+                    RANK_CHECK(data[i] == 1, "byte ", i, " = ", int(data[i]));
+                for (size_t i = 16; i < 64; i++)
+                    RANK_CHECK(data[i] == 2, "byte ", i, " past the message was written");
+            }
+            env.Signal(name + ".received");
+        } else if (env.rank == 0) {
+            RANK_CHECK(env.Await(name + ".posted", patience), "rank 1 never posted");
+            auto sbuf = ctx->createUnboundBuffer(data.data(), 16);
+            sbuf->send(1, slot);
+            Caught c = CatchFrom([&] { sbuf->waitSend(); });
+            RANK_CHECK(!c.threw || c.gloo_exception, "send threw ", c.description);
+            RANK_CHECK(env.Await(name + ".received", patience), "rank 1 never finished");
+        }
+    }
+}
+
 // ---- GoogleTest cases -----------------------------------------------------------------------
 
 Job FaultJob(const char *body, int size, Mode mode, const std::string &params)
@@ -479,6 +524,11 @@ TEST(LengthMismatch, ReceiverThrowsProcesses)
 TEST(LengthMismatch, ReceiverThrowsThreads)
 {
     ExpectJobOk(FaultJob("mismatch", 2, Mode::kThreads, ""));
+}
+
+TEST(LengthMismatch, ShortMessageOnCollectiveSlotThrows)
+{
+    ExpectJobOk(FaultJob("short_message", 2, Mode::kProcesses, ""));
 }
 
 } // namespace
