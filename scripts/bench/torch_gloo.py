@@ -6,6 +6,8 @@ Times float32 dist.all_reduce (sum), all_gather or all_to_all_single on a "gloo"
 over 127.0.0.1, with the rules glucx-bench uses so the rows line up:
   - size in bytes as nccl-tests counts it (allreduce: the tensor; allgather: total output;
     alltoall: total input), from MIN to MAX multiplied by 2;
+  - before the first size, 0.5 s of 4-byte all_reduce calls (both transports), so process
+    start-up (threads spawning, lazy connection set-up, page faults) is not timed at 1 KiB;
   - iterations 64 MiB / size clamped to 20..1000, warmup max(5, iters/10);
   - time: average per call on each rank, then the maximum over ranks, in microseconds.
 One call on known inputs is checked before timing.
@@ -77,6 +79,15 @@ def worker(rank, args, port):
                  else "gloo over glucx (GLOO_DEVICE_TRANSPORT=UCX)")
         print(f"# torch_gloo {args.coll}, {n} ranks, f32, torch {torch.__version__}, "
               f"{where} on 127.0.0.1", flush=True)
+    # process warm-up, identical for both transports (see the module doc); ranks agree on the
+    # number of calls: rank 0 decides when 0.5 s has passed
+    import time
+    tiny, more = torch.zeros(1), torch.ones(1)
+    start = time.perf_counter()
+    while int(more[0]) != 0:
+        dist.all_reduce(tiny)
+        more = torch.tensor([1 if rank != 0 or time.perf_counter() - start < 0.5 else 0])
+        dist.broadcast(more, 0)
     size = args.min
     while size <= args.max:
         count = size // 4
