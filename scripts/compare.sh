@@ -19,6 +19,8 @@
 #   --venv DIR            venv with the glucx Python package, for the Gloo-over-glucx sweep
 #                         (default $GLUCX_VENV or <repo>/.venv; made by `make venv`)
 #   --no-install          do not run scripts/install-deps.sh bench
+#   --bind-torch          pin each PyTorch rank to one CPU (torch_gloo.py --bind), for both Gloo
+#                         transports, as Open MPI binds its ranks
 #
 # What runs (same sizes, iteration rule and timing rule everywhere: 64 MiB/size iterations
 # clamped to 20..1000, max(5, iters/10) warmup, average per call, maximum over ranks):
@@ -47,6 +49,7 @@ build=${GLUCX_BUILD_DIR:-$repo/build}
 venv=${GLUCX_VENV:-$repo/.venv}
 out=""
 install=1
+torch_bind=()
 repeat=3
 
 die() { echo "compare.sh: $*" >&2; exit 1; }
@@ -62,6 +65,7 @@ while [ $# -gt 0 ]; do
     -r|--repeat) repeat=$2; shift 2 ;;
     --venv) venv=$2; shift 2 ;;
     --no-install) install=0; shift ;;
+    --bind-torch) torch_bind=(--bind); shift ;;
     -h|--help) usage 0 ;;
     [0-9]*) ranks=$1; shift ;;
     *) echo "compare.sh: unknown argument '$1'" >&2; usage ;;
@@ -137,11 +141,11 @@ for c in $colls; do
       die "mpi_coll failed (output in $out/mpi_$c.$k.txt)"
     echo "compare.sh: $c, run $k/$repeat: Gloo TCP" >&2
     GLOO_SOCKET_IFNAME=lo "$py" "$repo/scripts/bench/torch_gloo.py" --ranks "$ranks" --coll "$c" \
-      --min "$min" --max "$max" > "$out/gloo_$c.$k.txt" ||
+      --min "$min" --max "$max" "${torch_bind[@]}" > "$out/gloo_$c.$k.txt" ||
       die "torch_gloo.py failed (output in $out/gloo_$c.$k.txt)"
     echo "compare.sh: $c, run $k/$repeat: Gloo over glucx" >&2
     GLOO_SOCKET_IFNAME=lo "$vpy" "$repo/scripts/bench/torch_gloo.py" --ranks "$ranks" --coll "$c" \
-      --min "$min" --max "$max" --transport ucx > "$out/glooucx_$c.$k.txt" ||
+      --min "$min" --max "$max" --transport ucx "${torch_bind[@]}" > "$out/glooucx_$c.$k.txt" ||
       die "torch_gloo.py --transport ucx failed (output in $out/glooucx_$c.$k.txt)"
   done
 done

@@ -70,6 +70,9 @@ def worker(rank, args, port):
     import torch.distributed as dist
 
     torch.set_num_threads(1)
+    if args.bind:
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpus[rank % len(cpus)]})  # threads created later inherit it
     stats = glucx_counters(args.transport)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=args.ranks)
@@ -168,6 +171,9 @@ def main():
     p.add_argument("--coll", choices=["allreduce", "allgather", "alltoall"], default="allreduce")
     p.add_argument("--min", type=int, default=1024)
     p.add_argument("--max", type=int, default=16 << 20)
+    p.add_argument("--bind", action="store_true",
+                   help="pin rank r (all its threads) to CPU r %% ncpus before init, as mpirun's "
+                        "default --bind-to core does; the same for both transports")
     p.add_argument("--transport", choices=["tcp", "ucx"], default="tcp",
                    help="Gloo device transport: Gloo's TCP (default) or glucx (UCX)")
     args = p.parse_args()
