@@ -205,22 +205,29 @@ void Pair::setSync(bool, bool)
      * engine already spins briefly before it sleeps, so there is nothing to switch. */
 }
 
+namespace
+{
+
+[[noreturn]] void unsupportedBoundBuffer(const char *what, int slot, size_t size, int peer)
+{
+    throw ::gloo::EnforceNotMet(
+        __FILE__, __LINE__, "bound buffers are unsupported",
+        ::gloo::MakeString("glucx: the bound-buffer API (", what, ", slot ", slot, ", ", size,
+                           " bytes, peer ", peer,
+                           ") is unsupported: use Gloo's function-style collectives "
+                           "(gloo::allreduce, ...), which use unbound buffers"));
+}
+
+} // namespace
+
 std::unique_ptr<::gloo::transport::Buffer> Pair::createSendBuffer(int slot, void *, size_t size)
 {
-    GLOO_ENFORCE(false, "glucx: the bound-buffer API (createSendBuffer, slot ", slot, ", ", size,
-                 " bytes, peer ", peer_,
-                 ") is unsupported: use Gloo's function-style collectives (gloo::allreduce, ...), "
-                 "which use unbound buffers");
-    return nullptr;
+    unsupportedBoundBuffer("createSendBuffer", slot, size, peer_);
 }
 
 std::unique_ptr<::gloo::transport::Buffer> Pair::createRecvBuffer(int slot, void *, size_t size)
 {
-    GLOO_ENFORCE(false, "glucx: the bound-buffer API (createRecvBuffer, slot ", slot, ", ", size,
-                 " bytes, peer ", peer_,
-                 ") is unsupported: use Gloo's function-style collectives (gloo::allreduce, ...), "
-                 "which use unbound buffers");
-    return nullptr;
+    unsupportedBoundBuffer("createRecvBuffer", slot, size, peer_);
 }
 
 void Pair::send(::gloo::transport::UnboundBuffer *buf, uint64_t tag, size_t offset, size_t nbytes)

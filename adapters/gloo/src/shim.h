@@ -175,6 +175,7 @@ class UnboundBuffer final : public ::gloo::transport::UnboundBuffer
     unsigned wakeCount();
     void post(Op op);
     bool wait(bool isRecv, int *rank, std::chrono::milliseconds timeout);
+    void abortWait(bool isRecv);
     /* Move completed operations of one direction to its done list; throws on a failed one.
      * m_ held. Each direction is harvested only by its own waiters, so a request another
      * thread passed to glucx_request_wait_any() is never freed under it. */

@@ -254,11 +254,11 @@ unsigned UnboundBuffer::wakeCount()
     }
 }
 
-void UnboundBuffer::abortWaitRecv()
+void UnboundBuffer::abortWait(bool isRecv)
 {
     {
         std::lock_guard<std::mutex> g(m_);
-        abortRecv_ = true;
+        (isRecv ? abortRecv_ : abortSend_) = true;
         cv_.notify_all();
     }
     glucx_comm_t *c = nullptr;
@@ -270,20 +270,14 @@ void UnboundBuffer::abortWaitRecv()
     glucx_comm_wake(c);
 }
 
+void UnboundBuffer::abortWaitRecv()
+{
+    abortWait(true);
+}
+
 void UnboundBuffer::abortWaitSend()
 {
-    {
-        std::lock_guard<std::mutex> g(m_);
-        abortSend_ = true;
-        cv_.notify_all();
-    }
-    glucx_comm_t *c = nullptr;
-    try {
-        c = context_->comm();
-    } catch (...) {
-        return;
-    }
-    glucx_comm_wake(c);
+    abortWait(false);
 }
 
 } // namespace gloo
