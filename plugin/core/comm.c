@@ -47,12 +47,11 @@ static glucx_status_t record_pack(const char *digest, const char *hostid, const 
 typedef struct record {
     char digest[1400];
     char hostid[300];
-    const void *addr; /* points into the raw buffer */
+    const void *addr; /* points into the record's bytes */
     size_t addr_len;
-    void *raw;
 } record_t;
 
-static int record_unpack(void *raw, size_t len, record_t *r)
+static int record_unpack(const void *raw, size_t len, record_t *r)
 {
     const unsigned char *p = raw;
     size_t off = sizeof(RECORD_MAGIC);
@@ -79,7 +78,6 @@ static int record_unpack(void *raw, size_t len, record_t *r)
         }
         off += l;
     }
-    r->raw = raw;
     return 0;
 }
 
@@ -146,7 +144,8 @@ static glucx_status_t check_params(const glucx_context_t *ctx, const glucx_comm_
     return GLUCX_OK;
 }
 
-static glucx_status_t check_record(glucx_comm_t *comm, int r, void *raw, size_t len, record_t *rec)
+static glucx_status_t check_record(glucx_comm_t *comm, int r, const void *raw, size_t len,
+                                   record_t *rec)
 {
     if (record_unpack(raw, len, rec) != 0)
         return glucx_error(GLUCX_ERR_MISMATCH,
@@ -315,10 +314,11 @@ glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records
     const void **addrs = calloc((size_t)size, sizeof(*addrs));
     size_t *lens = calloc((size_t)size, sizeof(*lens));
     const char **hostids = calloc((size_t)size, sizeof(*hostids));
-    void **copies = calloc((size_t)size, sizeof(*copies));
-    size_t *lens_raw = calloc((size_t)size, sizeof(*lens_raw));
-    if (recs == NULL || addrs == NULL || lens == NULL || hostids == NULL || copies == NULL ||
-        lens_raw == NULL) {
+    /* every rank's record, this rank's own substituted when the caller passed NULL */
+    const void **raw = calloc((size_t)size, sizeof(*raw));
+    size_t *raw_len = calloc((size_t)size, sizeof(*raw_len));
+    if (recs == NULL || addrs == NULL || lens == NULL || hostids == NULL || raw == NULL ||
+        raw_len == NULL) {
         st = glucx_error(GLUCX_ERR_NO_MEMORY, "comm_connect: out of memory for %d ranks", size);
         goto out;
     }
@@ -335,21 +335,15 @@ glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records
                              comm->rank, r);
             break;
         }
-        /* record_t points into its raw buffer: keep a private copy for the call. */
-        copies[r] = malloc(len > 0 ? len : 1);
-        if (copies[r] == NULL) {
-            st = glucx_error(GLUCX_ERR_NO_MEMORY, "comm_connect: out of memory (%zu bytes)", len);
-            break;
-        }
-        memcpy(copies[r], rec, len);
-        lens_raw[r] = len;
-        st = check_record(comm, r, copies[r], len, &recs[r]);
+        raw[r] = rec;
+        raw_len[r] = len;
+        st = check_record(comm, r, rec, len, &recs[r]);
         addrs[r] = recs[r].addr;
         lens[r] = recs[r].addr_len;
         hostids[r] = recs[r].hostid;
     }
     if (st == GLUCX_OK)
-        comm->trace_id = glucx_tp_comm_id(comm->name, size, (const void *const *)copies, lens_raw);
+        comm->trace_id = glucx_tp_comm_id(comm->name, size, raw, raw_len);
     if (st == GLUCX_OK)
         st = glucx_topo_create(size, hostids, comm->context->costs, &comm->topo);
     if (st == GLUCX_OK)
@@ -371,11 +365,8 @@ glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records
         }
     }
 out:
-    if (copies != NULL)
-        for (int r = 0; r < size; r++)
-            free(copies[r]);
-    free(copies);
-    free(lens_raw);
+    free(raw);
+    free(raw_len);
     free(recs);
     free(addrs);
     free(lens);

@@ -111,6 +111,18 @@ static void trace_p2p_end(glucx_request_t *req)
     }
 }
 
+/* Account for a p2p request whose completion is observed now (test, wait, wait_any or free):
+ * its send_end/recv_end event and, for a successful receive, the statistics. Once per request. */
+static void p2p_observed(glucx_request_t *req)
+{
+    if (req->trace_open)
+        trace_p2p_end(req);
+    if (req->tx.is_recv && req->tx.status == GLUCX_OK && !req->counted) {
+        req->counted = 1;
+        glucx_stats_add_recv(req->tx.bytes);
+    }
+}
+
 glucx_request_t *glucx_request_alloc(glucx_comm_t *comm, glucx_req_kind_t kind)
 {
     glucx_request_t *req = calloc(1, sizeof(*req));
@@ -253,15 +265,9 @@ glucx_status_t glucx_irecv_any(glucx_comm_t *comm, void *buf, size_t bytes, cons
 static glucx_status_t p2p_result(glucx_request_t *req)
 {
     glucx_tx_req_t *t = &req->tx;
-    if (req->trace_open)
-        trace_p2p_end(req);
-    if (t->status == GLUCX_OK) {
-        if (t->is_recv && !req->counted) {
-            req->counted = 1;
-            glucx_stats_add_recv(t->bytes);
-        }
+    p2p_observed(req);
+    if (t->status == GLUCX_OK)
         return GLUCX_OK;
-    }
     glucx_comm_t *comm = req->comm;
     if (t->status == GLUCX_ERR_TRUNCATED)
         return glucx_comm_record_error(
@@ -428,11 +434,8 @@ void glucx_request_free(glucx_request_t *req)
                                 "request freed while its transfer could not complete");
         }
     }
-    if (req->trace_open && glucx_tx_req_done(&req->tx))
-        trace_p2p_end(req);
-    if (req->kind == GLUCX_REQ_P2P && glucx_tx_req_done(&req->tx) && req->tx.status == GLUCX_OK &&
-        req->tx.is_recv && !req->counted)
-        glucx_stats_add_recv(req->tx.bytes);
+    if (req->kind == GLUCX_REQ_P2P && glucx_tx_req_done(&req->tx))
+        p2p_observed(req);
     pthread_cond_destroy(&req->cond);
     pthread_mutex_destroy(&req->lock);
     free(req);
@@ -479,8 +482,7 @@ glucx_status_t glucx_request_wait_any(glucx_request_t *const *reqs, size_t n, in
              found < n ? GLUCX_OK : (st == GLUCX_OK ? GLUCX_INPROGRESS : st));
     if (found < n) {
         *index_p = found;
-        if (reqs[found]->trace_open)
-            trace_p2p_end(reqs[found]);
+        p2p_observed(reqs[found]);
         st = GLUCX_OK;
     } else if (st == GLUCX_ERR_TIMEOUT) {
         char text[400];
