@@ -53,8 +53,7 @@
  *  at most about 2 x GLUCX_COMM_SIZE_MAX). */
 #define GLUCX_COLL_STEP_CONFIRM 0xffe0u
 
-/** Everything an algorithm needs to run one collective. Built by the core; read-only to algorithms.
- */
+/** Everything an algorithm needs to run one collective (built by the core, read-only to them). */
 typedef struct glucx_coll_ctx {
     glucx_tx_t *tx;
     int rank;
@@ -70,9 +69,8 @@ typedef struct glucx_coll_ctx {
      *  allgather(v)/gather, allreduce/reduce/broadcast in place, scatter root's own block). */
     void *recvbuf;
     int in_place;
-    size_t esize; /**< bytes per element */
-    glucx_reduce_fn_t
-        reduce; /**< kernel for (dtype, op); NULL for collectives that do not reduce */
+    size_t esize;             /**< bytes per element */
+    glucx_reduce_fn_t reduce; /**< kernel for (dtype, op); NULL if the collective does not reduce */
     const glucx_topo_t *topo;
     uint32_t seq;         /**< collective sequence number on this comm (same on all ranks) */
     uint16_t sig;         /**< signature of (coll, dtype, op, root, count, algorithm) */
