@@ -5,6 +5,7 @@
 #include <glucx/glucx.h>
 #include <glucx/gloo.h>
 
+#include "bindings.h"
 #include "device.h"
 
 namespace py = pybind11;
@@ -43,4 +44,6 @@ PYBIND11_MODULE(_C, m)
           "Whether PyTorch's Gloo device registry has \"UCX\".");
     m.def("devices_created", &glucx::torch::DevicesCreated,
           "How many Gloo devices this module's creator has made in this process.");
+    glucx::torch::BindProcessGroup(m);
+    glucx::torch::BindTrace(m);
 }
