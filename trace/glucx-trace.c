@@ -1,7 +1,8 @@
 /*
  * glucx-trace: capture an LTTng trace of the glucx events of a command.
  *
- *   glucx-trace record -o DIR [--level coll|full] [--events LIST] [--buffer-size SIZE] -- CMD...
+ *   glucx-trace record -o DIR [--level coll|full] [--events LIST] [--buffer-size SIZE]
+ *                      [--rotate-size SIZE | --snapshot] -- CMD...
  *   glucx-trace list
  *
  * A C program rather than a shell script because it must (1) stop and destroy the session on
@@ -11,7 +12,10 @@
  * them in warnings). liblttng-ctl is loaded with dlopen(), so a machine without LTTng gets a
  * clear message instead of a loader error.
  *
- * Snapshot and rotation modes for long jobs are not implemented yet.
+ * Long jobs: --rotate-size archives the trace in chunks of about SIZE bytes (LTTng session
+ * rotation; each chunk under DIR/archives/ is a complete trace, readable while the job runs, and
+ * Babeltrace 2 reads them all as one trace when given DIR); --snapshot is a flight recorder
+ * (overwrite-mode buffers; a snapshot of the latest events is written on SIGUSR1 and at the end).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -118,7 +122,8 @@ static void usage(FILE *f)
 {
     fprintf(
         f, "usage: glucx-trace record -o DIR [--level coll|full] [--events LIST]\n"
-           "                          [--buffer-size SIZE] -- COMMAND [ARGS...]\n"
+           "                          [--buffer-size SIZE] [--rotate-size SIZE | --snapshot]\n"
+           "                          -- COMMAND [ARGS...]\n"
            "       glucx-trace list\n"
            "\n"
            "record  trace the glucx events of COMMAND (and of every process it starts) into DIR\n"
@@ -132,6 +137,13 @@ static void usage(FILE *f)
            "  --buffer-size SIZE  ring buffer per CPU, e.g. 64M (K/M/G binary suffixes);\n"
            "                 default 16M for full, 4M for coll. Events that do not fit are\n"
            "                 discarded and counted.\n"
+           "  --rotate-size SIZE  for long jobs: archive the trace whenever about SIZE bytes\n"
+           "                 have been written; each chunk is a complete trace under\n"
+           "                 DIR/archives/ (readable while the job runs); babeltrace2 and\n"
+           "                 glucx-analyze read DIR as one trace. SIGUSR1 archives at once.\n"
+           "  --snapshot     flight recorder: buffers keep only the latest events (the oldest\n"
+           "                 are overwritten, never discarded); SIGUSR1 writes a snapshot of\n"
+           "                 them into DIR, and one is written when the command ends.\n"
            "list    print the event catalog: name, level, fields (trace/EVENTS.md has units)\n"
            "\n"
            "Environment: GLUCX_TRACE_PROVIDER=PATH overrides the provider library "
@@ -172,6 +184,14 @@ static struct {
     __typeof__(lttng_stop_tracing) *stop_tracing;
     __typeof__(lttng_list_sessions) *list_sessions;
     __typeof__(lttng_strerror) *strerror_;
+    __typeof__(lttng_create_session_snapshot) *create_session_snapshot;
+    __typeof__(lttng_snapshot_record) *snapshot_record;
+    __typeof__(lttng_rotation_schedule_size_threshold_create) *rotation_size_create;
+    __typeof__(lttng_rotation_schedule_size_threshold_set_threshold) *rotation_size_set;
+    __typeof__(lttng_session_add_rotation_schedule) *add_rotation_schedule;
+    __typeof__(lttng_rotation_schedule_destroy) *rotation_schedule_destroy;
+    __typeof__(lttng_rotate_session) *rotate_session;
+    __typeof__(lttng_rotation_handle_destroy) *rotation_handle_destroy;
 } lt;
 
 static int load_lttng_ctl(void)
@@ -207,6 +227,14 @@ static int load_lttng_ctl(void)
         SYM(stop_tracing, lttng_stop_tracing),
         SYM(list_sessions, lttng_list_sessions),
         SYM(strerror_, lttng_strerror),
+        SYM(create_session_snapshot, lttng_create_session_snapshot),
+        SYM(snapshot_record, lttng_snapshot_record),
+        SYM(rotation_size_create, lttng_rotation_schedule_size_threshold_create),
+        SYM(rotation_size_set, lttng_rotation_schedule_size_threshold_set_threshold),
+        SYM(add_rotation_schedule, lttng_session_add_rotation_schedule),
+        SYM(rotation_schedule_destroy, lttng_rotation_schedule_destroy),
+        SYM(rotate_session, lttng_rotate_session),
+        SYM(rotation_handle_destroy, lttng_rotation_handle_destroy),
 #undef SYM
     };
     for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
@@ -223,6 +251,7 @@ static int load_lttng_ctl(void)
 
 static volatile sig_atomic_t got_signal; /* last terminating signal received */
 static volatile sig_atomic_t child_pid;  /* the command, once started */
+static volatile sig_atomic_t got_usr1;   /* SIGUSR1: snapshot or rotate now */
 
 /* Forward a signal another process sent us (kill, a job scheduler) to the command. A signal from
  * the terminal (Ctrl-C: si_code SI_KERNEL) already reached the command, which shares our
@@ -233,6 +262,12 @@ static void on_signal(int sig, siginfo_t *info, void *uctx)
     got_signal = sig;
     if (child_pid > 0 && info != NULL && info->si_code != SI_KERNEL)
         kill((pid_t)child_pid, sig);
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    got_usr1 = 1;
 }
 
 static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
@@ -246,6 +281,11 @@ static void install_signal_handlers(void)
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
         sigaction(forwarded_signals[i], &sa, NULL);
+    struct sigaction su;
+    memset(&su, 0, sizeof(su));
+    su.sa_handler = on_usr1; /* not forwarded: it is a request to glucx-trace */
+    sigemptyset(&su.sa_mask);
+    sigaction(SIGUSR1, &su, NULL);
 }
 
 /* The command and the session daemon start with default dispositions. */
@@ -253,6 +293,7 @@ static void reset_signal_handlers(void)
 {
     for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
         signal(forwarded_signals[i], SIG_DFL);
+    signal(SIGUSR1, SIG_DFL);
 }
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -550,6 +591,8 @@ struct record_opts {
     enum level level;
     const char *events; /* NULL: by level */
     uint64_t buffer_bytes;
+    uint64_t rotate_bytes; /* 0: no rotation */
+    int snapshot;          /* flight-recorder mode */
     char **command;
 };
 
@@ -608,14 +651,60 @@ static int enable_events(struct lttng_handle *h, const struct record_opts *o, ch
     return rc;
 }
 
+/* Archive the session's trace chunk whenever about @p bytes have been written. */
+static int add_size_rotation(const char *session, uint64_t bytes)
+{
+    struct lttng_rotation_schedule *sched = lt.rotation_size_create();
+    if (sched == NULL) {
+        err("out of memory");
+        return -1;
+    }
+    enum lttng_rotation_status st = lt.rotation_size_set(sched, bytes);
+    if (st == LTTNG_ROTATION_STATUS_OK)
+        st = lt.add_rotation_schedule(session, sched);
+    lt.rotation_schedule_destroy(sched);
+    if (st != LTTNG_ROTATION_STATUS_OK) {
+        err("cannot set a size rotation of %" PRIu64 " bytes on session %s (rotation status %d)",
+            bytes, session, (int)st);
+        return -1;
+    }
+    return 0;
+}
+
+/* SIGUSR1 while the command runs: a snapshot (flight recorder) or an immediate rotation. */
+static void on_request(const char *session, const struct record_opts *o)
+{
+    static unsigned snapshots;
+    if (o->snapshot) {
+        int r = lt.snapshot_record(session, NULL, 1);
+        if (r < 0)
+            err("cannot record a snapshot of session %s: %s", session, lt.strerror_(r));
+        else
+            msg("snapshot %u written into %s", ++snapshots, o->out);
+    } else if (o->rotate_bytes > 0) {
+        struct lttng_rotation_handle *rh = NULL;
+        int r = lt.rotate_session(session, NULL, &rh);
+        if (r < 0)
+            err("cannot rotate session %s: %s", session, lt.strerror_(r));
+        else
+            msg("rotation requested: the current chunk goes to %s/archives/", o->out);
+        if (rh != NULL)
+            lt.rotation_handle_destroy(rh);
+    } else {
+        msg("SIGUSR1 ignored: it writes a snapshot with --snapshot, rotates with --rotate-size");
+    }
+}
+
 static int setup_session(const char *session, const char *dir, const struct record_opts *o,
                          struct lttng_handle **handle_p)
 {
     char url[PATH_MAX + 16];
     snprintf(url, sizeof(url), "file://%s", dir);
-    int r = lt.create_session(session, url);
+    int r =
+        o->snapshot ? lt.create_session_snapshot(session, url) : lt.create_session(session, url);
     if (r < 0) {
-        err("cannot create LTTng session %s writing to %s: %s", session, dir, lt.strerror_(r));
+        err("cannot create LTTng %ssession %s writing to %s: %s", o->snapshot ? "snapshot " : "",
+            session, dir, lt.strerror_(r));
         return -1;
     }
     struct lttng_domain domain;
@@ -642,7 +731,8 @@ static int setup_session(const char *session, const char *dir, const struct reco
         return -2;
     }
     snprintf(chan->name, sizeof(chan->name), "%s", CHANNEL_NAME);
-    chan->attr.overwrite = 0; /* discard (and count) what does not fit */
+    /* discard (and count) what does not fit; a flight recorder overwrites the oldest instead */
+    chan->attr.overwrite = o->snapshot ? 1 : 0;
     chan->attr.subbuf_size = sub;
     chan->attr.num_subbuf = nsub;
     r = lt.enable_channel(h, chan);
@@ -668,6 +758,8 @@ static int setup_session(const char *session, const char *dir, const struct reco
     char desc[128];
     if (enable_events(h, o, desc, sizeof(desc)) != 0)
         return -2;
+    if (o->rotate_bytes > 0 && add_size_rotation(session, o->rotate_bytes) != 0)
+        return -2;
     r = lt.start_tracing(session);
     if (r < 0) {
         err("cannot start tracing session %s: %s", session, lt.strerror_(r));
@@ -675,12 +767,20 @@ static int setup_session(const char *session, const char *dir, const struct reco
     }
     msg("recording %s into %s (%" PRIu64 " x %" PRIu64 " KiB buffers per CPU)", desc, dir, nsub,
         sub >> 10);
+    if (o->rotate_bytes > 0)
+        msg("rotating every %" PRIu64 " KiB into %s/archives/ (SIGUSR1 to pid %d: rotate now)",
+            o->rotate_bytes >> 10, dir, (int)getpid());
+    if (o->snapshot)
+        msg("flight recorder: the latest events are kept; SIGUSR1 to pid %d writes a snapshot, "
+            "one is written at the end",
+            (int)getpid());
     return 0;
 }
 
 /* Run the command with the provider and the fork helper preloaded; its exit status as a shell
  * reports it (128+N when killed by signal N). */
-static int run_command(char **argv, const char *provider, const char *fork_helper)
+static int run_command(char **argv, const char *provider, const char *fork_helper,
+                       const char *session, const struct record_opts *o)
 {
     const char *old = getenv("LD_PRELOAD");
     size_t len = strlen(provider) + strlen(fork_helper) + (old ? strlen(old) : 0) + 3;
@@ -720,6 +820,10 @@ static int run_command(char **argv, const char *provider, const char *fork_helpe
         pid_t r = waitpid(pid, &status, 0);
         if (r == pid)
             break;
+        if (got_usr1) {
+            got_usr1 = 0;
+            on_request(session, o);
+        }
         if (r < 0 && errno != EINTR) {
             err("waitpid(%d): %s", (int)pid, strerror(errno));
             child_pid = 0;
@@ -734,9 +838,11 @@ static int run_command(char **argv, const char *provider, const char *fork_helpe
     return 127;
 }
 
-/* Stop (flushing the buffers), read the loss counters, destroy. Returns 0 on success. */
+/* Stop (flushing the buffers), write the final snapshot in flight-recorder mode, read the loss
+ * counters, destroy (which archives the last chunk of a rotating session). 0 on success. */
 static int finish_session(const char *session, struct lttng_handle *h, int started,
-                          uint64_t *discarded_p, uint64_t *lost_p, int *have_counts_p)
+                          const struct record_opts *o, uint64_t *discarded_p, uint64_t *lost_p,
+                          int *have_counts_p)
 {
     int rc = 0;
     *have_counts_p = 0;
@@ -745,6 +851,13 @@ static int finish_session(const char *session, struct lttng_handle *h, int start
         if (r < 0) {
             err("cannot stop tracing session %s: %s", session, lt.strerror_(r));
             rc = -1;
+        }
+        if (o->snapshot) {
+            r = lt.snapshot_record(session, NULL, 1);
+            if (r < 0) {
+                err("cannot record the final snapshot of session %s: %s", session, lt.strerror_(r));
+                rc = -1;
+            }
         }
         struct lttng_channel *chans = NULL;
         int n = lt.list_channels(h, &chans);
@@ -804,7 +917,7 @@ static int has_metadata(const char *dir, int depth)
 
 static int cmd_record(int argc, char **argv)
 {
-    struct record_opts o = {NULL, LEVEL_FULL, NULL, 0, NULL};
+    struct record_opts o = {NULL, LEVEL_FULL, NULL, 0, 0, 0, NULL};
     int i;
     for (i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -830,6 +943,11 @@ static int cmd_record(int argc, char **argv)
         } else if (OPT("--buffer-size")) {
             if (parse_size(val, &o.buffer_bytes) != 0)
                 die_usage("--buffer-size: '%s' is not a size such as 4096, 512K or 64M", val);
+        } else if (OPT("--rotate-size")) {
+            if (parse_size(val, &o.rotate_bytes) != 0 || o.rotate_bytes == 0)
+                die_usage("--rotate-size: '%s' is not a size such as 64M or 1G", val);
+        } else if (strcmp(a, "--snapshot") == 0) {
+            o.snapshot = 1;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
@@ -840,6 +958,8 @@ static int cmd_record(int argc, char **argv)
     }
     if (o.out == NULL)
         die_usage("record: -o DIR is required");
+    if (o.snapshot && o.rotate_bytes > 0)
+        die_usage("record: --snapshot and --rotate-size exclude each other");
     if (i >= argc)
         die_usage("record: no command given after `--`");
     o.command = argv + i;
@@ -881,7 +1001,7 @@ static int cmd_record(int argc, char **argv)
     int setup = got_signal ? -1 : setup_session(session, dir, &o, &h);
     int started = setup == 0;
     if (setup == 0 && !got_signal) {
-        status = run_command(o.command, provider, fork_helper);
+        status = run_command(o.command, provider, fork_helper, session, &o);
     } else if (got_signal) {
         msg("interrupted by signal %d before the command started", (int)got_signal);
         status = 128 + got_signal;
@@ -890,7 +1010,7 @@ static int cmd_record(int argc, char **argv)
     int have_counts = 0;
     int finish_rc = 0;
     if (setup != -1) /* the session exists */
-        finish_rc = finish_session(session, h, started, &discarded, &lost, &have_counts);
+        finish_rc = finish_session(session, h, started, &o, &discarded, &lost, &have_counts);
     stop_sessiond();
     if (!started)
         return status;
@@ -899,7 +1019,12 @@ static int cmd_record(int argc, char **argv)
         msg("the trace is empty: no process of the command registered with LTTng (a static or "
             "setuid program, or one that clears LD_PRELOAD?)");
     msg("trace written to %s (read it with: babeltrace2 %s)", dir, dir);
-    if (have_counts) {
+    if (o.snapshot) {
+        /* overwritten sub-buffers are not counted by LTTng as discarded or lost */
+        msg("flight recorder: the snapshots hold the latest events that fit in %" PRIu64
+            " KiB per CPU; older ones were overwritten (a larger --buffer-size keeps more)",
+            o.buffer_bytes >> 10);
+    } else if (have_counts) {
         if (discarded > 0 || lost > 0)
             msg("WARNING: %" PRIu64 " events discarded and %" PRIu64 " packets lost because the "
                 "buffers were full: rerun with a larger --buffer-size (now %" PRIu64 " KiB per "

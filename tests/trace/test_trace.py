@@ -403,6 +403,86 @@ def case_discard(a):
     print("discard: %d of %d events discarded and reported" % (reported, n * count))
 
 
+def case_rotate(a):
+    """--rotate-size: chunks archived under DIR/archives/, read back as one trace, nothing lost
+    at chunk boundaries (recorded + discarded == emitted)."""
+    rounds, count = 6, 20000
+    d = fresh_dir(os.path.join(a.work, "rotate"))
+    loop = 'for i in $(seq %d); do "$0" burst 1 %d >/dev/null || exit 1; sleep 0.7; done' % (
+        rounds, count)
+    rc, out, err = record(a, d, ["sh", "-c", loop, a.emit],
+                          ["--rotate-size", "1M", "--buffer-size", "256K"])
+    check(rc == 0, "record --rotate-size exited %d: %s" % (rc, err))
+    archives = os.path.join(d, "archives")
+    chunks = sorted(os.listdir(archives)) if os.path.isdir(archives) else []
+    check(len(chunks) >= 2, "%d rotation chunks under %s (expected >= 2): %s" % (
+        len(chunks), archives, err))
+    per_chunk = [len(read_trace(os.path.join(archives, c))[0]) for c in chunks]
+    # (the chunk archived at the end may be empty: the command slept after its last burst)
+    check(sum(1 for n in per_chunk if n > 0) >= 2, "events in fewer than 2 chunks: %s" % per_chunk)
+    events, discarded = read_trace(d)
+    check(len(events) == sum(per_chunk), "the whole directory reads %d events, the chunks %d"
+          % (len(events), sum(per_chunk)))
+    m = re.search(r"(\d+) events discarded", err)
+    reported = int(m.group(1)) if m else 0
+    check(discarded == reported, "discarded: glucx-trace %d, bt2 %d" % (reported, discarded))
+    check(len(events) + discarded == rounds * count, "%d recorded + %d discarded != %d emitted"
+          % (len(events), discarded, rounds * count))
+    print("rotate: %d chunks (%s events), %d discarded, all %d accounted for"
+          % (len(chunks), per_chunk, discarded, rounds * count))
+
+
+def case_snapshot(a):
+    """--snapshot: SIGUSR1 writes a snapshot holding the latest events; another at the end."""
+    first, second = 50000, 100
+    d = fresh_dir(os.path.join(a.work, "snapshot"))
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    cmd = [a.glucx_trace, "record", "-o", d, "--snapshot", "--buffer-size", "64K", "--", "sh",
+           "-c", '"$0" burst 1 %d >/dev/null && echo emitted && read x && "$0" burst 1 %d'
+           ' >/dev/null' % (first, second), a.emit]
+    p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()  # bounded by the command: it prints once, then waits
+        check(line.strip() == "emitted", "the traced command did not start: %r" % line)
+        p.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + 30
+        seen = ""
+        while time.monotonic() < deadline and "snapshot 1 written" not in seen:
+            r, _, _ = select.select([p.stderr], [], [], 1.0)
+            if r:
+                chunk = os.read(p.stderr.fileno(), 4096).decode()
+                if chunk == "":
+                    break
+                seen += chunk
+        check("snapshot 1 written" in seen, "no snapshot after SIGUSR1: %s" % seen)
+        out, err = p.communicate(input="go\n", timeout=30)
+        err = seen + err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    check(p.returncode == 0, "record --snapshot exited %d: %s" % (p.returncode, err))
+    snaps = sorted(x for x in os.listdir(d) if x.startswith("snapshot-"))
+    check(len(snaps) == 2, "expected 2 snapshots (SIGUSR1, end), found %s" % snaps)
+    tags = []
+    for s in snaps:
+        events, _ = read_trace(os.path.join(d, s))
+        tags.append([dict(e["fields"])["tag"] for e in events if e["name"] == "glucx:send_begin"])
+    # the first snapshot: a suffix of the first burst, ending with its last event, not all of it
+    t1 = tags[0]
+    check(0 < len(t1) < first, "snapshot 1 holds %d of %d events" % (len(t1), first))
+    check(t1 == list(range(first - len(t1), first)),
+          "snapshot 1 is not the latest events of the burst: tags %s...%s" % (t1[:3], t1[-3:]))
+    # the last snapshot ends with the whole second burst
+    t2 = tags[1]
+    check(t2[-second:] == list(range(second)), "the final snapshot lacks the last burst: %s"
+          % t2[-5:])
+    print("snapshot: SIGUSR1 kept the latest %d of %d events; the final snapshot has the last "
+          "burst" % (len(t1), first))
+
+
 def case_off(a):
     # compiled in, not requested: no liblttng-ust, no provider, tracing reports off
     rc, out, err = run([a.emit, "maps"])
@@ -614,7 +694,7 @@ def case_bench(a):
     print("bench: discarded during the recorded run: %s" % m.group(1))
 
 
-CASES = {"record": case_record, "levels": case_levels, "discard": case_discard, "off": case_off,
+CASES = {"rotate": case_rotate, "snapshot": case_snapshot, "record": case_record, "levels": case_levels, "discard": case_discard, "off": case_off,
          "errors": case_errors, "signal": case_signal, "bench": case_bench}
 
 
