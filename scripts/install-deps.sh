@@ -7,10 +7,15 @@ set -euo pipefail
 
 build_pkgs=(gcc g++ make cmake pkg-config libucx-dev ucx-utils libhiredis-dev libgloo-dev
             libtorch-dev python3-torch python3-dev pybind11-dev python3-venv python3-setuptools
-            python3-pip python3-wheel liblttng-ust-dev liblttng-ctl-dev)
-test_pkgs=(libcmocka-dev redis-server valgrind libgtest-dev python3-pytest iproute2 lttng-tools
-           babeltrace2 python3-bt2)
-bench_pkgs=(openmpi-bin libopenmpi-dev python3-torch python3-numpy)
+            python3-pip python3-wheel liblttng-ust-dev liblttng-ctl-dev lttng-tools
+            libbabeltrace2-dev babeltrace2 libjansson-dev python3-sklearn python3-tqdm)
+test_pkgs=(libcmocka-dev redis-server valgrind libgtest-dev python3-pytest iproute2
+           python3-bt2 python3-jsonschema chromium)
+bench_pkgs=(openmpi-bin libopenmpi-dev python3-torch python3-numpy python3-torchvision)
+# The dashboard is built with Node.js (>= 20) and npm, which this kind of machine has (from
+# NodeSource, whose nodejs package bundles npm). Debian's nodejs/npm only where there is none:
+# installing Debian's npm beside NodeSource's nodejs would conflict.
+command -v npm >/dev/null 2>&1 || build_pkgs+=(nodejs npm)
 
 groups=("$@")
 [ ${#groups[@]} -eq 0 ] && groups=(build)
@@ -43,5 +48,7 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -q
-"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+# wait for another apt/dpkg run (unattended upgrades, a parallel install) instead of failing
+lock=(-o DPkg::Lock::Timeout=600)
+"${sudo[@]}" apt-get "${lock[@]}" update -q
+"${sudo[@]}" apt-get "${lock[@]}" install -y -q --no-install-recommends "${missing[@]}"

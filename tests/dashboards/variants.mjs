@@ -1,0 +1,84 @@
+// Report variants for the dashboard's browser test.
+//
+// makeHostile(report): a copy in which every free-text string ends in HOSTILE (closing script
+// tag, an element with an event handler, quotes, an ampersand, a line separator), which must reach
+// the page as literal text. Strings whose values the schema fixes (enums, comm ids) stay as they
+// are, so the variant is still a valid report; it is also marked partial with hostile reasons and
+// discarded events, and its first iteration is incomplete.
+
+export const HOSTILE = ' </script><script>window.__glucxInjected=1</script>' +
+  '<img src=x onerror="window.__glucxInjected=1"> "q" \'s\' &amp; \u2028end';
+
+const FIXED = new Set(['bottleneck', 'iteration_source', 'kind', 'source', 'saving_source', 'comm_id']);
+
+function walk(v, key) {
+  if (typeof v === 'string') return FIXED.has(key) ? v : v + HOSTILE;
+  if (Array.isArray(v)) return v.map((x) => walk(x, key));
+  if (v && typeof v === 'object') {
+    const out = {};
+    for (const [k, x] of Object.entries(v)) out[k] = walk(x, k);
+    return out;
+  }
+  return v;
+}
+
+export function makeHostile(report) {
+  const r = walk(report, '');
+  r.trace.partial = true;
+  r.trace.partial_reasons = [`rank 3 ends early: truncated trace${HOSTILE}`, `"quoted" reason & more${HOSTILE}`];
+  r.trace.discarded_events = 1234;
+  r.trace.discarded_packets = 2;
+  r.trace.warnings = [`clock offset of host node-b estimated from 3 messages${HOSTILE}`];
+  if (r.iterations && r.iterations.length) r.iterations[0].complete = false;
+  if (r.links && r.links.length > 1) {
+    r.links[1].announced = false;
+    r.links[1].bandwidth_Bps = null;
+    r.links[1].utilisation = null;
+    r.links[1].efficiency = null;
+  }
+  return r;
+}
+
+// makeLarge(report): a bigger run built from the example, for pagination and drawing at scale:
+// `iterations` copies of the iterations (shifted in time), 16 ranks with a full mesh of links
+// whose utilisation is a deterministic function of (src, dst), and the collectives and decisions
+// repeated to `calls` each. Values are arbitrary but self-consistent in shape (schema-valid).
+export function makeLarge(report, iterations = 150, calls = 3000) {
+  const r = JSON.parse(JSON.stringify(report));
+  const its = report.iterations;
+  const period = its.length > 1 ? its[1].start_ns - its[0].start_ns : 30000000;
+  const shift = (t, k) => t + k * period * its.length;
+  r.iterations = [];
+  for (let i = 0; i < iterations; i++) {
+    const src = its[i % its.length];
+    const k = Math.floor(i / its.length);
+    const it = JSON.parse(JSON.stringify(src));
+    it.index = i;
+    it.start_ns = shift(src.start_ns, k);
+    it.end_ns = shift(src.end_ns, k);
+    for (const rk of it.ranks) { rk.start_ns = shift(rk.start_ns, k); rk.end_ns = shift(rk.end_ns, k); }
+    for (const g of it.critical_path.segments) { g.start_ns = shift(g.start_ns, k); g.end_ns = shift(g.end_ns, k); }
+    r.iterations.push(it);
+  }
+  const n = 16;
+  const proto = report.links[0];
+  r.links = [];
+  let id = 0;
+  for (let a = 0; a < n; a++) {
+    for (let b = 0; b < n; b++) {
+      if (a === b) continue;
+      const u = ((a * 7 + b * 3) % 11) / 10;
+      r.links.push(Object.assign({}, proto, { link_id: id++, src: a, dst: b, dim: (a ^ b) & 1,
+        utilisation: u, bytes: Math.round(u * 1e8), critical_path_share: u / 4 }));
+    }
+  }
+  const comm = r.trace.comms[0];
+  comm.size = n;
+  comm.ranks = Array.from({ length: n }, (_, i) => ({ rank: i, host: `node-${i < 8 ? 'a' : 'b'}`, package: 0, vpid: 5000 + i }));
+  r.trace.ranks_expected = n;
+  r.trace.ranks_seen = Array.from({ length: n }, (_, i) => i);
+  const rep = (list) => Array.from({ length: calls }, (_, i) => Object.assign({}, list[i % list.length], { seq: i }));
+  r.collectives = rep(report.collectives);
+  r.decisions = rep(report.decisions);
+  return r;
+}
