@@ -5,7 +5,8 @@ returns: no torch, no glucx, nothing else is imported. The finder waits for two 
 
 * torch.distributed (``import torch`` imports it): once that import has finished, the hook
   imports glucx, which registers the Gloo device "UCX" (so GLOO_DEVICE_TRANSPORT=UCX works in
-  a job that never imports glucx).
+  a job that never imports glucx) and the torch.distributed backend "glucx" (so
+  init_process_group("glucx") and new_group(backend="glucx") work too).
 * torch.distributed.elastic.multiprocessing.api (torchrun, ``python -m torch.distributed.run``):
   on Python 3.11, PyTorch 1.13's Std.from_str("0") returns None (3.11's IntFlag no longer lists
   the zero and multi-bit members when iterated), and every launch with the default
@@ -30,7 +31,8 @@ def _disabled():
 
 
 def register_device(module=None):
-    """Import glucx (which registers the device); report a failure only if it matters."""
+    """Import glucx (which registers the device and the backend); report a failure only if it
+    matters."""
     pending = sys.modules.get("glucx")
     if pending is not None and getattr(getattr(pending, "__spec__", None), "_initializing", False):
         return  # torch is being imported by glucx's own import, which goes on to register

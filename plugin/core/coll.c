@@ -22,7 +22,9 @@ struct glucx_coll_job {
     glucx_coll_opts_t opts;
     char algorithm[32];
     uint32_t seq;
-    glucx_request_t *req;
+    glucx_request_t *req;     /**< glucx_coll_start(): the request to complete */
+    glucx_coll_callback_t cb; /**< glucx_coll_start_cb(): the callback to call instead */
+    void *cb_arg;
 };
 
 static int find_alg(glucx_coll_t coll, const char *name)
@@ -260,6 +262,15 @@ static void request_complete(glucx_request_t *req, glucx_status_t st)
     pthread_mutex_unlock(&req->lock);
 }
 
+/* Report a job's end to its request or its callback (exactly once), on the calling thread. */
+static void job_complete(glucx_coll_job_t *job, glucx_status_t st)
+{
+    if (job->cb != NULL)
+        job->cb(job->cb_arg, st, st == GLUCX_OK ? "" : glucx_error_text());
+    else
+        request_complete(job->req, st);
+}
+
 static void *coll_thread(void *arg)
 {
     glucx_comm_t *comm = arg;
@@ -279,7 +290,7 @@ static void *coll_thread(void *arg)
         glucx_status_t st = execute(comm, &job->args, job->algorithm[0] ? job->algorithm : NULL,
                                     effective_timeout(comm, &job->opts), job->seq);
         glucx_comm_record_error(comm, st);
-        request_complete(job->req, st);
+        job_complete(job, st);
         free(job);
         pthread_mutex_lock(&comm->lock);
         comm->thread_busy = 0;
@@ -303,7 +314,7 @@ void glucx_comm_stop_thread(glucx_comm_t *comm, glucx_status_t status)
         glucx_coll_job_t *next = job->next;
         glucx_error(status, "%s: communicator '%s' destroyed before the collective ran",
                     glucx_coll_name(job->args.coll), comm->name);
-        request_complete(job->req, status);
+        job_complete(job, status);
         free(job);
         job = next;
     }
@@ -317,22 +328,43 @@ void glucx_comm_stop_thread(glucx_comm_t *comm, glucx_status_t status)
     }
 }
 
-glucx_status_t glucx_coll_start(glucx_comm_t *comm, const glucx_coll_args_t *args,
-                                const glucx_coll_opts_t *opts, glucx_request_t **request_p)
+/* Queue a validated job on the collective thread (started on first use); takes the job. */
+static glucx_status_t enqueue(glucx_comm_t *comm, glucx_coll_job_t *job)
 {
-    if (request_p == NULL)
-        return glucx_error(GLUCX_ERR_INVALID_ARG, "coll_start: NULL request_p");
-    glucx_status_t st = precheck(comm, args, opts);
-    if (st != GLUCX_OK)
-        return glucx_comm_record_error(comm, st);
-    glucx_coll_job_t *job = calloc(1, sizeof(*job));
-    glucx_request_t *req = glucx_request_alloc(comm, GLUCX_REQ_COLL);
-    if (job == NULL || req == NULL) {
-        free(job);
-        glucx_request_free(req);
-        return glucx_error(GLUCX_ERR_NO_MEMORY, "%s: cannot queue the collective",
-                           glucx_coll_name(args->coll));
+    pthread_mutex_lock(&comm->lock);
+    if (!comm->thread_started && !comm->thread_stop) {
+        if (pthread_create(&comm->thread, NULL, coll_thread, comm) != 0) {
+            pthread_mutex_unlock(&comm->lock);
+            return glucx_error(GLUCX_ERR_NO_MEMORY, "%s: cannot start the collective thread",
+                               glucx_coll_name(job->args.coll));
+        }
+        comm->thread_started = 1;
     }
+    if (comm->thread_stop) {
+        pthread_mutex_unlock(&comm->lock);
+        return glucx_error(GLUCX_ERR_ABORTED, "%s: communicator '%s' is being destroyed",
+                           glucx_coll_name(job->args.coll), comm->name);
+    }
+    /* sequence numbers are taken in call order, like glucx_coll() */
+    job->seq = atomic_fetch_add(&comm->coll_seq, 1);
+    if (job->req != NULL)
+        job->req->trace_seq = job->seq;
+    if (comm->queue_tail != NULL)
+        comm->queue_tail->next = job;
+    else
+        comm->queue_head = job;
+    comm->queue_tail = job;
+    pthread_cond_signal(&comm->queue_cond);
+    pthread_mutex_unlock(&comm->lock);
+    return GLUCX_OK;
+}
+
+/* A job for a validated call: arguments and options copied (borrowed strings dropped). */
+static glucx_coll_job_t *job_new(const glucx_coll_args_t *args, const glucx_coll_opts_t *opts)
+{
+    glucx_coll_job_t *job = calloc(1, sizeof(*job));
+    if (job == NULL)
+        return NULL;
     job->args = *args;
     if (opts != NULL)
         job->opts = *opts;
@@ -341,31 +373,57 @@ glucx_status_t glucx_coll_start(glucx_comm_t *comm, const glucx_coll_args_t *arg
         snprintf(job->algorithm, sizeof(job->algorithm), "%s", alg);
     job->opts.algorithm = NULL;
     job->opts.label = NULL; /* borrowed only for the call */
-    job->req = req;
+    return job;
+}
 
-    pthread_mutex_lock(&comm->lock);
-    if (!comm->thread_started && !comm->thread_stop) {
-        if (pthread_create(&comm->thread, NULL, coll_thread, comm) != 0) {
-            pthread_mutex_unlock(&comm->lock);
-            free(job);
-            glucx_request_free(req);
-            return glucx_error(GLUCX_ERR_NO_MEMORY, "%s: cannot start the collective thread",
-                               glucx_coll_name(args->coll));
-        }
-        comm->thread_started = 1;
+glucx_status_t glucx_coll_start(glucx_comm_t *comm, const glucx_coll_args_t *args,
+                                const glucx_coll_opts_t *opts, glucx_request_t **request_p)
+{
+    if (request_p == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "coll_start: NULL request_p");
+    glucx_status_t st = precheck(comm, args, opts);
+    if (st != GLUCX_OK)
+        return glucx_comm_record_error(comm, st);
+    glucx_coll_job_t *job = job_new(args, opts);
+    glucx_request_t *req = glucx_request_alloc(comm, GLUCX_REQ_COLL);
+    if (job == NULL || req == NULL) {
+        free(job);
+        glucx_request_free(req);
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "%s: cannot queue the collective",
+                           glucx_coll_name(args->coll));
     }
-    /* sequence numbers are taken in call order, like glucx_coll() */
-    job->seq = atomic_fetch_add(&comm->coll_seq, 1);
-    req->trace_seq = job->seq;
-    if (comm->queue_tail != NULL)
-        comm->queue_tail->next = job;
-    else
-        comm->queue_head = job;
-    comm->queue_tail = job;
-    pthread_cond_signal(&comm->queue_cond);
-    pthread_mutex_unlock(&comm->lock);
+    job->req = req;
+    st = enqueue(comm, job);
+    if (st != GLUCX_OK) {
+        free(job);
+        /* never queued: complete it so that glucx_request_free() does not wait for it */
+        request_complete(req, st);
+        glucx_request_free(req);
+        return st;
+    }
     *request_p = req;
     return GLUCX_OK;
+}
+
+glucx_status_t glucx_coll_start_cb(glucx_comm_t *comm, const glucx_coll_args_t *args,
+                                   const glucx_coll_opts_t *opts, glucx_coll_callback_t callback,
+                                   void *arg)
+{
+    if (callback == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "coll_start_cb: NULL callback");
+    glucx_status_t st = precheck(comm, args, opts);
+    if (st != GLUCX_OK)
+        return glucx_comm_record_error(comm, st);
+    glucx_coll_job_t *job = job_new(args, opts);
+    if (job == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "%s: cannot queue the collective",
+                           glucx_coll_name(args->coll));
+    job->cb = callback;
+    job->cb_arg = arg;
+    st = enqueue(comm, job);
+    if (st != GLUCX_OK)
+        free(job);
+    return st;
 }
 
 /* ---- convenience forms ---- */

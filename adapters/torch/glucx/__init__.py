@@ -1,14 +1,47 @@
-"""glucx for PyTorch: the Gloo device "UCX" and libglucx's counters.
+"""glucx for PyTorch: the Gloo device "UCX", the torch.distributed backend "glucx", and
+libglucx's counters.
 
-Importing this package loads its extension, glucx._C, which registers glucx's Gloo transport in
-PyTorch's Gloo device registry under the name "UCX". A job then runs its Gloo process groups on
-glucx with no code change:
+Importing this package loads its extension, glucx._C, and registers two things:
 
-    GLOO_DEVICE_TRANSPORT=UCX torchrun --nproc-per-node 4 train.py   # init_process_group("gloo")
+* glucx's Gloo transport in PyTorch's Gloo device registry under the name "UCX": Gloo process
+  groups then run Gloo's algorithms on glucx's transport with no code change,
+
+      GLOO_DEVICE_TRANSPORT=UCX torchrun --nproc-per-node 4 train.py   # init_process_group("gloo")
+
+* the backend "glucx" (torch.distributed.Backend.register_backend): process groups that run
+  libglucx's own collective algorithms,
+
+      dist.init_process_group("glucx")                  # env://, tcp://, file://
+      sub = dist.new_group([0, 1], backend="glucx")
 
 The job does not even need to import glucx: the package installs a start-up hook
 (glucx-startup.pth, module _glucx_startup) that imports glucx right after torch.distributed is
-imported. GLUCX_DISABLE_HOOK=1 turns the hook off.
+imported. GLUCX_DISABLE_HOOK=1 turns the hook off (then ``import glucx`` before
+init_process_group registers both).
+
+The backend (class ProcessGroupGlucx, a torch.distributed.ProcessGroup usable by
+DistributedDataParallel) supports all_reduce, all_reduce_coalesced, all_gather,
+_all_gather_base, reduce_scatter, _reduce_scatter_base, all_to_all, all_to_all_single (with and
+without splits), broadcast, reduce, gather, scatter, barrier, send, recv and recv from any
+source, on CPU tensors of dtype float16, bfloat16, float32, float64, int8, uint8, int32, int64
+and bool, with ReduceOp SUM, PRODUCT, MIN, MAX, AVG (floating dtypes) and BAND, BOR, BXOR
+(integer and bool dtypes). Semantics:
+
+* Every operation returns at once; the returned Work's wait() and get_future() give the result
+  (the Future's value is the list of output tensors). The calling thread is never blocked while
+  an operation runs; collectives run in call order on one thread per group.
+* Non-contiguous tensors and views are handled (results are copied back into them); tensors
+  with no elements are valid; sparse, meta and non-CPU tensors, unsupported dtypes and
+  ReduceOps (e.g. BAND on a float tensor, PREMUL_SUM), wrong list lengths and sizes raise
+  RuntimeError at the call, naming the operation, the sizes and the rank.
+* reduce: only the root's tensor receives the result; the other ranks' tensors are left
+  unchanged.
+* Sizes or dtypes that differ across ranks, a peer that dies, or a timeout make the operation
+  raise RuntimeError on every rank (from wait(), or the Future) within the group's timeout, with
+  glucx's message (collective, sizes, peer); the group is then failed, and every later operation
+  raises the same error at once (create a new group to go on). A wait(timeout) shorter than the
+  operation also fails the group.
+* Works inside torch.no_grad() and torch.inference_mode(); thread-safe.
 
 The extension and the libraries it loads (libglucx.so.0, libglucx_gloo.so.0) live in this
 folder; the extension finds them through its $ORIGIN run path. PyTorch 1.13 reads
@@ -21,11 +54,18 @@ import torch as _torch  # noqa: F401  -- load libtorch the way torch does, befor
 
 from . import _C
 
-__all__ = ["DEVICE_NAME", "stats", "version", "gloo_build_check", "device_registered",
-           "devices_created"]
+__all__ = ["DEVICE_NAME", "BACKEND_NAME", "ProcessGroupGlucx", "stats", "version",
+           "gloo_build_check", "device_registered", "devices_created", "register_backend",
+           "backend_registered"]
 
 #: The registry key, i.e. the value of GLOO_DEVICE_TRANSPORT that selects glucx.
 DEVICE_NAME = _C.DEVICE_NAME
+
+#: The torch.distributed backend name: init_process_group(BACKEND_NAME).
+BACKEND_NAME = "glucx"
+
+#: The backend's process group class (a torch.distributed.ProcessGroup).
+ProcessGroupGlucx = _C.ProcessGroupGlucx
 
 #: Version of the bundled libglucx, "MAJOR.MINOR.PATCH".
 __version__ = _C.version()
@@ -66,10 +106,45 @@ def devices_created():
     return _C.devices_created()
 
 
+def _create_process_group(store, rank, size, timeout):
+    """The creator registered for backend "glucx": torch.distributed calls it with the group's
+    store (a PrefixStore unique to the group), rank, size and timeout (datetime.timedelta) on
+    every member rank, and it returns a ProcessGroupGlucx once all ranks have joined.
+    Raises RuntimeError if the rendezvous fails or times out."""
+    return _C.ProcessGroupGlucx(store, rank, size, timeout)
+
+
+def backend_registered():
+    """Whether torch.distributed knows the backend "glucx" (registered by this or another copy
+    of the package)."""
+    import torch.distributed as dist
+
+    return "GLUCX" in getattr(dist.Backend, "_plugins", {})
+
+
+def register_backend():
+    """Register the backend "glucx" with torch.distributed.Backend.register_backend, unless it
+    is registered already (importing glucx does this; calling it again is harmless).
+
+    Returns True if this call registered it, False if it was already registered or
+    torch.distributed is not available in this PyTorch build.
+    """
+    import torch.distributed as dist
+
+    if not dist.is_available() or backend_registered():
+        return False
+    dist.Backend.register_backend(BACKEND_NAME, _create_process_group)
+    return True
+
+
 def _on_torch_distributed():
     """Called by the start-up hook (_glucx_startup) right after torch.distributed is imported.
 
-    Importing this package has registered the device already; this is where anything else that
-    must happen once torch.distributed exists goes.
+    Importing this package has registered the device and the backend already; this is where
+    anything else that must happen once torch.distributed exists goes.
     """
+    register_backend()
     return _C.device_registered()
+
+
+register_backend()

@@ -480,6 +480,43 @@ typedef struct glucx_stats {
  */
 GLUCX_API void glucx_stats_get(glucx_stats_t *stats);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Completion callbacks                                                                       */
+
+/**
+ * Called once when a collective started with glucx_coll_start_cb() has finished.
+ * @param arg    the pointer passed to glucx_coll_start_cb().
+ * @param status GLUCX_OK, or the collective's error (as glucx_coll() would return it).
+ * @param error  "" on success, else the error text naming the collective, sizes and peer (what
+ *               glucx_last_error() gives after a failed glucx_coll()); borrowed for the call.
+ *
+ * It runs on the communicator's collective thread right after the collective (or, for a
+ * collective that was still queued when glucx_comm_destroy() was called, on the destroying
+ * thread, with the destroy's status). Once it is called glucx no longer touches the buffers.
+ * It may start further collectives on the same communicator (they queue behind the ones
+ * already started) and may use any other communicator, but must not destroy this
+ * communicator, and must not wait for a collective started after this one on it (that one
+ * cannot run until the callback has returned). It should be short: the next queued
+ * collective waits for it.
+ */
+typedef void (*glucx_coll_callback_t)(void *arg, glucx_status_t status, const char *error);
+
+/**
+ * Start a collective as glucx_coll_start() does, but report its end through @p callback
+ * instead of a request: a host that completes its own future objects (PyTorch's c10 Future)
+ * needs no thread of its own to wait for the collective.
+ * @param callback required; called exactly once if, and only if, this returns GLUCX_OK.
+ * @param arg      passed to @p callback (owned by the caller).
+ * @return GLUCX_OK (queued); the errors of glucx_coll() found before any traffic
+ *         (GLUCX_ERR_INVALID_ARG, the communicator's failure status if it has failed);
+ *         GLUCX_ERR_INVALID_ARG for a NULL callback; GLUCX_ERR_ABORTED if the communicator is
+ *         being destroyed; GLUCX_ERR_NO_MEMORY. Thread-safe (collectives are ordered by the
+ *         callers, as for glucx_coll_start()).
+ */
+GLUCX_API glucx_status_t glucx_coll_start_cb(glucx_comm_t *comm, const glucx_coll_args_t *args,
+                                             const glucx_coll_opts_t *opts,
+                                             glucx_coll_callback_t callback, void *arg);
+
 #ifdef __cplusplus
 }
 #endif
