@@ -1,0 +1,617 @@
+/*
+ * sink.glucx.report: Babeltrace 2 messages -> glucx_an_event_t -> the analysis engine.
+ * Every event class is checked once against the field layout of EVENTS.md (ABI 1); the field
+ * indices found then are reused for every event of that class.
+ */
+#include "sink.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/map.h"
+
+#define MAX_FIELDS 16
+
+typedef struct evc {
+    int kind; /* -1: ignore */
+    uint64_t idx[MAX_FIELDS];
+    unsigned char is_signed[MAX_FIELDS]; /* integer fields: signed (1) or unsigned (0) */
+    int nf;
+    int ctx_vpid_signed, ctx_vtid_signed;
+    int64_t vpid_idx, vtid_idx; /* -1 none; from the common context */
+    const bt_field_class *ctx_fc;
+} evc_t;
+
+#define CLASS_CACHE 64
+
+typedef struct sink {
+    const bt_event_class *cache_key[CLASS_CACHE];
+    evc_t *cache_val[CLASS_CACHE];
+    bt_message_iterator *it;
+    bt_self_component_port_input *port;
+    glucx_an_engine_t *engine;
+    int own_engine;
+    glucx_an_sink_ctl_t *ctl;
+    char *out_dir, *template_path;
+    glucx_an_map_t classes;
+    int tracer_set;
+    int done;
+    uint64_t nmsg;
+    int last_pct;
+    int32_t *alt_ids;
+    uint64_t *alt_cost;
+    size_t altcap;
+} sink_t;
+
+/* ---- templates ------------------------------------------------------------------------------ */
+
+const char *glucx_an_find_template(const char *explicit_path)
+{
+    if (explicit_path && *explicit_path)
+        return access(explicit_path, R_OK) == 0 ? explicit_path : NULL;
+    const char *env = getenv("GLUCX_DASHBOARD_TEMPLATE");
+    if (env && *env)
+        return access(env, R_OK) == 0 ? env : NULL;
+#ifdef GLUCX_DASHBOARD_TEMPLATE_BUILD
+    if (access(GLUCX_DASHBOARD_TEMPLATE_BUILD, R_OK) == 0)
+        return GLUCX_DASHBOARD_TEMPLATE_BUILD;
+#endif
+#ifdef GLUCX_DASHBOARD_TEMPLATE_INSTALL
+    if (access(GLUCX_DASHBOARD_TEMPLATE_INSTALL, R_OK) == 0)
+        return GLUCX_DASHBOARD_TEMPLATE_INSTALL;
+#endif
+    return NULL;
+}
+
+void glucx_an_html_or_warn(const char *dir, const char *explicit_template)
+{
+    const char *t = glucx_an_find_template(explicit_template);
+    if (!t) {
+        if (explicit_template && *explicit_template)
+            fprintf(stderr,
+                    "glucx-analyze: warning: dashboard template %s is not readable: "
+                    "report.html not written\n",
+                    explicit_template);
+        else
+            fprintf(stderr, "glucx-analyze: warning: no dashboard template found (--template, "
+                            "GLUCX_DASHBOARD_TEMPLATE, build tree, install prefix): report.html "
+                            "not written\n");
+        return;
+    }
+    char err[512];
+    if (glucx_an_write_html(dir, t, err, sizeof(err)) != 0)
+        fprintf(stderr, "glucx-analyze: warning: %s: report.html not written\n", err);
+}
+
+/* ---- event classes -------------------------------------------------------------------------- */
+
+static int type_ok(const char *name, bt_field_class_type t)
+{
+    static const char *const strs[] = {"name", "host", "transport", "reason", "phase", "text"};
+    static const char *const seqs[] = {"lo", "hi", "alg", "forced", "alt_ids", "alt_cost_ns"};
+    static const char *const reals[] = {"bandwidth_Bps", "latency_ns"};
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+        if (strcmp(name, strs[i]) == 0)
+            return t == BT_FIELD_CLASS_TYPE_STRING;
+    for (size_t i = 0; i < sizeof(reals) / sizeof(reals[0]); i++)
+        if (strcmp(name, reals[i]) == 0)
+            return bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_REAL);
+    if (strcmp(name, "alg") == 0) /* a sequence in select_map, an enumeration elsewhere */
+        return bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY) ||
+               bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_INTEGER);
+    for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++)
+        if (strcmp(name, seqs[i]) == 0)
+            return bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY);
+    return bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_INTEGER);
+}
+
+static evc_t *class_info(sink_t *s, const bt_event *ev)
+{
+    const bt_event_class *ec = bt_event_borrow_class_const(ev);
+    /* a few classes make up almost every event: a small direct cache before the map */
+    unsigned slot = (unsigned)(((uintptr_t)ec >> 4) & (CLASS_CACHE - 1));
+    if (s->cache_key[slot] == ec)
+        return s->cache_val[slot];
+    glucx_an_key_t k = glucx_an_key((uint64_t)(uintptr_t)ec, 0, 0);
+    evc_t *c = glucx_an_map_get(&s->classes, &k);
+    if (c) {
+        s->cache_key[slot] = ec;
+        s->cache_val[slot] = c;
+        return c;
+    }
+    c = calloc(1, sizeof(*c));
+    if (!c || glucx_an_map_put(&s->classes, &k, c) != 0) {
+        free(c);
+        return NULL;
+    }
+    c->kind = -1;
+    c->vpid_idx = c->vtid_idx = -1;
+    const char *name = bt_event_class_get_name(ec);
+    if (!name || strncmp(name, "glucx:", 6) != 0)
+        return c;
+    int kind = glucx_an_ev_from_name(name + 6);
+    if (kind < 0) {
+        glucx_an_engine_unknown_event(s->engine, name);
+        return c;
+    }
+    const bt_field_class *pfc = bt_event_class_borrow_payload_field_class_const(ec);
+    const char *const *want = glucx_an_ev_fields(kind);
+    char why[256] = "";
+    uint64_t n = pfc ? bt_field_class_structure_get_member_count(pfc) : 0;
+    int nf = 0;
+    uint64_t next = 0; /* members must come in EVENTS.md order; _length members are skipped */
+    for (uint64_t i = 0; i < n && !why[0]; i++) {
+        const bt_field_class_structure_member *m =
+            bt_field_class_structure_borrow_member_by_index_const(pfc, i);
+        const char *mn = bt_field_class_structure_member_get_name(m);
+        if (mn[0] == '_')
+            continue;
+        if (!want[next]) {
+            snprintf(why, sizeof(why), "unexpected field %s", mn);
+            break;
+        }
+        if (strcmp(mn, want[next]) != 0) {
+            snprintf(why, sizeof(why), "field %" PRIu64 " is %s, expected %s", next, mn,
+                     want[next]);
+            break;
+        }
+        bt_field_class_type t =
+            bt_field_class_get_type(bt_field_class_structure_member_borrow_field_class_const(m));
+        if (!type_ok(mn, t)) {
+            snprintf(why, sizeof(why), "field %s has an unexpected type", mn);
+            break;
+        }
+        c->is_signed[nf] = bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER);
+        c->idx[nf++] = i;
+        next++;
+    }
+    if (!why[0] && want[next])
+        snprintf(why, sizeof(why), "field %s is missing", want[next]);
+    if (why[0]) {
+        glucx_an_engine_mismatched_event(s->engine, name, why);
+        return c;
+    }
+    c->nf = nf;
+    c->kind = kind;
+    const bt_stream_class *sc = bt_event_class_borrow_stream_class_const(ec);
+    const bt_field_class *cc =
+        sc ? bt_stream_class_borrow_event_common_context_field_class_const(sc) : NULL;
+    if (cc) {
+        uint64_t cn = bt_field_class_structure_get_member_count(cc);
+        for (uint64_t i = 0; i < cn; i++) {
+            const char *mn = bt_field_class_structure_member_get_name(
+                bt_field_class_structure_borrow_member_by_index_const(cc, i));
+            int sg = bt_field_class_type_is(
+                bt_field_class_get_type(bt_field_class_structure_member_borrow_field_class_const(
+                    bt_field_class_structure_borrow_member_by_index_const(cc, i))),
+                BT_FIELD_CLASS_TYPE_SIGNED_INTEGER);
+            if (strcmp(mn, "vpid") == 0) {
+                c->vpid_idx = (int64_t)i;
+                c->ctx_vpid_signed = sg;
+            } else if (strcmp(mn, "vtid") == 0) {
+                c->vtid_idx = (int64_t)i;
+                c->ctx_vtid_signed = sg;
+            }
+        }
+    }
+    return c;
+}
+
+/* ---- field readers -------------------------------------------------------------------------- */
+
+static int64_t f_int(const bt_field *f)
+{
+    bt_field_class_type t = bt_field_get_class_type(f);
+    if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER))
+        return (int64_t)bt_field_integer_unsigned_get_value(f);
+    if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER))
+        return bt_field_integer_signed_get_value(f);
+    return 0;
+}
+
+static uint64_t f_u64(const bt_field *f)
+{
+    bt_field_class_type t = bt_field_get_class_type(f);
+    if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER))
+        return bt_field_integer_unsigned_get_value(f);
+    return (uint64_t)bt_field_integer_signed_get_value(f);
+}
+
+static double f_dbl(const bt_field *f)
+{
+    if (bt_field_get_class_type(f) == BT_FIELD_CLASS_TYPE_SINGLE_PRECISION_REAL)
+        return bt_field_real_single_precision_get_value(f);
+    return bt_field_real_double_precision_get_value(f);
+}
+
+static const char *f_str(const bt_field *f)
+{
+    const char *v = bt_field_string_get_value(f);
+    return v ? v : "";
+}
+
+#define FLD(i) bt_field_structure_borrow_member_field_by_index_const(p, c->idx[i])
+
+/* integer field i of the payload, with the signedness found when the class was checked */
+static inline int64_t fi(const evc_t *c, const bt_field *p, int i)
+{
+    const bt_field *f = FLD(i);
+    return c->is_signed[i] ? bt_field_integer_signed_get_value(f)
+                           : (int64_t)bt_field_integer_unsigned_get_value(f);
+}
+
+#define FI(i) fi(c, p, (i))
+#define FU(i) ((uint64_t)fi(c, p, (i)))
+
+static int convert(sink_t *s, const evc_t *c, const bt_message *msg, const bt_event *ev,
+                   glucx_an_event_t *o)
+{
+    const bt_field *p = bt_event_borrow_payload_field_const(ev);
+    const bt_clock_snapshot *cs = bt_message_event_borrow_default_clock_snapshot_const(msg);
+    int64_t ns = 0;
+    if (cs && bt_clock_snapshot_get_ns_from_origin(cs, &ns) !=
+                  BT_CLOCK_SNAPSHOT_GET_NS_FROM_ORIGIN_STATUS_OK)
+        ns = 0;
+    *o = glucx_an_event_init(c->kind, ns, FU(0), (int32_t)FI(1));
+    const bt_field *cc = bt_event_borrow_common_context_field_const(ev);
+    if (cc && c->vpid_idx >= 0) {
+        const bt_field *f =
+            bt_field_structure_borrow_member_field_by_index_const(cc, (uint64_t)c->vpid_idx);
+        o->vpid = c->ctx_vpid_signed ? bt_field_integer_signed_get_value(f)
+                                     : (int64_t)bt_field_integer_unsigned_get_value(f);
+    }
+    if (cc && c->vtid_idx >= 0) {
+        const bt_field *f =
+            bt_field_structure_borrow_member_field_by_index_const(cc, (uint64_t)c->vtid_idx);
+        o->vtid = c->ctx_vtid_signed ? bt_field_integer_signed_get_value(f)
+                                     : (int64_t)bt_field_integer_unsigned_get_value(f);
+    }
+    switch (c->kind) {
+    case GLUCX_AN_EV_COMM_INIT:
+        o->size = (int32_t)FI(2);
+        o->package = (int32_t)FI(3);
+        o->npackages = (int32_t)FI(4);
+        o->name = f_str(FLD(5));
+        o->host = f_str(FLD(6));
+        o->topo_digest = FU(7);
+        break;
+    case GLUCX_AN_EV_LINK:
+        o->link_id = (int32_t)FI(2);
+        o->src = (int32_t)FI(3);
+        o->dst = (int32_t)FI(4);
+        o->dim = (int32_t)FI(5);
+        o->bandwidth_Bps = f_dbl(FLD(6));
+        o->latency_ns = f_dbl(FLD(7));
+        o->transport = f_str(FLD(8));
+        break;
+    case GLUCX_AN_EV_COLL_BEGIN:
+    case GLUCX_AN_EV_COLL_END:
+        o->seq = (uint32_t)FU(2);
+        o->coll = (int)FI(3);
+        o->bytes = FU(4);
+        o->dtype = (int)FI(5);
+        o->op = (int)FI(6);
+        o->root = (int32_t)FI(7);
+        o->alg = (int)FI(8);
+        o->status = (int)FI(9);
+        break;
+    case GLUCX_AN_EV_SCHED_DECISION: {
+        o->seq = (uint32_t)FU(2);
+        o->decision = (int)FI(3);
+        o->chosen = (int32_t)FI(4);
+        const bt_field *ids = FLD(5), *cost = FLD(6);
+        uint64_t n = bt_field_array_get_length(ids), n2 = bt_field_array_get_length(cost);
+        if (n2 < n)
+            n = n2; /* EVENTS.md: parallel; a shorter one bounds both */
+        if (n > s->altcap) {
+            int32_t *a = realloc(s->alt_ids, n * sizeof(int32_t));
+            if (a)
+                s->alt_ids = a;
+            uint64_t *b = realloc(s->alt_cost, n * sizeof(uint64_t));
+            if (b)
+                s->alt_cost = b;
+            if (!a || !b)
+                return -1;
+            s->altcap = n;
+        }
+        for (uint64_t i = 0; i < n; i++) {
+            s->alt_ids[i] =
+                (int32_t)f_int(bt_field_array_borrow_element_field_by_index_const(ids, i));
+            s->alt_cost[i] = f_u64(bt_field_array_borrow_element_field_by_index_const(cost, i));
+        }
+        o->nalt = n;
+        o->alt_ids = s->alt_ids;
+        o->alt_cost_ns = s->alt_cost;
+        o->reason = f_str(FLD(7));
+        break;
+    }
+    case GLUCX_AN_EV_SEND_BEGIN:
+    case GLUCX_AN_EV_SEND_END:
+    case GLUCX_AN_EV_RECV_BEGIN:
+    case GLUCX_AN_EV_RECV_END:
+        o->seq = (uint32_t)FU(2);
+        o->step = (uint32_t)FU(3);
+        o->peer = (int32_t)FI(4);
+        o->link = (int32_t)FI(5);
+        o->tag = FU(6);
+        o->bytes = FU(7);
+        break;
+    case GLUCX_AN_EV_REDUCE_BEGIN:
+    case GLUCX_AN_EV_REDUCE_END:
+        o->seq = (uint32_t)FU(2);
+        o->bytes = FU(3);
+        o->dtype = (int)FI(4);
+        o->op = (int)FI(5);
+        break;
+    case GLUCX_AN_EV_WAIT_BEGIN:
+    case GLUCX_AN_EV_WAIT_END:
+        o->site = (int)FI(2);
+        o->seq = (uint32_t)FU(3);
+        o->req = FU(4);
+        o->nreqs = (uint32_t)FU(5);
+        o->status = (int)FI(6);
+        break;
+    case GLUCX_AN_EV_COMPUTE_BEGIN:
+    case GLUCX_AN_EV_COMPUTE_END:
+        o->phase = f_str(FLD(2));
+        o->id = FU(3);
+        break;
+    case GLUCX_AN_EV_ITERATION_BEGIN:
+    case GLUCX_AN_EV_ITERATION_END:
+        o->id = FU(2);
+        break;
+    case GLUCX_AN_EV_BUCKET_READY:
+        o->id = FU(2);
+        o->bytes = FU(3);
+        break;
+    case GLUCX_AN_EV_ERROR:
+        o->status = (int)FI(2);
+        o->text = f_str(FLD(3));
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/* ---- component methods ---------------------------------------------------------------------- */
+
+static const char *param_str(const bt_value *params, const char *key)
+{
+    const bt_value *v = params ? bt_value_map_borrow_entry_value_const(params, key) : NULL;
+    return v && bt_value_is_string(v) ? bt_value_string_get(v) : NULL;
+}
+
+bt_component_class_initialize_method_status
+glucx_an_sink_init(bt_self_component_sink *self, bt_self_component_sink_configuration *config,
+                   const bt_value *params, void *init_data)
+{
+    (void)config;
+    sink_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR;
+    s->ctl = init_data;
+    s->last_pct = -1;
+    if (s->ctl) {
+        s->engine = s->ctl->engine;
+    } else {
+        const char *out = param_str(params, "output");
+        if (!out) {
+            BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(
+                bt_self_component_sink_as_self_component(self),
+                "sink.glucx.report needs the string parameter output (the report directory), "
+                "e.g. -p 'output=\"reports/run1\"'");
+            free(s);
+            return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
+        }
+        const bt_value *tl = bt_value_map_borrow_entry_value_const(params, "timeline");
+        glucx_an_options_t opt = {
+            .out_dir = out, .timeline = tl && bt_value_is_bool(tl) ? bt_value_bool_get(tl) : 1};
+        char err[512];
+        s->engine = glucx_an_engine_create(&opt, err, sizeof(err));
+        if (!s->engine) {
+            BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(
+                bt_self_component_sink_as_self_component(self), "sink.glucx.report: %s", err);
+            free(s);
+            return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
+        }
+        s->own_engine = 1;
+        s->out_dir = strdup(out);
+        const char *t = param_str(params, "template");
+        s->template_path = t ? strdup(t) : NULL;
+        char ver[64];
+        snprintf(ver, sizeof(ver), "%u.%u.%u", (unsigned)bt_version_get_major(),
+                 (unsigned)bt_version_get_minor(), (unsigned)bt_version_get_patch());
+        glucx_an_engine_set_tool(s->engine, ver, "babeltrace2 ... -c sink.glucx.report");
+    }
+    if (bt_self_component_sink_add_input_port(self, "in", NULL, &s->port) !=
+        BT_SELF_COMPONENT_ADD_PORT_STATUS_OK) {
+        if (s->own_engine)
+            glucx_an_engine_destroy(s->engine);
+        free(s->out_dir);
+        free(s->template_path);
+        free(s);
+        return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
+    }
+    bt_self_component_set_data(bt_self_component_sink_as_self_component(self), s);
+    return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_OK;
+}
+
+static void finish_own(sink_t *s)
+{
+    if (!s->own_engine || s->done)
+        return;
+    s->done = 1;
+    if (glucx_an_engine_finish(s->engine) != 0) {
+        fprintf(stderr, "sink.glucx.report: %s\n", glucx_an_engine_error(s->engine));
+        return;
+    }
+    glucx_an_html_or_warn(s->out_dir, s->template_path);
+    fprintf(stderr, "sink.glucx.report: %s\nsink.glucx.report: reports in %s\n",
+            glucx_an_engine_verdict(s->engine), s->out_dir);
+}
+
+void glucx_an_sink_finalize(bt_self_component_sink *self)
+{
+    sink_t *s = bt_self_component_get_data(bt_self_component_sink_as_self_component(self));
+    if (!s)
+        return;
+    if (s->own_engine && !s->done) {
+        glucx_an_engine_partial(s->engine, "the trace was not read to its end (a reading error "
+                                           "or an interruption stopped the graph)");
+        finish_own(s);
+    }
+    if (s->own_engine)
+        glucx_an_engine_destroy(s->engine);
+    bt_message_iterator_put_ref(s->it);
+    for (size_t i = 0; i < s->classes.cap; i++)
+        free(s->classes.slots[i].val);
+    glucx_an_map_free(&s->classes);
+    free(s->alt_ids);
+    free(s->alt_cost);
+    free(s->out_dir);
+    free(s->template_path);
+    free(s);
+}
+
+bt_component_class_sink_graph_is_configured_method_status
+glucx_an_sink_graph_is_configured(bt_self_component_sink *self)
+{
+    sink_t *s = bt_self_component_get_data(bt_self_component_sink_as_self_component(self));
+    if (bt_message_iterator_create_from_sink_component(self, s->port, &s->it) !=
+        BT_MESSAGE_ITERATOR_CREATE_FROM_SINK_COMPONENT_STATUS_OK)
+        return BT_COMPONENT_CLASS_SINK_GRAPH_IS_CONFIGURED_METHOD_STATUS_ERROR;
+    return BT_COMPONENT_CLASS_SINK_GRAPH_IS_CONFIGURED_METHOD_STATUS_OK;
+}
+
+static void note_tracer(sink_t *s, const bt_message *msg)
+{
+    if (s->tracer_set)
+        return;
+    s->tracer_set = 1;
+    const bt_stream *st = bt_message_stream_beginning_borrow_stream_const(msg);
+    const bt_trace *tr = bt_stream_borrow_trace_const(st);
+    const bt_value *name = bt_trace_borrow_environment_entry_value_by_name_const(tr, "tracer_name");
+    const bt_value *maj = bt_trace_borrow_environment_entry_value_by_name_const(tr, "tracer_major");
+    const bt_value *min = bt_trace_borrow_environment_entry_value_by_name_const(tr, "tracer_minor");
+    const bt_value *pat =
+        bt_trace_borrow_environment_entry_value_by_name_const(tr, "tracer_patchlevel");
+    char buf[128];
+    if (name && bt_value_is_string(name)) {
+        snprintf(buf, sizeof(buf), "%s", bt_value_string_get(name));
+        const bt_value *parts[] = {maj, min, pat};
+        for (int i = 0; i < 3; i++)
+            if (parts[i] && bt_value_is_signed_integer(parts[i])) {
+                size_t l = strlen(buf);
+                snprintf(buf + l, sizeof(buf) - l, "%s%" PRId64, i ? "." : " ",
+                         bt_value_integer_signed_get(parts[i]));
+            }
+        glucx_an_engine_set_tracer(s->engine, buf);
+    }
+}
+
+static void progress(sink_t *s, int64_t ts)
+{
+    glucx_an_sink_ctl_t *c = s->ctl;
+    if (!c || !c->progress || c->range_end_ns <= c->range_begin_ns)
+        return;
+    int pct = (int)(100.0 * (double)(ts - c->range_begin_ns) /
+                    (double)(c->range_end_ns - c->range_begin_ns));
+    if (pct < 0)
+        pct = 0;
+    if (pct > 100)
+        pct = 100;
+    if (pct == s->last_pct)
+        return;
+    s->last_pct = pct;
+    char bar[41];
+    memset(bar, ' ', 40);
+    memset(bar, '#', (size_t)(pct * 40 / 100));
+    bar[40] = 0;
+    fprintf(stderr, "\rglucx-analyze [%s] %3d%% %" PRIu64 " events", bar, pct,
+            glucx_an_engine_events(s->engine));
+    fflush(stderr);
+}
+
+bt_component_class_sink_consume_method_status glucx_an_sink_consume(bt_self_component_sink *self)
+{
+    sink_t *s = bt_self_component_get_data(bt_self_component_sink_as_self_component(self));
+    bt_message_array_const msgs;
+    uint64_t count = 0;
+    switch (bt_message_iterator_next(s->it, &msgs, &count)) {
+    case BT_MESSAGE_ITERATOR_NEXT_STATUS_OK:
+        break;
+    case BT_MESSAGE_ITERATOR_NEXT_STATUS_END:
+        bt_message_iterator_put_ref(s->it);
+        s->it = NULL;
+        if (s->ctl)
+            s->ctl->ended = 1;
+        finish_own(s);
+        return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_END;
+    case BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN:
+        return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_AGAIN;
+    case BT_MESSAGE_ITERATOR_NEXT_STATUS_MEMORY_ERROR:
+        return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_MEMORY_ERROR;
+    default:
+        return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_ERROR;
+    }
+    int rc = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        const bt_message *m = msgs[i];
+        switch (bt_message_get_type(m)) {
+        case BT_MESSAGE_TYPE_EVENT: {
+            const bt_event *ev = bt_message_event_borrow_event_const(m);
+            evc_t *c = class_info(s, ev);
+            if (!c) {
+                rc = -1;
+                break;
+            }
+            if (c->kind < 0) {
+                glucx_an_engine_ignored(s->engine);
+                break;
+            }
+            glucx_an_event_t e;
+            if (convert(s, c, m, ev, &e) != 0 || glucx_an_engine_feed(s->engine, &e) != 0) {
+                rc = -1;
+                break;
+            }
+            if ((++s->nmsg & 0xffff) == 0)
+                progress(s, e.ts);
+            break;
+        }
+        case BT_MESSAGE_TYPE_DISCARDED_EVENTS: {
+            uint64_t n = 0;
+            if (bt_message_discarded_events_get_count(m, &n) != BT_PROPERTY_AVAILABILITY_AVAILABLE)
+                n = 1; /* some lost, count unknown */
+            glucx_an_engine_discarded(s->engine, n, 0);
+            break;
+        }
+        case BT_MESSAGE_TYPE_DISCARDED_PACKETS: {
+            uint64_t n = 0;
+            if (bt_message_discarded_packets_get_count(m, &n) != BT_PROPERTY_AVAILABILITY_AVAILABLE)
+                n = 1;
+            glucx_an_engine_discarded(s->engine, 0, n);
+            break;
+        }
+        case BT_MESSAGE_TYPE_STREAM_BEGINNING:
+            note_tracer(s, m);
+            break;
+        default:
+            break;
+        }
+        bt_message_put_ref(m);
+        if (rc != 0) {
+            for (uint64_t j = i + 1; j < count; j++)
+                bt_message_put_ref(msgs[j]);
+            BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(
+                bt_self_component_sink_as_self_component(self), "sink.glucx.report: %s",
+                glucx_an_engine_error(s->engine)[0] ? glucx_an_engine_error(s->engine)
+                                                    : "out of memory");
+            return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_ERROR;
+        }
+    }
+    return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_OK;
+}

@@ -1,0 +1,45 @@
+/**
+ * @file analysis/plugin/report/sink.h
+ * @brief sink.glucx.report: consumes glucx events (source.ctf.fs -> filter.utils.muxer -> this)
+ *        and feeds the analysis engine. Used by the plugin (babeltrace2 CLI) and by glucx-analyze,
+ *        which creates the same component class in-process and passes a control block.
+ *
+ * Parameters (CLI): output (string, required: output directory), timeline (bool, default true),
+ * template (string: dashboard template; default: GLUCX_DASHBOARD_TEMPLATE, the build tree, the
+ * install prefix). With the CLI the sink writes the reports when the input ends, or a partial
+ * report when the graph stops early.
+ */
+#ifndef GLUCX_ANALYSIS_SINK_H
+#define GLUCX_ANALYSIS_SINK_H
+
+#include <babeltrace2/babeltrace.h>
+
+#include "core/engine.h"
+
+/** Control block that glucx-analyze passes as initialisation data (borrowed by the sink). */
+typedef struct glucx_an_sink_ctl {
+    glucx_an_engine_t *engine; /**< the tool's engine: the sink feeds it, the tool finishes it */
+    int progress;              /**< draw a progress bar on stderr */
+    int64_t range_begin_ns, range_end_ns; /**< the traces' time range (progress) */
+    int ended;                            /**< set by the sink when the input ended normally */
+} glucx_an_sink_ctl_t;
+
+bt_component_class_initialize_method_status
+glucx_an_sink_init(bt_self_component_sink *self, bt_self_component_sink_configuration *config,
+                   const bt_value *params, void *init_data);
+void glucx_an_sink_finalize(bt_self_component_sink *self);
+bt_component_class_sink_graph_is_configured_method_status
+glucx_an_sink_graph_is_configured(bt_self_component_sink *self);
+bt_component_class_sink_consume_method_status glucx_an_sink_consume(bt_self_component_sink *self);
+
+/**
+ * The dashboard template to use: @p explicit_path if not NULL, else $GLUCX_DASHBOARD_TEMPLATE,
+ * else the build tree's template, else <prefix>/share/glucx/report-template.html; NULL when none
+ * of them is a readable file.
+ */
+const char *glucx_an_find_template(const char *explicit_path);
+
+/** Write report.html next to report.json; a warning on stderr (never a failure) if impossible. */
+void glucx_an_html_or_warn(const char *dir, const char *explicit_template);
+
+#endif

@@ -1,0 +1,548 @@
+/*
+ * glucx-analyze TRACE... -o DIR: builds source.ctf.fs -> filter.utils.muxer -> sink.glucx.report
+ * with libbabeltrace2 (the sink's class is created in-process from the same code as the plugin's)
+ * and writes report.txt, report.json, report.html and timeline.json into DIR.
+ *
+ * Exit status: 0 report written (complete or partial: see report.json trace.partial),
+ * 1 the analysis failed (no report), 2 usage error or no readable trace.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <babeltrace2/babeltrace.h>
+
+#include "core/engine.h"
+#include "report/sink.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: glucx-analyze TRACE... -o DIR [--template PATH] [--no-timeline] [--no-html]\n"
+            "                     [--no-progress] [--list-limit N]\n"
+            "  TRACE   a trace directory written by glucx-trace record (or any CTF trace with\n"
+            "          glucx events); several per-host directories are merged\n"
+            "  -o DIR  output directory: report.txt, report.json, report.html, timeline.json\n"
+            "  --list-limit N  list at most N iterations, collectives and decisions each in\n"
+            "          report.json (default 10000; 0: all); every one counts in the totals\n"
+            "Definitions of every number: analysis/METRICS.md (installed with the docs).\n");
+}
+
+/* Every directory under DIR (depth-limited) that holds a CTF metadata file: source.ctf.fs
+ * opens trace directories, not their parents (the babeltrace2 CLI does the same walk). */
+typedef struct dirlist {
+    char **v;
+    size_t n, cap;
+} dirlist_t;
+
+static int collect_traces(const char *dir, int depth, dirlist_t *out)
+{
+    if (depth > 8)
+        return 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char p[4096];
+        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(p, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            found += collect_traces(p, depth + 1, out);
+        } else if (strcmp(e->d_name, "metadata") == 0) {
+            if (out->n == out->cap) {
+                size_t nc = out->cap ? out->cap * 2 : 8;
+                char **nv = realloc(out->v, nc * sizeof(char *));
+                if (!nv)
+                    continue;
+                out->v = nv;
+                out->cap = nc;
+            }
+            out->v[out->n] = strdup(dir);
+            if (out->v[out->n])
+                out->n++;
+            found++;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* The current error's causes, root cause first, on one line (for messages and the report). */
+static void take_error_text(char *buf, size_t len)
+{
+    const bt_error *err = bt_current_thread_take_error();
+    snprintf(buf, len, "unknown error");
+    if (!err)
+        return;
+    uint64_t n = bt_error_get_cause_count(err);
+    size_t used = 0;
+    for (uint64_t i = 0; i < n && i < 3 && used + 1 < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s", i ? " <- " : "",
+                         bt_error_cause_get_message(bt_error_borrow_cause_by_index(err, i)));
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    for (char *p = buf; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    bt_error_release(err);
+}
+
+static const bt_plugin *find_plugin(const char *name)
+{
+    const bt_plugin *p = NULL;
+    if (bt_plugin_find(name, BT_TRUE, BT_TRUE, BT_TRUE, BT_TRUE, BT_TRUE, &p) !=
+        BT_PLUGIN_FIND_STATUS_OK)
+        return NULL;
+    return p;
+}
+
+/* The traces' time range from source.ctf.fs's babeltrace.trace-infos query (progress bar). */
+static void query_range(const bt_component_class *src, const bt_value *params, int64_t *b,
+                        int64_t *e)
+{
+    bt_query_executor *q = bt_query_executor_create(src, "babeltrace.trace-infos", params);
+    const bt_value *res = NULL;
+    *b = INT64_MAX;
+    *e = INT64_MIN;
+    if (!q || bt_query_executor_query(q, &res) != BT_QUERY_EXECUTOR_QUERY_STATUS_OK) {
+        bt_current_thread_clear_error();
+        bt_query_executor_put_ref(q);
+        return;
+    }
+    for (uint64_t i = 0; i < bt_value_array_get_length(res); i++) {
+        const bt_value *ti = bt_value_array_borrow_element_by_index_const(res, i);
+        const bt_value *sis = bt_value_map_borrow_entry_value_const(ti, "stream-infos");
+        for (uint64_t j = 0; sis && j < bt_value_array_get_length(sis); j++) {
+            const bt_value *r = bt_value_map_borrow_entry_value_const(
+                bt_value_array_borrow_element_by_index_const(sis, j), "range-ns");
+            const bt_value *rb = r ? bt_value_map_borrow_entry_value_const(r, "begin") : NULL;
+            const bt_value *re = r ? bt_value_map_borrow_entry_value_const(r, "end") : NULL;
+            if (rb && re && bt_value_is_signed_integer(rb) && bt_value_is_signed_integer(re)) {
+                if (bt_value_integer_signed_get(rb) < *b)
+                    *b = bt_value_integer_signed_get(rb);
+                if (bt_value_integer_signed_get(re) > *e)
+                    *e = bt_value_integer_signed_get(re);
+            }
+        }
+    }
+    bt_value_put_ref(res);
+    bt_query_executor_put_ref(q);
+}
+
+enum { GRAPH_OK, GRAPH_INIT_FAILED, GRAPH_SETUP_FAILED, GRAPH_RUN_FAILED };
+
+/* Build source.ctf.fs -> filter.utils.muxer -> sink.glucx.report over @p traces and run it. */
+static int run_graph(const dirlist_t *traces, glucx_an_sink_ctl_t *ctl, char *why, size_t len)
+{
+    int rc = GRAPH_SETUP_FAILED;
+    bt_graph *g = NULL;
+    bt_value *params = NULL;
+    bt_component_class_sink *sink_cls = NULL;
+    const bt_plugin *ctf_plugin = find_plugin("ctf"), *utils_plugin = find_plugin("utils");
+    const bt_component_class_source *src_cls =
+        ctf_plugin ? bt_plugin_borrow_source_component_class_by_name_const(ctf_plugin, "fs") : NULL;
+    const bt_component_class_filter *mux_cls =
+        utils_plugin ? bt_plugin_borrow_filter_component_class_by_name_const(utils_plugin, "muxer")
+                     : NULL;
+    const bt_component_source **srcs = NULL;
+    const bt_component_filter *mux = NULL;
+    const bt_component_sink *snk = NULL;
+    snprintf(why, len, "cannot build the analysis graph (out of memory?)");
+    if (!src_cls || !mux_cls) {
+        snprintf(why, len,
+                 "cannot find the Babeltrace 2 plugins ctf (source.ctf.fs) and utils "
+                 "(filter.utils.muxer): is babeltrace2 installed with its plugins?");
+        goto out;
+    }
+    sink_cls = bt_component_class_sink_create("report", glucx_an_sink_consume);
+    if (!sink_cls || bt_component_class_sink_set_initialize_method(sink_cls, glucx_an_sink_init) ||
+        bt_component_class_sink_set_finalize_method(sink_cls, glucx_an_sink_finalize) ||
+        bt_component_class_sink_set_graph_is_configured_method(sink_cls,
+                                                               glucx_an_sink_graph_is_configured))
+        goto out;
+    g = bt_graph_create(0);
+    if (!g)
+        goto out;
+    /* one source per trace directory: per-host traces have their own UUIDs, and one
+     * source.ctf.fs only merges directories of the same trace */
+    srcs = calloc(traces->n + 1, sizeof(*srcs));
+    if (!srcs)
+        goto out;
+    if (ctl->progress) {
+        ctl->range_begin_ns = INT64_MAX;
+        ctl->range_end_ns = INT64_MIN;
+    }
+    for (size_t i = 0; i < traces->n; i++) {
+        bt_value_put_ref(params);
+        params = bt_value_map_create();
+        bt_value *inputs = NULL;
+        if (!params || bt_value_map_insert_empty_array_entry(params, "inputs", &inputs) != 0 ||
+            bt_value_array_append_string_element(inputs, traces->v[i]) != 0)
+            goto out;
+        if (ctl->progress) {
+            int64_t b, e;
+            query_range(bt_component_class_source_as_component_class_const(src_cls), params, &b,
+                        &e);
+            if (b < ctl->range_begin_ns)
+                ctl->range_begin_ns = b;
+            if (e > ctl->range_end_ns)
+                ctl->range_end_ns = e;
+        }
+        char name[32];
+        snprintf(name, sizeof(name), "src%zu", i);
+        if (bt_graph_add_source_component(g, src_cls, name, params, BT_LOGGING_LEVEL_NONE,
+                                          &srcs[i]) != BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
+            char cause[900];
+            take_error_text(cause, sizeof(cause));
+            snprintf(why, len, "source.ctf.fs cannot open the trace %s: %s", traces->v[i], cause);
+            rc = GRAPH_INIT_FAILED;
+            goto out;
+        }
+    }
+    if (bt_graph_add_filter_component(g, mux_cls, "muxer", NULL, BT_LOGGING_LEVEL_WARNING, &mux) !=
+            BT_GRAPH_ADD_COMPONENT_STATUS_OK ||
+        bt_graph_add_sink_component_with_initialize_method_data(g, sink_cls, "report", NULL, ctl,
+                                                                BT_LOGGING_LEVEL_WARNING, &snk) !=
+            BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
+        take_error_text(why, len);
+        goto out;
+    }
+    for (size_t t = 0; t < traces->n; t++) {
+        uint64_t nout = bt_component_source_get_output_port_count(srcs[t]);
+        for (uint64_t i = 0; i < nout; i++) {
+            const bt_port_output *op =
+                bt_component_source_borrow_output_port_by_index_const(srcs[t], i);
+            const bt_port_input *ip = bt_component_filter_borrow_input_port_by_index_const(
+                mux, bt_component_filter_get_input_port_count(mux) - 1);
+            if (bt_graph_connect_ports(g, op, ip, NULL) != BT_GRAPH_CONNECT_PORTS_STATUS_OK) {
+                take_error_text(why, len);
+                goto out;
+            }
+        }
+    }
+    if (bt_graph_connect_ports(g, bt_component_filter_borrow_output_port_by_index_const(mux, 0),
+                               bt_component_sink_borrow_input_port_by_index_const(snk, 0),
+                               NULL) != BT_GRAPH_CONNECT_PORTS_STATUS_OK) {
+        take_error_text(why, len);
+        goto out;
+    }
+    bt_graph_run_status st;
+    do {
+        st = bt_graph_run(g);
+        if (st == BT_GRAPH_RUN_STATUS_AGAIN)
+            usleep(1000);
+    } while (st == BT_GRAPH_RUN_STATUS_AGAIN);
+    if (ctl->progress)
+        fprintf(stderr, "\n");
+    if (st != BT_GRAPH_RUN_STATUS_OK) {
+        take_error_text(why, len);
+        rc = GRAPH_RUN_FAILED;
+    } else {
+        why[0] = 0;
+        rc = GRAPH_OK;
+    }
+out:
+    bt_graph_put_ref(g); /* finalizes the sink (it only borrows the engine) */
+    bt_component_class_sink_put_ref(sink_cls);
+    bt_plugin_put_ref(ctf_plugin);
+    bt_plugin_put_ref(utils_plugin);
+    bt_value_put_ref(params);
+    free(srcs);
+    return rc;
+}
+
+/* ---- truncated stream files ------------------------------------------------------------------ */
+
+static void remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char p[4096];
+            snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+            struct stat st;
+            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+                remove_tree(p);
+            else
+                unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+/* Copy the first @p bytes of @p from to @p to. */
+static int copy_prefix(const char *from, const char *to, uint64_t bytes)
+{
+    FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
+    if (!a || !b) {
+        if (a)
+            fclose(a);
+        return -1;
+    }
+    char buf[65536];
+    int rc = 0;
+    while (bytes > 0 && !rc) {
+        size_t want = bytes < sizeof(buf) ? (size_t)bytes : sizeof(buf);
+        size_t n = fread(buf, 1, want, a);
+        if (n == 0 || fwrite(buf, 1, n, b) != n)
+            rc = -1;
+        bytes -= n;
+    }
+    fclose(a);
+    return fclose(b) != 0 || rc ? -1 : 0;
+}
+
+/* Bytes of @p path made of complete packets (LTTng's CTF packet header: magic 0xc1fc1fc1, then
+ * packet context with content_size and packet_size in bits at bytes 48 and 56). */
+static uint64_t complete_packets(const char *path, uint64_t size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    uint64_t off = 0;
+    unsigned char h[64];
+    while (off + sizeof(h) <= size) {
+        if (fseeko(f, (off_t)off, SEEK_SET) != 0 || fread(h, 1, sizeof(h), f) != sizeof(h))
+            break;
+        uint32_t magic =
+            (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+        uint64_t bits = 0;
+        for (int i = 7; i >= 0; i--)
+            bits = bits << 8 | h[56 + i];
+        if (magic != 0xc1fc1fc1u || bits == 0 || bits % 8 || off + bits / 8 > size)
+            break;
+        off += bits / 8;
+    }
+    fclose(f);
+    return off;
+}
+
+/* Copies of the trace directories with every stream file cut to its complete packets; returns
+ * how many files were cut (0: nothing to repair). */
+static int repair_traces(const dirlist_t *in, const char *dir, dirlist_t *out, char *what,
+                         size_t len)
+{
+    int cut = 0;
+    remove_tree(dir);
+    if (mkdir(dir, 0777) != 0)
+        return 0;
+    for (size_t i = 0; i < in->n; i++) {
+        char td[4096];
+        snprintf(td, sizeof(td), "%s/%zu", dir, i);
+        if (mkdir(td, 0777) != 0)
+            return 0;
+        DIR *d = opendir(in->v[i]);
+        if (!d)
+            return 0;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            char from[4096], to[4096];
+            snprintf(from, sizeof(from), "%s/%s", in->v[i], e->d_name);
+            snprintf(to, sizeof(to), "%s/%s", td, e->d_name);
+            struct stat st;
+            if (e->d_name[0] == '.' || stat(from, &st) != 0 || !S_ISREG(st.st_mode))
+                continue; /* the index/ directory is left out: it describes the old sizes */
+            uint64_t keep = (uint64_t)st.st_size;
+            if (strcmp(e->d_name, "metadata") != 0) {
+                keep = complete_packets(from, (uint64_t)st.st_size);
+                if (keep < (uint64_t)st.st_size) {
+                    size_t l = strlen(what);
+                    snprintf(what + l, len - l,
+                             "%s%s ends inside a packet (%" PRIu64 " of %lld bytes usable)",
+                             cut ? "; " : "", from, keep, (long long)st.st_size);
+                    cut++;
+                }
+            }
+            if (copy_prefix(from, to, keep) != 0) {
+                closedir(d);
+                return 0;
+            }
+        }
+        closedir(d);
+        if (out->n == out->cap) {
+            size_t nc = out->cap ? out->cap * 2 : 8;
+            char **nv = realloc(out->v, nc * sizeof(char *));
+            if (!nv)
+                return 0;
+            out->v = nv;
+            out->cap = nc;
+        }
+        out->v[out->n++] = strdup(td);
+    }
+    return cut;
+}
+
+int main(int argc, char **argv)
+{
+    const char *out = NULL, *tmpl = NULL;
+    int timeline = 1, html = 1, want_progress = 1;
+    long list_limit = 0;
+    const char **paths = calloc((size_t)argc, sizeof(char *));
+    int npaths = 0;
+    if (!paths)
+        return 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+            if (++i >= argc) {
+                usage(stderr);
+                return 2;
+            }
+            out = argv[i];
+        } else if (strcmp(argv[i], "--template") == 0) {
+            if (++i >= argc) {
+                usage(stderr);
+                return 2;
+            }
+            tmpl = argv[i];
+        } else if (strcmp(argv[i], "--list-limit") == 0) {
+            if (++i >= argc) {
+                usage(stderr);
+                return 2;
+            }
+            list_limit = strtol(argv[i], NULL, 10);
+            if (list_limit == 0)
+                list_limit = -1; /* 0 on the command line: list everything */
+        } else if (strcmp(argv[i], "--no-timeline") == 0) {
+            timeline = 0;
+        } else if (strcmp(argv[i], "--no-html") == 0) {
+            html = 0;
+        } else if (strcmp(argv[i], "--no-progress") == 0) {
+            want_progress = 0;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "glucx-analyze: unknown option %s\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else {
+            paths[npaths++] = argv[i];
+        }
+    }
+    if (!out || npaths == 0) {
+        usage(stderr);
+        return 2;
+    }
+    /* check the inputs before anything else: a clear message for a non-trace directory */
+    int ok = 0;
+    char skipped[2048] = "";
+    dirlist_t traces = {0};
+    for (int i = 0; i < npaths; i++) {
+        struct stat st;
+        if (stat(paths[i], &st) != 0) {
+            fprintf(stderr, "glucx-analyze: cannot read trace %s: %s\n", paths[i], strerror(errno));
+        } else if (!S_ISDIR(st.st_mode)) {
+            fprintf(stderr,
+                    "glucx-analyze: %s is not a directory (give the directory that "
+                    "glucx-trace record -o wrote)\n",
+                    paths[i]);
+        } else if (collect_traces(paths[i], 0, &traces) == 0) {
+            fprintf(stderr, "glucx-analyze: %s is not a trace: no CTF metadata file under it\n",
+                    paths[i]);
+        } else {
+            paths[ok++] = paths[i];
+            continue;
+        }
+        size_t l = strlen(skipped);
+        snprintf(skipped + l, sizeof(skipped) - l, "%s%s", l ? ", " : "", paths[i]);
+    }
+    if (ok == 0) {
+        fprintf(stderr, "glucx-analyze: no trace to analyse\n");
+        return 2;
+    }
+    npaths = ok;
+
+    int rc = 1;
+    glucx_an_options_t opt = {.out_dir = out, .timeline = timeline, .list_limit = list_limit};
+    char err[512];
+    glucx_an_engine_t *eng = glucx_an_engine_create(&opt, err, sizeof(err));
+    if (!eng) {
+        fprintf(stderr, "glucx-analyze: %s\n", err);
+        return 1;
+    }
+    char ver[64];
+    snprintf(ver, sizeof(ver), "%u.%u.%u", (unsigned)bt_version_get_major(),
+             (unsigned)bt_version_get_minor(), (unsigned)bt_version_get_patch());
+    char cmd[4096] = "";
+    for (int i = 0; i < argc; i++) {
+        size_t l = strlen(cmd);
+        snprintf(cmd + l, sizeof(cmd) - l, "%s%s", i ? " " : "", argv[i]);
+    }
+    glucx_an_engine_set_tool(eng, ver, cmd);
+    for (int i = 0; i < npaths; i++)
+        glucx_an_engine_add_path(eng, paths[i]);
+    if (skipped[0])
+        glucx_an_engine_partial(eng, "inputs that are not traces were skipped: %s", skipped);
+
+    glucx_an_sink_ctl_t ctl = {.engine = eng, .progress = want_progress && isatty(2)};
+    char why[1024] = "";
+    int gr = run_graph(&traces, &ctl, why, sizeof(why));
+    if (gr == GRAPH_INIT_FAILED) {
+        /* a stream file cut inside a packet (killed session, full disk): read a copy cut at the
+         * last complete packet of each file */
+        char rep_dir[4096];
+        snprintf(rep_dir, sizeof(rep_dir), "%s/.repaired-trace", out);
+        dirlist_t fixed = {0};
+        char what[1024] = "";
+        if (repair_traces(&traces, rep_dir, &fixed, what, sizeof(what)) > 0) {
+            fprintf(stderr, "glucx-analyze: %s; reading the complete packets only\n", what);
+            glucx_an_engine_partial(eng,
+                                    "trace truncated: %s; the analysis read up to the last "
+                                    "complete packet of each stream",
+                                    what);
+            gr = run_graph(&fixed, &ctl, why, sizeof(why));
+        }
+        remove_tree(rep_dir);
+        for (size_t i = 0; i < fixed.n; i++)
+            free(fixed.v[i]);
+        free(fixed.v);
+    }
+    if (gr == GRAPH_INIT_FAILED || gr == GRAPH_SETUP_FAILED) {
+        fprintf(stderr, "glucx-analyze: %s\n", why);
+        rc = gr == GRAPH_INIT_FAILED ? 2 : 1;
+        goto out;
+    }
+    if (gr == GRAPH_RUN_FAILED || !ctl.ended) {
+        fprintf(stderr, "glucx-analyze: reading stopped before the end of the trace: %s\n", why);
+        glucx_an_engine_partial(
+            eng, "trace truncated or unreadable: reading stopped after %" PRIu64 " events: %s",
+            glucx_an_engine_events(eng), why);
+    }
+    if (glucx_an_engine_finish(eng) != 0) {
+        fprintf(stderr, "glucx-analyze: %s\n", glucx_an_engine_error(eng));
+        goto out;
+    }
+    if (html)
+        glucx_an_html_or_warn(out, tmpl);
+    printf("%s\n", glucx_an_engine_verdict(eng));
+    printf("reports in %s: report.txt report.json%s%s\n", out, html ? " report.html" : "",
+           timeline ? " timeline.json" : "");
+    if (glucx_an_engine_is_partial(eng))
+        fprintf(stderr, "glucx-analyze: the report is PARTIAL (reasons in report.txt and "
+                        "report.json trace.partial_reasons)\n");
+    rc = 0;
+out:
+    glucx_an_engine_destroy(eng);
+    for (size_t i = 0; i < traces.n; i++)
+        free(traces.v[i]);
+    free(traces.v);
+    free(paths);
+    return rc;
+}

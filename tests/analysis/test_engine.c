@@ -1,0 +1,502 @@
+/*
+ * Unit tests of the analysis engine (analysis/core): each metric of METRICS.md on a hand-built
+ * event sequence whose answer is worked out in the comment next to it.
+ * argv[1]: a scratch directory for the reports.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <jansson.h>
+
+#include "core/engine.h"
+#include "core/ivl.h"
+
+#define C 0xabcull
+
+static const char *g_dir = "work-unit";
+static glucx_an_engine_t *g_e;
+static char g_out[1024];
+
+static void start(const char *name)
+{
+    mkdir(g_dir, 0777);
+    snprintf(g_out, sizeof(g_out), "%s/%s", g_dir, name);
+    glucx_an_options_t o = {.out_dir = g_out, .timeline = 1};
+    char err[256];
+    g_e = glucx_an_engine_create(&o, err, sizeof(err));
+    assert_non_null(g_e);
+}
+
+static void feed(glucx_an_event_t ev)
+{
+    assert_int_equal(glucx_an_engine_feed(g_e, &ev), 0);
+}
+
+static glucx_an_event_t ev(int kind, int64_t ts, int rank)
+{
+    glucx_an_event_t e = glucx_an_event_init(kind, ts, C, rank);
+    e.vpid = 1000 + rank;
+    e.vtid = 1000 + rank;
+    return e;
+}
+
+static void init(int64_t ts, int rank, int size)
+{
+    glucx_an_event_t e = ev(GLUCX_AN_EV_COMM_INIT, ts, rank);
+    e.size = size;
+    e.npackages = 1;
+    e.name = ""; /* empty strings are valid */
+    e.host = "";
+    feed(e);
+}
+
+static void iter(int kind, int64_t ts, int rank, uint64_t k)
+{
+    glucx_an_event_t e = ev(kind, ts, rank);
+    e.id = k;
+    feed(e);
+}
+
+static void coll(int kind, int64_t ts, int rank, uint32_t seq, int c, uint64_t bytes, int alg)
+{
+    glucx_an_event_t e = ev(kind, ts, rank);
+    e.seq = seq;
+    e.coll = c;
+    e.bytes = bytes;
+    e.alg = alg;
+    e.status = kind == GLUCX_AN_EV_COLL_BEGIN ? 1 : 0;
+    feed(e);
+}
+
+static void p2p(int kind, int64_t ts, int rank, int peer, uint32_t seq, uint32_t step,
+                uint64_t bytes)
+{
+    glucx_an_event_t e = ev(kind, ts, rank);
+    e.seq = seq;
+    e.step = step;
+    e.peer = peer;
+    e.tag = (UINT64_C(1) << 63) | ((uint64_t)seq << 32) | ((uint64_t)step << 16);
+    e.bytes = bytes;
+    feed(e);
+}
+
+static void simple(int kind, int64_t ts, int rank)
+{
+    feed(ev(kind, ts, rank));
+}
+
+static json_t *finish(void)
+{
+    assert_int_equal(glucx_an_engine_finish(g_e), 0);
+    glucx_an_engine_destroy(g_e);
+    g_e = NULL;
+    char p[1100];
+    snprintf(p, sizeof(p), "%s/report.json", g_out);
+    json_error_t err;
+    json_t *r = json_load_file(p, 0, &err);
+    if (!r)
+        fail_msg("report.json does not parse: %s line %d", err.text, err.line);
+    snprintf(p, sizeof(p), "%s/timeline.json", g_out);
+    json_t *t = json_load_file(p, 0, &err);
+    if (!t)
+        fail_msg("timeline.json does not parse: %s line %d", err.text, err.line);
+    json_decref(t);
+    return r;
+}
+
+static json_int_t geti(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    if (!json_is_integer(v))
+        fail_msg("field %s is not an integer", k);
+    return json_integer_value(v);
+}
+
+static json_t *rank_of(json_t *rep, const char *list, int rank)
+{
+    json_t *a = json_object_get(rep, list), *x;
+    size_t i;
+    json_array_foreach(a, i, x) if (geti(x, "rank") == rank) return x;
+    fail_msg("rank %d not in %s", rank, list);
+    return NULL;
+}
+
+/* rank 0: iteration [0,1000), compute [100,600), collective [400,900)
+ * -> compute 500, communication 500, overlap 200 (share 0.4), exposed 300,
+ *    idle = 1000 - |[100,900)| = 200. rank 1 only communicates: idle 500. */
+static void test_breakdown(void **state)
+{
+    (void)state;
+    start("breakdown");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 0, 0);
+    iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 1, 0);
+    glucx_an_event_t cb = ev(GLUCX_AN_EV_COMPUTE_BEGIN, 100, 0);
+    cb.phase = "";
+    feed(cb);
+    coll(GLUCX_AN_EV_COLL_BEGIN, 400, 0, 0, 0, 64, 0);
+    coll(GLUCX_AN_EV_COLL_BEGIN, 400, 1, 0, 0, 64, 0);
+    glucx_an_event_t ce = ev(GLUCX_AN_EV_COMPUTE_END, 600, 0);
+    ce.phase = "";
+    feed(ce);
+    coll(GLUCX_AN_EV_COLL_END, 900, 0, 0, 0, 64, 0);
+    coll(GLUCX_AN_EV_COLL_END, 900, 1, 0, 0, 64, 0);
+    iter(GLUCX_AN_EV_ITERATION_END, 1000, 0, 0);
+    iter(GLUCX_AN_EV_ITERATION_END, 1000, 1, 0);
+    json_t *rep = finish();
+    json_t *r0 = rank_of(rep, "ranks", 0), *r1 = rank_of(rep, "ranks", 1);
+    assert_int_equal(geti(r0, "duration_ns"), 1000);
+    assert_int_equal(geti(r0, "compute_ns"), 500);
+    assert_int_equal(geti(r0, "communication_ns"), 500);
+    assert_int_equal(geti(r0, "overlap_ns"), 200);
+    assert_true(json_real_value(json_object_get(r0, "overlap_share")) > 0.3999 &&
+                json_real_value(json_object_get(r0, "overlap_share")) < 0.4001);
+    assert_int_equal(geti(r0, "exposed_communication_ns"), 300);
+    assert_int_equal(geti(r0, "idle_ns"), 200);
+    assert_int_equal(geti(r1, "idle_ns"), 500);
+    json_t *sum = json_object_get(rep, "summary");
+    assert_string_equal(json_string_value(json_object_get(sum, "iteration_source")), "markers");
+    assert_int_equal(geti(sum, "iterations"), 1);
+    /* the collective: both arrive at 400, end 900: time 500, busbw = 64/500ns * 2(n-1)/n */
+    json_t *c0 = json_array_get(json_object_get(rep, "collectives"), 0);
+    assert_int_equal(geti(c0, "time_ns"), 500);
+    assert_true(fabs(json_number_value(json_object_get(c0, "busbw_Bps")) - 64 / 500e-9 * 1.0) < 1);
+    json_decref(rep);
+}
+
+/* late sender: rank 1 posts its receive at 100 and waits [110,500); rank 0 sends at 300
+ *   -> rank 1's late-sender wait = [110,300) = 190.
+ * late receiver: rank 0 sends (seq 1) at 520 and waits [530,800); rank 1 posts at 700
+ *   -> rank 0's late-receiver wait = [530,700) = 170. */
+static void test_wait_split(void **state)
+{
+    (void)state;
+    start("wait_split");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 0, 0);
+    iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 1, 0);
+    p2p(GLUCX_AN_EV_RECV_BEGIN, 100, 1, 0, 0, 0, 8);
+    simple(GLUCX_AN_EV_WAIT_BEGIN, 110, 1);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, 300, 0, 1, 0, 0, 8);
+    p2p(GLUCX_AN_EV_SEND_END, 310, 0, 1, 0, 0, 8);
+    simple(GLUCX_AN_EV_WAIT_END, 500, 1);
+    p2p(GLUCX_AN_EV_RECV_END, 501, 1, 0, 0, 0, 8);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, 520, 0, 1, 1, 0, 8);
+    simple(GLUCX_AN_EV_WAIT_BEGIN, 530, 0);
+    p2p(GLUCX_AN_EV_RECV_BEGIN, 700, 1, 0, 1, 0, 8);
+    simple(GLUCX_AN_EV_WAIT_END, 800, 0);
+    p2p(GLUCX_AN_EV_SEND_END, 801, 0, 1, 1, 0, 8);
+    p2p(GLUCX_AN_EV_RECV_END, 802, 1, 0, 1, 0, 8);
+    iter(GLUCX_AN_EV_ITERATION_END, 900, 0, 0);
+    iter(GLUCX_AN_EV_ITERATION_END, 900, 1, 0);
+    json_t *rep = finish();
+    json_t *r0 = rank_of(rep, "ranks", 0), *r1 = rank_of(rep, "ranks", 1);
+    assert_int_equal(geti(r1, "wait_ns"), 390);
+    assert_int_equal(geti(r1, "wait_late_sender_ns"), 190);
+    assert_int_equal(geti(r1, "wait_late_receiver_ns"), 0);
+    assert_int_equal(geti(r0, "wait_ns"), 270);
+    assert_int_equal(geti(r0, "wait_late_receiver_ns"), 170);
+    assert_int_equal(geti(r0, "wait_late_sender_ns"), 0);
+    json_decref(rep);
+}
+
+/* three ranks arrive at 100, 110, 400 and all finish at 500: rank 2 is last, lateness
+ * 400 - 110 = 290, others wait (400-100) + (400-110) = 590; time = 500 - 400 = 100. */
+static void test_straggler(void **state)
+{
+    (void)state;
+    start("straggler");
+    for (int r = 0; r < 3; r++)
+        init(0, r, 3);
+    coll(GLUCX_AN_EV_COLL_BEGIN, 100, 0, 7, 1, 96, 0);
+    coll(GLUCX_AN_EV_COLL_BEGIN, 110, 1, 7, 1, 96, 0);
+    coll(GLUCX_AN_EV_COLL_BEGIN, 400, 2, 7, 1, 96, 0);
+    for (int r = 0; r < 3; r++)
+        coll(GLUCX_AN_EV_COLL_END, 500, r, 7, 1, 96, 0);
+    json_t *rep = finish();
+    json_t *s = json_array_get(json_object_get(rep, "stragglers"), 0);
+    assert_non_null(s);
+    assert_int_equal(geti(s, "rank"), 2);
+    assert_int_equal(geti(s, "lateness_ns"), 290);
+    assert_int_equal(geti(s, "others_wait_ns"), 590);
+    json_t *c0 = json_array_get(json_object_get(rep, "collectives"), 0);
+    assert_int_equal(geti(c0, "time_ns"), 100);
+    assert_int_equal(geti(c0, "span_ns"), 400);
+    assert_int_equal(geti(c0, "last_rank"), 2);
+    json_decref(rep);
+}
+
+/* link 0->1: message A in flight [max(100,50), 300) = [100,300), message B [max(200,250),400)
+ * = [250,400): busy = |[100,400)| = 300 ns; bytes 1000 + 24; achieved = 1024 B / 300 ns. */
+static void test_link(void **state)
+{
+    (void)state;
+    start("link");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    glucx_an_event_t l = ev(GLUCX_AN_EV_LINK, 1, 0);
+    l.src = 0;
+    l.dst = 1;
+    l.dim = 0;
+    l.link_id = 1;
+    l.bandwidth_Bps = 1e10;
+    l.latency_ns = 1000;
+    l.transport = "posix";
+    feed(l);
+    p2p(GLUCX_AN_EV_RECV_BEGIN, 50, 1, 0, 0, 0, 1000);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, 100, 0, 1, 0, 0, 1000);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, 200, 0, 1, 0, 1, 24);
+    p2p(GLUCX_AN_EV_RECV_BEGIN, 250, 1, 0, 0, 1, 24);
+    p2p(GLUCX_AN_EV_SEND_END, 290, 0, 1, 0, 0, 1000);
+    p2p(GLUCX_AN_EV_RECV_END, 300, 1, 0, 0, 0, 1000);
+    p2p(GLUCX_AN_EV_SEND_END, 390, 0, 1, 0, 1, 24);
+    p2p(GLUCX_AN_EV_RECV_END, 400, 1, 0, 0, 1, 24);
+    json_t *rep = finish();
+    json_t *links = json_object_get(rep, "links"), *x, *found = NULL;
+    size_t i;
+    json_array_foreach(links, i, x) if (geti(x, "src") == 0 && geti(x, "dst") == 1) found = x;
+    assert_non_null(found);
+    assert_int_equal(geti(found, "bytes"), 1024);
+    assert_int_equal(geti(found, "messages"), 2);
+    assert_int_equal(geti(found, "busy_ns"), 300);
+    assert_int_equal(geti(found, "link_id"), 1);
+    assert_string_equal(json_string_value(json_object_get(found, "transport")), "posix");
+    double ach = json_real_value(json_object_get(found, "achieved_Bps"));
+    assert_true(fabs(ach - 1024 / 300e-9) < 1);
+    assert_true(fabs(json_real_value(json_object_get(found, "efficiency")) - ach / 1e10) < 1e-9);
+    assert_int_equal(geti(json_object_get(rep, "trace"), "unmatched_sends"), 0);
+    json_decref(rep);
+}
+
+/* decision: chosen ring predicted 1000 ns, recursive_doubling predicted 500 ns, measured 2000 ns
+ * and no measured alternative -> model saving = 2000 * (1 - 500/1000) = 1000 ns. */
+static void test_decision(void **state)
+{
+    (void)state;
+    start("decision");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    const int32_t ids[2] = {1, 0};
+    const uint64_t cost[2] = {500, 1000};
+    for (int r = 0; r < 2; r++) {
+        coll(GLUCX_AN_EV_COLL_BEGIN, 100, r, 3, 0, 4096, 0);
+        glucx_an_event_t d = ev(GLUCX_AN_EV_SCHED_DECISION, 101, r);
+        d.seq = 3;
+        d.decision = 0;
+        d.chosen = 0;
+        d.nalt = 2;
+        d.alt_ids = ids;
+        d.alt_cost_ns = cost;
+        d.reason = "GLUCX_TUNE";
+        feed(d);
+    }
+    coll(GLUCX_AN_EV_COLL_END, 2100, 0, 3, 0, 4096, 0);
+    coll(GLUCX_AN_EV_COLL_END, 2100, 1, 3, 0, 4096, 0);
+    json_t *rep = finish();
+    json_t *d = json_array_get(json_object_get(rep, "decisions"), 0);
+    assert_non_null(d);
+    assert_string_equal(json_string_value(json_object_get(d, "chosen")), "ring");
+    assert_string_equal(json_string_value(json_object_get(d, "best")), "recursive_doubling");
+    assert_int_equal(geti(d, "predicted_ns"), 1000);
+    assert_int_equal(geti(d, "measured_ns"), 2000);
+    assert_int_equal(geti(d, "saving_ns"), 1000);
+    assert_string_equal(json_string_value(json_object_get(d, "saving_source")), "model");
+    assert_true(json_is_true(json_object_get(d, "ranks_agree")));
+    json_decref(rep);
+}
+
+/* no markers: (allreduce 8 B, allgather 16 B) x 5 on two ranks -> period 2, 5 iterations */
+static void test_inferred(void **state)
+{
+    (void)state;
+    start("inferred");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    int64_t t = 10;
+    for (uint32_t s = 0; s < 10; s++, t += 100)
+        for (int r = 0; r < 2; r++) {
+            coll(GLUCX_AN_EV_COLL_BEGIN, t, r, s, s % 2, s % 2 ? 16 : 8, 0);
+            coll(GLUCX_AN_EV_COLL_END, t + 50, r, s, s % 2, s % 2 ? 16 : 8, 0);
+        }
+    json_t *rep = finish();
+    json_t *sum = json_object_get(rep, "summary");
+    assert_string_equal(json_string_value(json_object_get(sum, "iteration_source")), "inferred");
+    assert_int_equal(geti(sum, "inferred_period"), 2);
+    assert_int_equal(geti(sum, "iterations"), 5);
+    json_decref(rep);
+}
+
+/* critical path: rank 0 computes [0,500) and sends at 500; rank 1 waits [100,600) for it and
+ * ends at 700. Path: rank 0 compute [0,500), transfer 0->1 [500,600), rank 1 [600,700). */
+static void test_critical_path(void **state)
+{
+    (void)state;
+    start("critical_path");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 0, 0);
+    iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 1, 0);
+    glucx_an_event_t cb = ev(GLUCX_AN_EV_COMPUTE_BEGIN, 0, 0);
+    cb.phase = "forward";
+    feed(cb);
+    p2p(GLUCX_AN_EV_RECV_BEGIN, 90, 1, 0, 0, 0, 8);
+    simple(GLUCX_AN_EV_WAIT_BEGIN, 100, 1);
+    glucx_an_event_t ce = ev(GLUCX_AN_EV_COMPUTE_END, 500, 0);
+    ce.phase = "forward";
+    feed(ce);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, 500, 0, 1, 0, 0, 8);
+    p2p(GLUCX_AN_EV_SEND_END, 510, 0, 1, 0, 0, 8);
+    iter(GLUCX_AN_EV_ITERATION_END, 550, 0, 0);
+    simple(GLUCX_AN_EV_WAIT_END, 600, 1);
+    p2p(GLUCX_AN_EV_RECV_END, 600, 1, 0, 0, 0, 8);
+    iter(GLUCX_AN_EV_ITERATION_END, 700, 1, 0);
+    json_t *rep = finish();
+    json_t *it = json_array_get(json_object_get(rep, "iterations"), 0);
+    json_t *cp = json_object_get(it, "critical_path");
+    assert_int_equal(geti(cp, "length_ns"), 700);
+    json_t *segs = json_object_get(cp, "segments");
+    assert_int_equal(json_array_size(segs), 3);
+    json_t *s0 = json_array_get(segs, 0), *s1 = json_array_get(segs, 1),
+           *s2 = json_array_get(segs, 2);
+    assert_int_equal(geti(s0, "rank"), 0);
+    assert_string_equal(json_string_value(json_object_get(s0, "kind")), "compute");
+    assert_int_equal(geti(s0, "start_ns"), 0);
+    assert_int_equal(geti(s0, "end_ns"), 500);
+    assert_string_equal(json_string_value(json_object_get(s1, "kind")), "transfer");
+    assert_int_equal(geti(s1, "link"), 1);
+    assert_int_equal(geti(s1, "end_ns"), 600);
+    assert_int_equal(geti(s2, "rank"), 1);
+    assert_int_equal(geti(s2, "start_ns"), 600);
+    json_t *links = json_object_get(rep, "links"), *x;
+    size_t i;
+    json_array_foreach(links, i, x) if (geti(x, "src") == 0 && geti(x, "dst") == 1)
+        assert_int_equal(geti(x, "critical_path_ns"), 100);
+    json_decref(rep);
+}
+
+static void test_empty_and_missing(void **state)
+{
+    (void)state;
+    start("empty");
+    json_t *rep = finish();
+    json_t *tr = json_object_get(rep, "trace");
+    assert_true(json_is_true(json_object_get(tr, "partial")));
+    assert_int_equal(geti(tr, "events"), 0);
+    json_decref(rep);
+
+    start("missing");
+    init(0, 0, 3);
+    init(0, 1, 3);
+    rep = finish();
+    tr = json_object_get(rep, "trace");
+    assert_true(json_is_true(json_object_get(tr, "partial")));
+    assert_int_equal(json_array_size(json_object_get(tr, "missing_ranks")), 1);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(tr, "missing_ranks"), 0)),
+                     2);
+    json_decref(rep);
+}
+
+/* Gloo-shim traffic (slot tags, no collective events): 300 allreduce slots of one 64-byte
+ * message each way between two ranks -> 300 collectives "allreduce"/"gloo" of 64 bytes per rank
+ * (more than the 256 kept open, so the oldest are written out on the way), inferred period 1. */
+static void test_gloo(void **state)
+{
+    (void)state;
+    start("gloo");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    int64_t t = 10;
+    for (uint32_t slot = 0; slot < 300; slot++, t += 100) {
+        uint64_t tag = (UINT64_C(1) << 47) | (UINT64_C(4) << 40) | ((uint64_t)slot << 8);
+        for (int r = 0; r < 2; r++) {
+            glucx_an_event_t e = ev(GLUCX_AN_EV_SEND_BEGIN, t, r);
+            e.seq = slot;
+            e.step = 0;
+            e.peer = 1 - r;
+            e.tag = tag;
+            e.bytes = 64;
+            feed(e);
+            e = ev(GLUCX_AN_EV_RECV_BEGIN, t + 1, r);
+            e.seq = slot;
+            e.step = 0;
+            e.peer = 1 - r;
+            e.tag = tag;
+            e.bytes = 64;
+            feed(e);
+        }
+        for (int r = 0; r < 2; r++) {
+            glucx_an_event_t e = ev(GLUCX_AN_EV_SEND_END, t + 20, r);
+            e.seq = slot;
+            e.peer = 1 - r;
+            e.tag = tag;
+            e.bytes = 64;
+            feed(e);
+            e = ev(GLUCX_AN_EV_RECV_END, t + 30, r);
+            e.seq = slot;
+            e.peer = 1 - r;
+            e.tag = tag;
+            e.bytes = 64;
+            feed(e);
+        }
+    }
+    json_t *rep = finish();
+    json_t *lists = json_object_get(rep, "lists");
+    assert_int_equal(geti(lists, "collectives"), 300);
+    json_t *g = json_array_get(json_object_get(rep, "collective_groups"), 0);
+    assert_string_equal(json_string_value(json_object_get(g, "coll")), "allreduce");
+    assert_string_equal(json_string_value(json_object_get(g, "algorithm")), "gloo");
+    assert_int_equal(geti(g, "bytes"), 64);
+    assert_int_equal(geti(g, "count"), 300);
+    assert_int_equal(geti(g, "mean_time_ns"), 30); /* last first-event t to last end t+30 */
+    json_t *sum = json_object_get(rep, "summary");
+    assert_string_equal(json_string_value(json_object_get(sum, "iteration_source")), "inferred");
+    assert_int_equal(geti(sum, "iterations"), 300);
+    json_decref(rep);
+}
+
+static void test_ivl(void **state)
+{
+    (void)state;
+    glucx_an_ivl_t s = {0}, t = {0};
+    assert_int_equal(glucx_an_ivl_add(&s, 10, 20), 0);
+    assert_int_equal(glucx_an_ivl_add(&s, 30, 40), 0);
+    assert_int_equal(glucx_an_ivl_add(&s, 15, 35), 0); /* bridges both */
+    assert_int_equal(s.n, 1);
+    assert_int_equal(glucx_an_ivl_len(&s), 30);
+    assert_int_equal(glucx_an_ivl_add(&s, 0, 5), 0);
+    assert_int_equal(glucx_an_ivl_len(&s), 35);
+    assert_int_equal(glucx_an_ivl_add(&t, 12, 18), 0);
+    assert_int_equal(glucx_an_ivl_add(&t, 2, 3), 0);
+    assert_int_equal(glucx_an_ivl_len_minus(&s, &t), 35 - 7);
+    glucx_an_ivl_free(&s);
+    glucx_an_ivl_free(&t);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        g_dir = argv[1];
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ivl),
+        cmocka_unit_test(test_breakdown),
+        cmocka_unit_test(test_wait_split),
+        cmocka_unit_test(test_straggler),
+        cmocka_unit_test(test_link),
+        cmocka_unit_test(test_decision),
+        cmocka_unit_test(test_inferred),
+        cmocka_unit_test(test_critical_path),
+        cmocka_unit_test(test_empty_and_missing),
+        cmocka_unit_test(test_gloo),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
