@@ -136,6 +136,9 @@ static int tl_pid(glucx_an_engine_t *e, const comm_st_t *c, int rank)
 /* tids inside a rank's process */
 enum { TID_ITER = 1, TID_COMPUTE = 2, TID_COLL = 3, TID_WAIT = 4, TID_P2P = 100 };
 
+/* compute_begin/end phases with this prefix are framework-level communication (METRICS.md) */
+#define COMM_PHASE_PREFIX "comm:"
+
 static void tl_rank_meta(glucx_an_engine_t *e, comm_st_t *c, int r)
 {
     rank_st_t *rs = &c->ranks[r];
@@ -1164,27 +1167,42 @@ static int on_open(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs, const gluc
         return oom(e, "open phases");
     open_ent_t *o = &rs->open[rs->nopen++];
     o->is_wait = is_wait;
+    o->is_comm = !is_wait && strncmp(ev->phase, COMM_PHASE_PREFIX, strlen(COMM_PHASE_PREFIX)) == 0;
     o->vtid = ev->vtid;
     o->ts = ev->ts;
     o->id = ev->id;
     o->seq = ev->seq;
     snprintf(o->phase, sizeof(o->phase), "%s", is_wait ? "" : ev->phase);
-    change_state(e, rs, r, ev->ts, is_wait ? 0 : 1, 0, is_wait ? 1 : 0);
+    change_state(e, rs, r, ev->ts, is_wait || o->is_comm ? 0 : 1, o->is_comm ? 1 : 0,
+                 is_wait ? 1 : 0);
     return 0;
+}
+
+/* The newest open entry that @p ev (an end) closes, or (size_t)-1. */
+static size_t find_open(const rank_st_t *rs, const glucx_an_event_t *ev, int is_wait,
+                        int any_thread)
+{
+    size_t i = rs->nopen;
+    while (i-- > 0) {
+        const open_ent_t *o = &rs->open[i];
+        if (o->is_wait == is_wait && (any_thread || o->vtid == ev->vtid) &&
+            (is_wait ||
+             (o->id == ev->id && strncmp(o->phase, ev->phase, sizeof(o->phase) - 1) == 0)))
+            return i;
+    }
+    return (size_t)-1;
 }
 
 static int on_close(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs, const glucx_an_event_t *ev,
                     int is_wait)
 {
     int r = ev->rank;
-    size_t i = rs->nopen;
-    while (i-- > 0) {
-        open_ent_t *o = &rs->open[i];
-        if (o->is_wait == is_wait && o->vtid == ev->vtid &&
-            (is_wait ||
-             (o->id == ev->id && strncmp(o->phase, ev->phase, sizeof(o->phase) - 1) == 0)))
-            break;
-    }
+    /* A wait ends on its own thread. A compute phase pairs on (phase, id): on the same thread
+     * if one is open there, else on any thread (a framework may end a phase from another
+     * thread, e.g. a communication completed by the backend's thread). */
+    size_t i = find_open(rs, ev, is_wait, 0);
+    if (i == (size_t)-1 && !is_wait)
+        i = find_open(rs, ev, 0, 1);
     if (i == (size_t)-1) {
         e->unpaired++;
         advance(e, rs, r, ev->ts);
@@ -1193,7 +1211,8 @@ static int on_close(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs, const glu
     open_ent_t o = rs->open[i];
     memmove(rs->open + i, rs->open + i + 1, (rs->nopen - i - 1) * sizeof(*rs->open));
     rs->nopen--;
-    change_state(e, rs, r, ev->ts, is_wait ? 0 : -1, 0, is_wait ? -1 : 0);
+    change_state(e, rs, r, ev->ts, is_wait || o.is_comm ? 0 : -1, o.is_comm ? -1 : 0,
+                 is_wait ? -1 : 0);
     if (is_wait) {
         riter_t *ri = cur_riter(rs, r);
         if (ri) {
@@ -1209,7 +1228,8 @@ static int on_close(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs, const glu
     } else {
         char name[64];
         snprintf(name, sizeof(name), "%s %" PRIu64, o.phase[0] ? o.phase : "compute", o.id);
-        tl_x(e, tl_pid(e, c, r), TID_COMPUTE, "compute", name, o.ts, ev->ts, NULL);
+        tl_x(e, tl_pid(e, c, r), o.is_comm ? TID_COLL : TID_COMPUTE,
+             o.is_comm ? "communication" : "compute", name, o.ts, ev->ts, NULL);
     }
     return 0;
 }

@@ -49,8 +49,9 @@ typedef struct iter {
     uint32_t ncoll;
 } iter_t;
 
-typedef struct open_ent { /* an open compute phase or wait on one thread */
+typedef struct open_ent { /* an open compute phase or wait (a wait: on one thread) */
     int is_wait;
+    int is_comm; /* a framework phase named "comm:..." (METRICS.md): communication */
     int64_t vtid, ts;
     uint64_t id;
     char phase[32];

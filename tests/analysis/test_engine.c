@@ -173,6 +173,46 @@ static void test_breakdown(void **state)
     json_decref(rep);
 }
 
+/* Framework phases (glucx.torch.instrument): rank 0 computes "backward" [100,400) on its
+ * autograd thread; the bucket's "comm:allreduce" phase starts there at 400 and is ended at 700
+ * by another thread (the backend completing the future): communication, not compute; a compute
+ * phase "optimizer" [700,800) also ends on another thread than its begin. Window [0,1000):
+ * compute = 300 + 100 = 400, communication = 300, no overlap, idle = 1000 - 700 = 300. */
+static void test_framework_phases(void **state)
+{
+    (void)state;
+    start("framework_phases");
+    init(0, 0, 1);
+    iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 0, 0);
+    const struct {
+        int kind;
+        int64_t ts, vtid;
+        const char *phase;
+    } steps[] = {
+        {GLUCX_AN_EV_COMPUTE_BEGIN, 100, 7, "backward"},
+        {GLUCX_AN_EV_COMPUTE_END, 400, 7, "backward"},
+        {GLUCX_AN_EV_COMPUTE_BEGIN, 400, 7, "comm:allreduce"},
+        {GLUCX_AN_EV_COMPUTE_END, 700, 8, "comm:allreduce"},
+        {GLUCX_AN_EV_COMPUTE_BEGIN, 700, 9, "optimizer"},
+        {GLUCX_AN_EV_COMPUTE_END, 800, 7, "optimizer"},
+    };
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        glucx_an_event_t e = ev(steps[i].kind, steps[i].ts, 0);
+        e.vtid = steps[i].vtid;
+        e.phase = steps[i].phase;
+        feed(e);
+    }
+    iter(GLUCX_AN_EV_ITERATION_END, 1000, 0, 0);
+    json_t *rep = finish();
+    json_t *r0 = rank_of(rep, "ranks", 0);
+    assert_int_equal(geti(r0, "compute_ns"), 400);
+    assert_int_equal(geti(r0, "communication_ns"), 300);
+    assert_int_equal(geti(r0, "overlap_ns"), 0);
+    assert_int_equal(geti(r0, "exposed_communication_ns"), 300);
+    assert_int_equal(geti(r0, "idle_ns"), 300);
+    json_decref(rep);
+}
+
 /* late sender: rank 1 posts its receive at 100 and waits [110,500); rank 0 sends at 300
  *   -> rank 1's late-sender wait = [110,300) = 190.
  * late receiver: rank 0 sends (seq 1) at 520 and waits [530,800); rank 1 posts at 700
@@ -489,6 +529,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ivl),
         cmocka_unit_test(test_breakdown),
+        cmocka_unit_test(test_framework_phases),
         cmocka_unit_test(test_wait_split),
         cmocka_unit_test(test_straggler),
         cmocka_unit_test(test_link),
