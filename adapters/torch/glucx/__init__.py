@@ -52,6 +52,8 @@ All functions are thread-safe.
 
 import torch as _torch  # noqa: F401  -- load libtorch the way torch does, before the extension
 
+import atexit as _atexit
+
 from . import _C
 
 __all__ = ["DEVICE_NAME", "BACKEND_NAME", "ProcessGroupGlucx", "stats", "version",
@@ -148,3 +150,7 @@ def _on_torch_distributed():
 
 
 register_backend()
+# Before the interpreter finalizes: libglucx's collective threads must stop completing Works
+# (freeing tensors and running Future callbacks need the GIL; a native thread asking for it
+# while the interpreter finalizes is ended mid-call and the process aborts).
+_atexit.register(_C._prepare_for_exit)

@@ -405,6 +405,12 @@ void GroupCore::HelperLoop()
         glucx_status_t st = glucx_request_wait_any(reqs.data(), reqs.size(), ms, &since, &index);
         if (st == GLUCX_ERR_INVALID_ARG) // cannot happen; never spin on it
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        CompletionScope scope;
+        if (scope.Exiting()) { // see CompletionScope: leave everything as it is
+            for (auto &w : works)
+                (void)w.release();
+            return;
+        }
         // Finish whatever is done (after a timeout, the group failed: all are).
         std::vector<c10::intrusive_ptr<P2PWork>> pending;
         for (auto &w : works) {
@@ -1320,6 +1326,9 @@ glucx_comm_t *CommFromPython(py::handle process_group)
 
 void BindProcessGroup(py::module_ &m)
 {
+    m.def("_prepare_for_exit", &PrepareForExit, py::call_guard<py::gil_scoped_release>(),
+          "At interpreter exit (atexit): stop completing Works on native threads, whose "
+          "tensors and Future callbacks would need the GIL while the interpreter finalizes.");
     // The c10d classes this one derives from are registered by torch.distributed.
     py::module_::import("torch._C._distributed_c10d");
     py::class_<ProcessGroupGlucx, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupGlucx>>(

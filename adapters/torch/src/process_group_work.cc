@@ -228,8 +228,40 @@ bool InCollectiveCallback()
     return tls_in_callback;
 }
 
+namespace
+{
+std::atomic<bool> g_exiting{false};
+std::atomic<int> g_completing{0}; // threads inside a CompletionScope
+} // namespace
+
+CompletionScope::CompletionScope()
+{
+    g_completing.fetch_add(1); // before Exiting() is read: PrepareForExit() waits for us
+}
+
+CompletionScope::~CompletionScope()
+{
+    g_completing.fetch_sub(1);
+}
+
+bool CompletionScope::Exiting() const
+{
+    return g_exiting.load();
+}
+
+void PrepareForExit()
+{
+    g_exiting.store(true);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (g_completing.load() > 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 void CollWork::OnDone(void *arg, glucx_status_t status, const char *error)
 {
+    CompletionScope scope;
+    if (scope.Exiting())
+        return; // the Work and its tensors stay allocated: see CompletionScope
     // Take over the reference Start() left for this callback.
     auto work = c10::intrusive_ptr<CollWork>::reclaim(static_cast<CollWork *>(arg));
     tls_in_callback = true;

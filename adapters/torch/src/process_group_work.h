@@ -117,6 +117,32 @@ class CollWork : public GlucxWork
 /** Whether this thread is inside CollWork::OnDone (a collective thread of libglucx). */
 bool InCollectiveCallback();
 
+/**
+ * Completion code on threads Python does not know (libglucx's collective threads, the group's
+ * helper thread) at interpreter exit. Completing a Work can free tensors and run Future
+ * callbacks, and both may need the GIL; a native thread that asks for the GIL while the
+ * interpreter finalizes is ended in the middle of C++ code (std::terminate). So completion
+ * code runs inside a CompletionScope and does nothing (leaks the Work: the process is exiting)
+ * once PrepareForExit() has run.
+ */
+class CompletionScope
+{
+  public:
+    CompletionScope();
+    ~CompletionScope();
+    CompletionScope(const CompletionScope &) = delete;
+    CompletionScope &operator=(const CompletionScope &) = delete;
+    /** Whether the interpreter is exiting: the caller must not complete or free Works. */
+    bool Exiting() const;
+};
+
+/**
+ * Called at interpreter exit (an atexit handler of the glucx package), without the GIL:
+ * completion code that starts afterwards does nothing, and this waits (at most 2 s) for
+ * completion code already running to finish. Thread-safe; idempotent.
+ */
+void PrepareForExit();
+
 /** A point-to-point operation (send, recv, recv from any source). */
 class P2PWork : public GlucxWork
 {
