@@ -651,6 +651,26 @@ static int enable_events(struct lttng_handle *h, const struct record_opts *o, ch
     return rc;
 }
 
+/* LTTng-UST records every registered process of the user in every session that enables the
+ * event: a trace made while another one records also holds the other command's events. Say so
+ * when other sessions that record glucx events are active. */
+static void warn_concurrent_sessions(const char *session)
+{
+    struct lttng_session *sessions = NULL;
+    int n = lt.list_sessions(&sessions);
+    int others = 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(sessions[i].name, session) != 0 && sessions[i].enabled &&
+            strncmp(sessions[i].name, "glucx-trace-", 12) == 0)
+            others++;
+    free(sessions);
+    if (others > 0)
+        msg("WARNING: %d other glucx-trace session(s) are recording on this session daemon; "
+            "LTTng records every traced process of the user in each session, so this trace will "
+            "also hold their commands' events (run traced jobs one at a time)",
+            others);
+}
+
 /* Archive the session's trace chunk whenever about @p bytes have been written. */
 static int add_size_rotation(const char *session, uint64_t bytes)
 {
@@ -765,6 +785,7 @@ static int setup_session(const char *session, const char *dir, const struct reco
         err("cannot start tracing session %s: %s", session, lt.strerror_(r));
         return -2;
     }
+    warn_concurrent_sessions(session);
     msg("recording %s into %s (%" PRIu64 " x %" PRIu64 " KiB buffers per CPU)", desc, dir, nsub,
         sub >> 10);
     if (o->rotate_bytes > 0)
