@@ -56,10 +56,11 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cc' '*.cpp')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(VENV)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(VENV) demo-out
 
-# The main job. Until the training demo lands, it shows the library at work on 4 local ranks:
-# the UCX transport chosen per peer, the algorithm map, and a checked allreduce sweep.
+# The main job: DDP training on scikit-learn's digits, 4 local ranks over the glucx backend,
+# traced by glucx-trace and explained by glucx-analyze (scripts/demo.sh; output in demo-out/).
+# DEMO_ARGS passes options, e.g. DEMO_ARGS="--epochs 2 --backend gloo".
+DEMO_ARGS ?=
 demo: build venv
-	$(BUILD)/plugin/tools/glucx-info --probe --ranks 4
-	$(BUILD)/plugin/tools/glucx-bench --ranks 4 --coll allreduce -b 1K -e 4M -f 4 --check 1
+	BUILD=$(BUILD) VENV=$(VENV) scripts/demo.sh $(DEMO_ARGS)

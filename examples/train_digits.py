@@ -46,9 +46,9 @@ def parse_args():
     p.add_argument("--backend", choices=["glucx", "gloo"], default="glucx",
                    help="torch.distributed backend (default glucx); with gloo, "
                         "GLOO_DEVICE_TRANSPORT=UCX selects glucx's transport")
-    p.add_argument("--epochs", type=int, default=8, help="passes over the training set")
+    p.add_argument("--epochs", type=int, default=6, help="passes over the training set")
     p.add_argument("--batch-size", type=int, default=16, help="samples per rank and step")
-    p.add_argument("--lr", type=float, default=0.05, help="SGD learning rate")
+    p.add_argument("--lr", type=float, default=0.01, help="Adam learning rate")
     p.add_argument("--max-steps", type=int, default=0,
                    help="stop after this many steps in all (0: no limit); for quick runs")
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
@@ -157,7 +157,7 @@ def main():
     loader = DataLoader(train, batch_size=args.batch_size, sampler=sampler,
                         num_workers=args.workers, persistent_workers=args.workers > 0)
     model = DDP(DigitsCNN())
-    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     handle = None
     if not args.no_instrument:
         try:
