@@ -19,8 +19,11 @@
 #   --venv DIR            venv with the glucx Python package, for the Gloo-over-glucx sweep
 #                         (default $GLUCX_VENV or <repo>/.venv; made by `make venv`)
 #   --no-install          do not run scripts/install-deps.sh bench
-#   --bind-torch          pin each PyTorch rank to one CPU (torch_gloo.py --bind), for both Gloo
-#                         transports, as Open MPI binds its ranks
+#   --bind-torch          pin each PyTorch rank to one CPU (torch_gloo.py --bind, ddp_resnet.py
+#                         --bind), for every PyTorch variant, as Open MPI binds its ranks
+#   --no-ddp              skip the DDP comparison
+#   --ddp-repeat K        DDP: run every variant K times, interleaved (default 3)
+#   --ddp-iters N         DDP: timed steps per run (default 20, after 5 warm-up steps)
 #
 # What runs (same sizes, iteration rule and timing rule everywhere: 64 MiB/size iterations
 # clamped to 20..1000, max(5, iters/10) warmup, average per call, maximum over ranks):
@@ -35,9 +38,18 @@
 #   GlooUCX  the same script with --transport ucx, run by the venv's python: the same PyTorch
 #            Gloo backend with GLOO_DEVICE_TRANSPORT=UCX, i.e. glucx's transport under Gloo's
 #            own algorithms (the script fails if glucx's counters do not show the traffic)
+#   glucx-backend  the same script with --backend glucx, run by the venv's python: PyTorch's
+#            `glucx` backend (glucx's collectives); skipped with a note while the venv's torch
+#            has no backend "glucx"
 #   memcpy   scripts/bench/memcpy_bw.c, one thread, same sizes
+#   DDP      scripts/bench/ddp_resnet.py --all (venv python; needs python3-torchvision):
+#            torchvision ResNet-18, batch 8 of 3x64x64, one intra-op thread per rank, RANKS ranks:
+#            the step in one process without DDP (compute-only bound), RANKS such processes at
+#            once, DDP over Gloo TCP, Gloo over glucx, the glucx backend, and Gloo over glucx with
+#            glucx.torch.instrument() (no trace session); median step time and ratios
 # Total runtime on a 2-core machine: about 1 minute for allreduce with 3 runs (Gloo's small
-# messages dominate), about 2.5 minutes for all three collectives.
+# messages dominate), about 2.5 minutes for all three collectives; the DDP comparison adds about
+# 2 minutes per --ddp-repeat run.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -51,6 +63,9 @@ out=""
 install=1
 torch_bind=()
 repeat=3
+ddp=1
+ddp_repeat=3
+ddp_iters=20
 
 die() { echo "compare.sh: $*" >&2; exit 1; }
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit "${1:-2}"; }
@@ -66,6 +81,9 @@ while [ $# -gt 0 ]; do
     --venv) venv=$2; shift 2 ;;
     --no-install) install=0; shift ;;
     --bind-torch) torch_bind=(--bind); shift ;;
+    --no-ddp) ddp=0; shift ;;
+    --ddp-repeat) ddp_repeat=$2; shift 2 ;;
+    --ddp-iters) ddp_iters=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     [0-9]*) ranks=$1; shift ;;
     *) echo "compare.sh: unknown argument '$1'" >&2; usage ;;
@@ -78,6 +96,8 @@ for c in $colls; do
   case "$c" in allreduce|allgather|alltoall) ;; *) die "unknown collective '$c'" ;; esac
 done
 [[ "$repeat" =~ ^[0-9]+$ && "$repeat" -ge 1 ]] || die "--repeat must be an integer >= 1"
+[[ "$ddp_repeat" =~ ^[0-9]+$ && "$ddp_repeat" -ge 1 ]] || die "--ddp-repeat must be an integer >= 1"
+[[ "$ddp_iters" =~ ^[0-9]+$ && "$ddp_iters" -ge 1 ]] || die "--ddp-iters must be an integer >= 1"
 
 if [ "$install" -eq 1 ]; then
   "$repo/scripts/install-deps.sh" bench
@@ -93,6 +113,17 @@ vpy="$venv/bin/python"
 [ -x "$vpy" ] || die "no venv python at $vpy: run \`make venv\` (or pass --venv DIR)"
 "$vpy" -c 'import torch.distributed as d, glucx; assert d.is_gloo_available()' 2>/dev/null ||
   die "$vpy cannot import torch and glucx: run \`make venv\`"
+# PyTorch's `glucx` backend (registered by the glucx package once it has one)
+glucx_pg=0
+"$vpy" -c 'import torch.distributed as d, glucx; assert hasattr(d.Backend, "GLUCX")' 2>/dev/null &&
+  glucx_pg=1
+[ "$glucx_pg" -eq 1 ] || echo "compare.sh: note: the venv's torch has no backend \"glucx\":" \
+  "its PyTorch-level and DDP columns are skipped" >&2
+if [ "$ddp" -eq 1 ] && ! "$vpy" -c 'import torchvision' 2>/dev/null; then
+  echo "compare.sh: note: $vpy cannot import torchvision (apt-get install python3-torchvision):" \
+    "DDP comparison skipped" >&2
+  ddp=0
+fi
 
 bench="$build/plugin/tools/glucx-bench"
 if [ ! -x "$bench" ]; then
@@ -119,6 +150,8 @@ cc -O2 -o "$build/bench/memcpy_bw" "$repo/scripts/bench/memcpy_bw.c"
   echo "# glucx package (Gloo over glucx): $("$vpy" -c \
        'import glucx, os; print(glucx.version(), "from", os.path.dirname(glucx.__file__))')"
   echo "# ranks: $ranks, sizes $min..$max bytes x2, collectives: $colls, $repeat interleaved runs each (median)"
+  echo "# glucx backend in the venv's torch: $([ "$glucx_pg" -eq 1 ] && echo yes || echo no)"
+  echo "# torchvision: $("$vpy" -c 'import torchvision; print(torchvision.__version__)' 2>/dev/null || echo none)"
   echo "# load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out/versions.txt"
 load1=$(cut -d' ' -f1 /proc/loadavg)
@@ -147,9 +180,27 @@ for c in $colls; do
     GLOO_SOCKET_IFNAME=lo "$vpy" "$repo/scripts/bench/torch_gloo.py" --ranks "$ranks" --coll "$c" \
       --min "$min" --max "$max" --transport ucx "${torch_bind[@]}" > "$out/glooucx_$c.$k.txt" ||
       die "torch_gloo.py --transport ucx failed (output in $out/glooucx_$c.$k.txt)"
+    if [ "$glucx_pg" -eq 1 ]; then
+      echo "compare.sh: $c, run $k/$repeat: glucx backend" >&2
+      GLOO_SOCKET_IFNAME=lo "$vpy" "$repo/scripts/bench/torch_gloo.py" --ranks "$ranks" \
+        --coll "$c" --min "$min" --max "$max" --backend glucx "${torch_bind[@]}" \
+        > "$out/glucxpg_$c.$k.txt" ||
+        die "torch_gloo.py --backend glucx failed (output in $out/glucxpg_$c.$k.txt)"
+    fi
   done
 done
 # shellcheck disable=SC2086
 "$py" "$repo/scripts/bench/report.py" "$out" --ranks "$ranks" --colls $colls
+if [ "$glucx_pg" -eq 1 ]; then
+  # shellcheck disable=SC2086
+  "$vpy" "$repo/scripts/bench/torch_gloo.py" --report "$out" --ranks "$ranks" --colls $colls |
+    tee "$out/table_backends.md" || die "torch_gloo.py --report failed"
+fi
+if [ "$ddp" -eq 1 ]; then
+  echo "compare.sh: DDP step time, $ddp_repeat runs per variant" >&2
+  GLOO_SOCKET_IFNAME=lo "$vpy" "$repo/scripts/bench/ddp_resnet.py" --all --ranks "$ranks" \
+    --repeat "$ddp_repeat" --iters "$ddp_iters" --out "$out/ddp" "${torch_bind[@]}" |
+    tee "$out/table_ddp.md" || die "ddp_resnet.py failed (outputs in $out/ddp)"
+fi
 echo
 echo "compare.sh: done in $((SECONDS - start)) s; raw outputs and table.md in $out"
