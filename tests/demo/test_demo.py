@@ -11,7 +11,9 @@ Runs scripts/demo.sh with 4 ranks and 2 epochs, then checks, each from its own s
   * the report: report.json validates against analysis/report.schema.json, its rank count and
     iteration count agree with the trace, report.txt/report.html/timeline.json exist and
     report.html carries the report (no unfilled marker);
-  * the demo's printed summary names the verdict and the three paths.
+  * the demo's printed summary names the verdict and the three paths;
+  * with --node/--browser-test: report.html passes the dashboard's browser test in headless
+    Chromium (screenshot kept in DIR/browser/report.png).
 Exit 0 = pass, 1 = fail, 77 = skipped (no venv).
 """
 import argparse
@@ -56,6 +58,9 @@ def main():
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("--venv", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--node", help="node, to run the dashboard's browser test on report.html")
+    ap.add_argument("--browser-test", help="tests/dashboards/browser_test.mjs")
+    ap.add_argument("--node-modules", help="the dashboard's node_modules (playwright-core)")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(a.venv, "bin", "torchrun")):
         print("SKIP demo: no venv at %s (make venv)" % a.venv)
@@ -121,6 +126,19 @@ def main():
     timeline = json.load(open(os.path.join(rdir, "timeline.json")))
     check(timeline.get("traceEvents"), "timeline.json has no traceEvents")
     check(os.path.getsize(os.path.join(rdir, "report.txt")) > 0, "report.txt is empty")
+
+    # the dashboard of this real report in headless Chromium: no console errors, every chart
+    # drawn, tables as long as report.json's lists; the screenshot is kept
+    if a.node and a.browser_test:
+        shots = os.path.join(a.work, "browser")
+        b = subprocess.run([a.node, a.browser_test, "--node-modules", a.node_modules,
+                            "--out-dir", shots, "--name", "demo",
+                            "--html", os.path.join(rdir, "report.html"),
+                            "--report", os.path.join(rdir, "report.json"),
+                            "--screenshot", os.path.join(shots, "report.png")],
+                           capture_output=True, text=True, timeout=180)
+        check(b.returncode == 0, "browser test of the demo's report.html failed:\n%s"
+              % (b.stdout + b.stderr)[-3000:])
 
     # what the demo prints
     check("Verdict: " + report["verdict"]["sentence"] in p.stdout, "verdict not printed")
