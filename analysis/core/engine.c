@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,25 +509,8 @@ static int link_busy(link_st_t *l, int64_t a, int64_t b)
 
 /* ---- collectives --------------------------------------------------------------------------- */
 
-typedef struct coll_rec {
-    uint64_t comm_id, bytes;
-    int64_t start, end, time, span, lateness, iteration;
-    uint32_t seq;
-    int32_t coll, alg, dtype, op, root, nranks, last_rank, status, gloo, prefix;
-} coll_rec_t;
-
-typedef struct dec_rec {
-    uint64_t comm_id, bytes;
-    int64_t measured;
-    uint32_t seq;
-    int32_t kind, coll, alg_ran, chosen, agree, gloo;
-    uint32_t nalt, reason_len;
-} dec_rec_t;
-
-static double busbw_factor(int coll, int n)
+double glucx_an_busbw_factor(int coll, int n)
 {
-    if (n <= 0)
-        return 0;
     switch (coll) {
     case 0:
         return 2.0 * (n - 1) / n; /* allreduce */
@@ -542,8 +526,15 @@ static double busbw_factor(int coll, int n)
     case 7:
         return 1.0; /* broadcast, reduce */
     default:
-        return 0;
+        return NAN;
     }
+}
+
+/* The groups' busbw counts a collective on no ranks or an unknown one as 0. */
+static double busbw_factor(int coll, int n)
+{
+    double f = n > 0 ? glucx_an_busbw_factor(coll, n) : 0;
+    return isnan(f) ? 0 : f;
 }
 
 static int flush_coll(glucx_an_engine_t *e, coll_st_t *co, int n);
@@ -634,8 +625,7 @@ static int coll_fit(coll_st_t *co, int r)
 static group_st_t *get_group(glucx_an_engine_t *e, uint64_t comm_id, int coll_id, int alg_id,
                              uint64_t bytes, const char *coll, const char *alg)
 {
-    glucx_an_key_t k =
-        glucx_an_key(comm_id, ((uint64_t)(uint32_t)coll_id << 32) | (uint32_t)alg_id, bytes);
+    glucx_an_key_t k = glucx_an_group_key(comm_id, coll_id, alg_id, bytes);
     group_st_t *g = glucx_an_map_get(&e->groups, &k);
     if (g)
         return g;

@@ -214,6 +214,37 @@ struct glucx_an_engine {
     int finished;
 };
 
+/* The temporary files' records, written by engine.c and read back by report.c: f_colls holds
+ * one coll_rec_t per collective; f_decs one dec_rec_t per decision, each followed by its
+ * nalt alternative ids (int32_t), their nalt predicted costs (uint64_t, ns) and reason_len
+ * bytes of reason (no terminating NUL). */
+typedef struct coll_rec {
+    uint64_t comm_id, bytes;
+    int64_t start, end, time, span, lateness, iteration;
+    uint32_t seq;
+    int32_t coll, alg, dtype, op, root, nranks, last_rank, status, gloo, prefix;
+} coll_rec_t;
+
+typedef struct dec_rec {
+    uint64_t comm_id, bytes;
+    int64_t measured;
+    uint32_t seq;
+    int32_t kind, coll, alg_ran, chosen, agree, gloo;
+    uint32_t nalt, reason_len;
+} dec_rec_t;
+
+/* The key of a collective group (glucx_an_engine's groups map): one group per communicator,
+ * collective, algorithm and byte count. */
+static inline glucx_an_key_t glucx_an_group_key(uint64_t comm_id, int coll, int alg, uint64_t bytes)
+{
+    return glucx_an_key(comm_id, ((uint64_t)(uint32_t)coll << 32) | (uint32_t)alg, bytes);
+}
+
+/* engine.c */
+/* Bus bandwidth over algorithm bandwidth of collective @p coll (glucx_coll_t order) on @p n
+ * ranks; NAN for a collective it does not know. */
+double glucx_an_busbw_factor(int coll, int n);
+
 /* report.c */
 int glucx_an_report_write(glucx_an_engine_t *e);
 void glucx_an_bd_json_fields(void *obj, const bd_t *b); /* obj: json_t* */

@@ -20,22 +20,6 @@
 #define GLUCX_ANALYSIS_VERSION "0.0.0"
 #endif
 
-/* must match engine.c */
-typedef struct coll_rec {
-    uint64_t comm_id, bytes;
-    int64_t start, end, time, span, lateness, iteration;
-    uint32_t seq;
-    int32_t coll, alg, dtype, op, root, nranks, last_rank, status, gloo, prefix;
-} coll_rec_t;
-
-typedef struct dec_rec {
-    uint64_t comm_id, bytes;
-    int64_t measured;
-    uint32_t seq;
-    int32_t kind, coll, alg_ran, chosen, agree, gloo;
-    uint32_t nalt, reason_len;
-} dec_rec_t;
-
 static json_t *jreal(double x)
 {
     return isfinite(x) ? json_real(x) : json_null();
@@ -84,7 +68,7 @@ static int64_t link_busy_total(const link_st_t *l)
 static group_st_t *find_group(glucx_an_engine_t *e, uint64_t comm, int coll, int alg,
                               uint64_t bytes)
 {
-    glucx_an_key_t k = glucx_an_key(comm, ((uint64_t)(uint32_t)coll << 32) | (uint32_t)alg, bytes);
+    glucx_an_key_t k = glucx_an_group_key(comm, coll, alg, bytes);
     return glucx_an_map_get(&e->groups, &k);
 }
 
@@ -425,28 +409,7 @@ static void coll_write(wbuf_t *w, const coll_rec_t *r)
     wb_kopt(w, "last_rank", r->last_rank, r->last_rank >= 0);
     wb_kint(w, "lateness_ns", r->lateness);
     double algbw = r->time > 0 ? (double)r->bytes / (double)r->time * 1e9 : NAN;
-    double f;
-    int n = r->nranks;
-    switch (r->coll) {
-    case 0:
-        f = 2.0 * (n - 1) / n;
-        break;
-    case 1:
-    case 2:
-    case 3:
-    case 4:
-    case 5:
-    case 8:
-    case 9:
-        f = (double)(n - 1) / n;
-        break;
-    case 6:
-    case 7:
-        f = 1.0;
-        break;
-    default:
-        f = NAN;
-    }
+    double f = glucx_an_busbw_factor(r->coll, r->nranks);
     wb_lit(w, ",\"algbw_Bps\":");
     wb_num(w, r->gloo ? NAN : algbw);
     wb_lit(w, ",\"busbw_Bps\":");

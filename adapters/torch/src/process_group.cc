@@ -256,6 +256,13 @@ void CheckWritable(const at::Tensor &t, const char *op, int rank, const std::str
              ") has elements that share memory (e.g. made by expand()); it cannot be written");
 }
 
+// An output tensor: CheckTensor, then CheckWritable.
+void CheckOutputTensor(const at::Tensor &t, const char *op, int rank, const std::string &what)
+{
+    CheckTensor(t, op, rank, what);
+    CheckWritable(t, op, rank, what);
+}
+
 // A contiguous tensor holding @p t's values: @p t itself when it is contiguous, else a copy.
 at::Tensor ContiguousInput(const at::Tensor &t)
 {
@@ -641,12 +648,39 @@ void CheckList(const std::vector<at::Tensor> &list, size_t n, const at::Tensor &
     }
 }
 
+// The tensor lists of a gather (@p output: the output lists) or a scatter (the input lists):
+// the root (rank @p root) passes one list, checked by CheckList (@p what names it); the other
+// ranks pass none (no list, or one empty list).
+void CheckRootList(const std::vector<std::vector<at::Tensor>> &lists, int64_t root, bool output,
+                   const char *what, int size, const at::Tensor &like, const char *op, int rank)
+{
+    const char *kind = output ? "output" : "input";
+    if (rank == root) {
+        if (lists.size() != 1)
+            Fail(Prefix(op, rank) + ": the root needs one list of " + kind + " tensors, got " +
+                 std::to_string(lists.size()));
+        CheckList(lists[0], size, like, op, rank, what, output);
+    } else if (!lists.empty() && !(lists.size() == 1 && lists[0].empty())) {
+        Fail(Prefix(op, rank) + ": only the root (rank " + std::to_string(root) + ") takes " +
+             kind + " tensors; got " + std::to_string(lists.size()) + " list(s)");
+    }
+}
+
 void CheckSameDtype(const at::Tensor &a, const at::Tensor &b, const char *op, int rank,
                     const char *an, const char *bn)
 {
     if (a.scalar_type() != b.scalar_type())
         Fail(Prefix(op, rank) + ": " + an + " has dtype " + TorchDtypeName(a.scalar_type()) +
              " but " + bn + " has " + TorchDtypeName(b.scalar_type()));
+}
+
+// The tensors of a collective with one input and one output tensor: both usable, the output
+// writable, one dtype.
+void CheckInOut(const at::Tensor &output, const at::Tensor &input, const char *op, int rank)
+{
+    CheckTensor(input, op, rank, "input tensor");
+    CheckOutputTensor(output, op, rank, "output tensor");
+    CheckSameDtype(output, input, op, rank, "output tensor", "input tensor");
 }
 
 // Copy @p src (contiguous, numel = sum of the list's) into the tensors of @p list, in order.
@@ -674,6 +708,58 @@ at::Tensor Flatten(const std::vector<at::Tensor> &list, size_t elems_each)
     return at::cat(flat, 0);
 }
 
+// Input @p in's values, contiguous (ContiguousInput), kept by @p work until completion.
+at::Tensor InputBuffer(GlucxWork &work, const at::Tensor &in)
+{
+    at::Tensor src = ContiguousInput(in);
+    work.keep_.push_back(src);
+    return src;
+}
+
+// The contiguous buffer @p work writes output @p out through: @p out itself when it is
+// contiguous, else a new tensor of its shape (holding @p out's values when @p with_values)
+// that @p work keeps until completion and, when @p copy_back, copies into @p out on success.
+at::Tensor OutputBuffer(GlucxWork &work, const at::Tensor &out, bool with_values = false,
+                        bool copy_back = true)
+{
+    at::Tensor buf = ContiguousOutput(out, with_values);
+    if (!buf.is_same(out)) {
+        work.keep_.push_back(buf);
+        if (copy_back)
+            work.finish_ = [out, buf] { out.copy_(buf); };
+    }
+    return buf;
+}
+
+// The receive buffer of a gather into @p outs (@p size tensors of @p n elements each): their
+// own memory when they lie back to back (BackToBack), else a new flat tensor with @p options
+// that @p work keeps until completion and scatters into @p outs on success.
+at::Tensor GatherBuffer(GlucxWork &work, const std::vector<at::Tensor> &outs, size_t n, int size,
+                        const at::TensorOptions &options)
+{
+    if (BackToBack(outs, n))
+        return outs[0];
+    at::Tensor dst;
+    {
+        c10::InferenceMode guard;
+        dst = at::empty({static_cast<int64_t>(n) * size}, options);
+    }
+    work.keep_.push_back(dst);
+    work.finish_ = [outs, dst] { Scatter(dst, outs); };
+    return dst;
+}
+
+// Set the arguments every collective has; the others (op, root, counts) stay as they are.
+void SetArgs(CollWork &work, glucx_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
+             glucx_dtype_t dtype)
+{
+    work.args_.coll = coll;
+    work.args_.sendbuf = sendbuf;
+    work.args_.recvbuf = recvbuf;
+    work.args_.count = count;
+    work.args_.dtype = dtype;
+}
+
 } // namespace
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupGlucx::allreduce(std::vector<at::Tensor> &tensors,
@@ -682,23 +768,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupGlucx::allreduce(std::vector<at::Tens
     static const char *op = "allreduce";
     CheckOne(tensors, op, rank_);
     const at::Tensor &t = tensors[0];
-    CheckTensor(t, op, rank_, "tensor");
-    CheckWritable(t, op, rank_, "tensor");
+    CheckOutputTensor(t, op, rank_, "tensor");
     const glucx_dtype_t dt = ToGlucxDtype(t.scalar_type(), op, rank_);
     const glucx_op_t gop = ToGlucxOp(opts.reduceOp, dt, t.scalar_type(), op, rank_);
     OpInfo info{op, dt, static_cast<size_t>(t.numel())};
     auto work = MakeColl(core_, c10d::OpType::ALLREDUCE, info, opts.timeout);
     work->outputs_ = tensors;
-    at::Tensor buf = ContiguousOutput(t, true);
-    if (!buf.is_same(t)) {
-        work->keep_.push_back(buf);
-        work->finish_ = [t, buf] { t.copy_(buf); };
-    }
-    work->args_.coll = GLUCX_COLL_ALLREDUCE;
-    work->args_.sendbuf = GLUCX_IN_PLACE;
-    work->args_.recvbuf = buf.data_ptr();
-    work->args_.count = info.elements;
-    work->args_.dtype = dt;
+    at::Tensor buf = OutputBuffer(*work, t, true);
+    SetArgs(*work, GLUCX_COLL_ALLREDUCE, GLUCX_IN_PLACE, buf.data_ptr(), info.elements, dt);
     work->args_.op = gop;
     return Start(core_, std::move(work), opts.timeout);
 }
@@ -713,8 +790,7 @@ ProcessGroupGlucx::allreduce_coalesced(std::vector<at::Tensor> &tensors,
     size_t total = 0;
     for (size_t i = 0; i < tensors.size(); i++) {
         const std::string name = "tensors[" + std::to_string(i) + "]";
-        CheckTensor(tensors[i], op, rank_, name);
-        CheckWritable(tensors[i], op, rank_, name);
+        CheckOutputTensor(tensors[i], op, rank_, name);
         if (i > 0)
             CheckSameDtype(tensors[i], tensors[0], op, rank_, name.c_str(), "tensors[0]");
         total += static_cast<size_t>(tensors[i].numel());
@@ -740,11 +816,7 @@ ProcessGroupGlucx::allreduce_coalesced(std::vector<at::Tensor> &tensors,
         std::vector<at::Tensor> outs = tensors;
         work->finish_ = [outs, flat] { Scatter(flat.reshape({-1}), outs); };
     }
-    work->args_.coll = GLUCX_COLL_ALLREDUCE;
-    work->args_.sendbuf = GLUCX_IN_PLACE;
-    work->args_.recvbuf = flat.data_ptr();
-    work->args_.count = total;
-    work->args_.dtype = dt;
+    SetArgs(*work, GLUCX_COLL_ALLREDUCE, GLUCX_IN_PLACE, flat.data_ptr(), total, dt);
     work->args_.op = gop;
     return Start(core_, std::move(work), opts.timeout);
 }
@@ -759,22 +831,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupGlucx::broadcast(std::vector<at::Tens
         Fail(Prefix(op, rank_) + ": rootTensor " + std::to_string(opts.rootTensor) +
              " (only one tensor per process)");
     const at::Tensor &t = tensors[0];
-    CheckTensor(t, op, rank_, "tensor");
-    CheckWritable(t, op, rank_, "tensor");
+    CheckOutputTensor(t, op, rank_, "tensor");
     const glucx_dtype_t dt = ToGlucxDtype(t.scalar_type(), op, rank_);
     OpInfo info{op, dt, static_cast<size_t>(t.numel()), static_cast<int>(opts.rootRank)};
     auto work = MakeColl(core_, c10d::OpType::BROADCAST, info, opts.timeout);
     work->outputs_ = tensors;
-    at::Tensor buf = ContiguousOutput(t, rank_ == opts.rootRank);
-    if (!buf.is_same(t)) {
-        work->keep_.push_back(buf);
-        if (rank_ != opts.rootRank)
-            work->finish_ = [t, buf] { t.copy_(buf); };
-    }
-    work->args_.coll = GLUCX_COLL_BROADCAST;
-    work->args_.recvbuf = buf.data_ptr();
-    work->args_.count = info.elements;
-    work->args_.dtype = dt;
+    const bool root = rank_ == opts.rootRank;
+    at::Tensor buf = OutputBuffer(*work, t, root, !root);
+    SetArgs(*work, GLUCX_COLL_BROADCAST, nullptr, buf.data_ptr(), info.elements, dt);
     work->args_.root = static_cast<int>(opts.rootRank);
     return Start(core_, std::move(work), opts.timeout);
 }
@@ -789,8 +853,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupGlucx::reduce(std::vector<at::Tensor>
         Fail(Prefix(op, rank_) + ": rootTensor " + std::to_string(opts.rootTensor) +
              " (only one tensor per process)");
     const at::Tensor &t = tensors[0];
-    CheckTensor(t, op, rank_, "tensor");
-    CheckWritable(t, op, rank_, "tensor");
+    CheckOutputTensor(t, op, rank_, "tensor");
     const glucx_dtype_t dt = ToGlucxDtype(t.scalar_type(), op, rank_);
     const glucx_op_t gop = ToGlucxOp(opts.reduceOp, dt, t.scalar_type(), op, rank_);
     const bool root = rank_ == opts.rootRank;
@@ -799,17 +862,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupGlucx::reduce(std::vector<at::Tensor>
     work->outputs_ = tensors;
     // In place at the root; the other ranks only send (their recvbuf is NULL), so their
     // tensors keep their values.
-    at::Tensor buf = ContiguousOutput(t, true);
-    if (!buf.is_same(t)) {
-        work->keep_.push_back(buf);
-        if (root)
-            work->finish_ = [t, buf] { t.copy_(buf); };
-    }
-    work->args_.coll = GLUCX_COLL_REDUCE;
-    work->args_.sendbuf = root ? GLUCX_IN_PLACE : buf.data_ptr();
-    work->args_.recvbuf = root ? buf.data_ptr() : nullptr;
-    work->args_.count = info.elements;
-    work->args_.dtype = dt;
+    at::Tensor buf = OutputBuffer(*work, t, true, root);
+    SetArgs(*work, GLUCX_COLL_REDUCE, root ? GLUCX_IN_PLACE : buf.data_ptr(),
+            root ? buf.data_ptr() : nullptr, info.elements, dt);
     work->args_.op = gop;
     work->args_.root = static_cast<int>(opts.rootRank);
     return Start(core_, std::move(work), opts.timeout);
@@ -832,23 +887,9 @@ ProcessGroupGlucx::allgather(std::vector<std::vector<at::Tensor>> &outputs,
     OpInfo info{op, dt, n};
     auto work = MakeColl(core_, c10d::OpType::ALLGATHER, info, opts.timeout);
     work->outputs_ = outputs[0];
-    at::Tensor src = ContiguousInput(in);
-    work->keep_.push_back(src);
-    at::Tensor dst;
-    if (BackToBack(outputs[0], n)) {
-        dst = outputs[0][0];
-    } else {
-        c10::InferenceMode guard;
-        dst = at::empty({static_cast<int64_t>(n) * size_}, in.options());
-        work->keep_.push_back(dst);
-        std::vector<at::Tensor> outs = outputs[0];
-        work->finish_ = [outs, dst] { Scatter(dst, outs); };
-    }
-    work->args_.coll = GLUCX_COLL_ALLGATHER;
-    work->args_.sendbuf = src.data_ptr();
-    work->args_.recvbuf = dst.data_ptr();
-    work->args_.count = n;
-    work->args_.dtype = dt;
+    at::Tensor src = InputBuffer(*work, in);
+    at::Tensor dst = GatherBuffer(*work, outputs[0], n, size_, in.options());
+    SetArgs(*work, GLUCX_COLL_ALLGATHER, src.data_ptr(), dst.data_ptr(), n, dt);
     if (n == 0)
         work->args_.sendbuf = work->args_.recvbuf = nullptr;
     return Start(core_, std::move(work), opts.timeout);
@@ -859,10 +900,7 @@ ProcessGroupGlucx::_allgather_base(at::Tensor &output, at::Tensor &input,
                                    const c10d::AllgatherOptions &opts)
 {
     static const char *op = "_allgather_base";
-    CheckTensor(input, op, rank_, "input tensor");
-    CheckTensor(output, op, rank_, "output tensor");
-    CheckWritable(output, op, rank_, "output tensor");
-    CheckSameDtype(output, input, op, rank_, "output tensor", "input tensor");
+    CheckInOut(output, input, op, rank_);
     const glucx_dtype_t dt = ToGlucxDtype(input.scalar_type(), op, rank_);
     const size_t n = static_cast<size_t>(input.numel());
     if (static_cast<size_t>(output.numel()) != n * size_)
@@ -872,18 +910,10 @@ ProcessGroupGlucx::_allgather_base(at::Tensor &output, at::Tensor &input,
     OpInfo info{op, dt, n};
     auto work = MakeColl(core_, c10d::OpType::_ALLGATHER_BASE, info, opts.timeout);
     work->outputs_ = {output};
-    at::Tensor src = ContiguousInput(input);
-    at::Tensor dst = ContiguousOutput(output, false);
-    work->keep_ = {src, dst};
-    if (!dst.is_same(output)) {
-        at::Tensor out = output;
-        work->finish_ = [out, dst] { out.copy_(dst); };
-    }
-    work->args_.coll = GLUCX_COLL_ALLGATHER;
-    work->args_.sendbuf = n ? src.data_ptr() : nullptr;
-    work->args_.recvbuf = n ? dst.data_ptr() : nullptr;
-    work->args_.count = n;
-    work->args_.dtype = dt;
+    at::Tensor src = InputBuffer(*work, input);
+    at::Tensor dst = OutputBuffer(*work, output);
+    SetArgs(*work, GLUCX_COLL_ALLGATHER, n ? src.data_ptr() : nullptr, n ? dst.data_ptr() : nullptr,
+            n, dt);
     return Start(core_, std::move(work), opts.timeout);
 }
 
@@ -899,39 +929,17 @@ ProcessGroupGlucx::gather(std::vector<std::vector<at::Tensor>> &outputs,
     CheckTensor(in, op, rank_, "input tensor");
     const glucx_dtype_t dt = ToGlucxDtype(in.scalar_type(), op, rank_);
     const size_t n = static_cast<size_t>(in.numel());
-    if (root) {
-        if (outputs.size() != 1)
-            Fail(Prefix(op, rank_) + ": the root needs one list of output tensors, got " +
-                 std::to_string(outputs.size()));
-        CheckList(outputs[0], size_, in, op, rank_, "gather list", true);
-    } else if (!outputs.empty() && !(outputs.size() == 1 && outputs[0].empty())) {
-        Fail(Prefix(op, rank_) + ": only the root (rank " + std::to_string(opts.rootRank) +
-             ") takes output tensors; got " + std::to_string(outputs.size()) + " list(s)");
-    }
+    CheckRootList(outputs, opts.rootRank, true, "gather list", size_, in, op, rank_);
     OpInfo info{op, dt, n, static_cast<int>(opts.rootRank)};
     auto work = MakeColl(core_, c10d::OpType::GATHER, info, opts.timeout);
-    at::Tensor src = ContiguousInput(in);
-    work->keep_.push_back(src);
+    at::Tensor src = InputBuffer(*work, in);
     void *dst_ptr = nullptr;
     if (root) {
         work->outputs_ = outputs[0];
-        at::Tensor dst;
-        if (BackToBack(outputs[0], n)) {
-            dst = outputs[0][0];
-        } else {
-            c10::InferenceMode guard;
-            dst = at::empty({static_cast<int64_t>(n) * size_}, in.options());
-            work->keep_.push_back(dst);
-            std::vector<at::Tensor> outs = outputs[0];
-            work->finish_ = [outs, dst] { Scatter(dst, outs); };
-        }
+        at::Tensor dst = GatherBuffer(*work, outputs[0], n, size_, in.options());
         dst_ptr = n ? dst.data_ptr() : nullptr;
     }
-    work->args_.coll = GLUCX_COLL_GATHER;
-    work->args_.sendbuf = n ? src.data_ptr() : nullptr;
-    work->args_.recvbuf = dst_ptr;
-    work->args_.count = n;
-    work->args_.dtype = dt;
+    SetArgs(*work, GLUCX_COLL_GATHER, n ? src.data_ptr() : nullptr, dst_ptr, n, dt);
     work->args_.root = static_cast<int>(opts.rootRank);
     return Start(core_, std::move(work), opts.timeout);
 }
@@ -946,19 +954,10 @@ ProcessGroupGlucx::scatter(std::vector<at::Tensor> &outputs,
     CheckRoot(opts.rootRank, size_, op, rank_);
     const bool root = rank_ == opts.rootRank;
     const at::Tensor &out = outputs[0];
-    CheckTensor(out, op, rank_, "output tensor");
-    CheckWritable(out, op, rank_, "output tensor");
+    CheckOutputTensor(out, op, rank_, "output tensor");
     const glucx_dtype_t dt = ToGlucxDtype(out.scalar_type(), op, rank_);
     const size_t n = static_cast<size_t>(out.numel());
-    if (root) {
-        if (inputs.size() != 1)
-            Fail(Prefix(op, rank_) + ": the root needs one list of input tensors, got " +
-                 std::to_string(inputs.size()));
-        CheckList(inputs[0], size_, out, op, rank_, "scatter list", false);
-    } else if (!inputs.empty() && !(inputs.size() == 1 && inputs[0].empty())) {
-        Fail(Prefix(op, rank_) + ": only the root (rank " + std::to_string(opts.rootRank) +
-             ") takes input tensors; got " + std::to_string(inputs.size()) + " list(s)");
-    }
+    CheckRootList(inputs, opts.rootRank, false, "scatter list", size_, out, op, rank_);
     OpInfo info{op, dt, n, static_cast<int>(opts.rootRank)};
     auto work = MakeColl(core_, c10d::OpType::SCATTER, info, opts.timeout);
     work->outputs_ = outputs;
@@ -968,17 +967,8 @@ ProcessGroupGlucx::scatter(std::vector<at::Tensor> &outputs,
         work->keep_.push_back(src);
         src_ptr = n ? src.data_ptr() : nullptr;
     }
-    at::Tensor dst = ContiguousOutput(out, false);
-    work->keep_.push_back(dst);
-    if (!dst.is_same(out)) {
-        at::Tensor o = out;
-        work->finish_ = [o, dst] { o.copy_(dst); };
-    }
-    work->args_.coll = GLUCX_COLL_SCATTER;
-    work->args_.sendbuf = src_ptr;
-    work->args_.recvbuf = n ? dst.data_ptr() : nullptr;
-    work->args_.count = n;
-    work->args_.dtype = dt;
+    at::Tensor dst = OutputBuffer(*work, out);
+    SetArgs(*work, GLUCX_COLL_SCATTER, src_ptr, n ? dst.data_ptr() : nullptr, n, dt);
     work->args_.root = static_cast<int>(opts.rootRank);
     return Start(core_, std::move(work), opts.timeout);
 }
@@ -994,8 +984,7 @@ ProcessGroupGlucx::reduce_scatter(std::vector<at::Tensor> &outputs,
         Fail(Prefix(op, rank_) + ": expected one list of input tensors, got " +
              std::to_string(inputs.size()));
     const at::Tensor &out = outputs[0];
-    CheckTensor(out, op, rank_, "output tensor");
-    CheckWritable(out, op, rank_, "output tensor");
+    CheckOutputTensor(out, op, rank_, "output tensor");
     const glucx_dtype_t dt = ToGlucxDtype(out.scalar_type(), op, rank_);
     const glucx_op_t gop = ToGlucxOp(opts.reduceOp, dt, out.scalar_type(), op, rank_);
     CheckList(inputs[0], size_, out, op, rank_, "input list", false);
@@ -1004,17 +993,10 @@ ProcessGroupGlucx::reduce_scatter(std::vector<at::Tensor> &outputs,
     auto work = MakeColl(core_, c10d::OpType::REDUCE_SCATTER, info, opts.timeout);
     work->outputs_ = outputs;
     at::Tensor src = Flatten(inputs[0], n);
-    at::Tensor dst = ContiguousOutput(out, false);
-    work->keep_ = {src, dst};
-    if (!dst.is_same(out)) {
-        at::Tensor o = out;
-        work->finish_ = [o, dst] { o.copy_(dst); };
-    }
-    work->args_.coll = GLUCX_COLL_REDUCE_SCATTER;
-    work->args_.sendbuf = n ? src.data_ptr() : nullptr;
-    work->args_.recvbuf = n ? dst.data_ptr() : nullptr;
-    work->args_.count = n;
-    work->args_.dtype = dt;
+    work->keep_.push_back(src);
+    at::Tensor dst = OutputBuffer(*work, out);
+    SetArgs(*work, GLUCX_COLL_REDUCE_SCATTER, n ? src.data_ptr() : nullptr,
+            n ? dst.data_ptr() : nullptr, n, dt);
     work->args_.op = gop;
     return Start(core_, std::move(work), opts.timeout);
 }
@@ -1024,10 +1006,7 @@ ProcessGroupGlucx::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
                                         const c10d::ReduceScatterOptions &opts)
 {
     static const char *op = "_reduce_scatter_base";
-    CheckTensor(input, op, rank_, "input tensor");
-    CheckTensor(output, op, rank_, "output tensor");
-    CheckWritable(output, op, rank_, "output tensor");
-    CheckSameDtype(output, input, op, rank_, "output tensor", "input tensor");
+    CheckInOut(output, input, op, rank_);
     const glucx_dtype_t dt = ToGlucxDtype(output.scalar_type(), op, rank_);
     const glucx_op_t gop = ToGlucxOp(opts.reduceOp, dt, output.scalar_type(), op, rank_);
     const size_t n = static_cast<size_t>(output.numel());
@@ -1038,18 +1017,10 @@ ProcessGroupGlucx::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
     OpInfo info{op, dt, n};
     auto work = MakeColl(core_, c10d::OpType::_REDUCE_SCATTER_BASE, info, opts.timeout);
     work->outputs_ = {output};
-    at::Tensor src = ContiguousInput(input);
-    at::Tensor dst = ContiguousOutput(output, false);
-    work->keep_ = {src, dst};
-    if (!dst.is_same(output)) {
-        at::Tensor o = output;
-        work->finish_ = [o, dst] { o.copy_(dst); };
-    }
-    work->args_.coll = GLUCX_COLL_REDUCE_SCATTER;
-    work->args_.sendbuf = n ? src.data_ptr() : nullptr;
-    work->args_.recvbuf = n ? dst.data_ptr() : nullptr;
-    work->args_.count = n;
-    work->args_.dtype = dt;
+    at::Tensor src = InputBuffer(*work, input);
+    at::Tensor dst = OutputBuffer(*work, output);
+    SetArgs(*work, GLUCX_COLL_REDUCE_SCATTER, n ? src.data_ptr() : nullptr,
+            n ? dst.data_ptr() : nullptr, n, dt);
     work->args_.op = gop;
     return Start(core_, std::move(work), opts.timeout);
 }
@@ -1105,6 +1076,21 @@ std::vector<size_t> Displs(const std::vector<size_t> &counts)
     return d;
 }
 
+// Set the per-rank element counts of @p work's alltoallv, each side's blocks back to back in
+// rank order; @p work owns the count and displacement arrays.
+void SetAlltoallvCounts(CollWork &work, std::vector<size_t> send_counts,
+                        std::vector<size_t> recv_counts)
+{
+    work.send_displs_ = Displs(send_counts);
+    work.displs_ = Displs(recv_counts);
+    work.send_counts_ = std::move(send_counts);
+    work.counts_ = std::move(recv_counts);
+    work.args_.send_counts = work.send_counts_.data();
+    work.args_.send_displs = work.send_displs_.data();
+    work.args_.counts = work.counts_.data();
+    work.args_.displs = work.displs_.data();
+}
+
 } // namespace
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupGlucx::alltoall_base(at::Tensor &output,
@@ -1114,42 +1100,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupGlucx::alltoall_base(at::Tensor &outp
                                                                 const c10d::AllToAllOptions &opts)
 {
     static const char *op = "alltoall_base";
-    CheckTensor(input, op, rank_, "input tensor");
-    CheckTensor(output, op, rank_, "output tensor");
-    CheckWritable(output, op, rank_, "output tensor");
-    CheckSameDtype(output, input, op, rank_, "output tensor", "input tensor");
+    CheckInOut(output, input, op, rank_);
     const glucx_dtype_t dt = ToGlucxDtype(input.scalar_type(), op, rank_);
     auto send_counts = SplitCounts(input, input_splits, size_, op, rank_, "input tensor");
     auto recv_counts = SplitCounts(output, output_splits, size_, op, rank_, "output tensor");
     OpInfo info{op, dt, static_cast<size_t>(input.numel())};
     auto work = MakeColl(core_, c10d::OpType::ALLTOALL_BASE, info, opts.timeout);
     work->outputs_ = {output};
-    at::Tensor src = ContiguousInput(input);
-    at::Tensor dst = ContiguousOutput(output, false);
-    work->keep_ = {src, dst};
-    if (!dst.is_same(output)) {
-        at::Tensor o = output;
-        work->finish_ = [o, dst] { o.copy_(dst); };
-    }
+    at::Tensor src = InputBuffer(*work, input);
+    at::Tensor dst = OutputBuffer(*work, output);
     const bool equal =
         input_splits.empty() && output_splits.empty() && input.numel() == output.numel();
-    work->args_.sendbuf = input.numel() ? src.data_ptr() : nullptr;
-    work->args_.recvbuf = output.numel() ? dst.data_ptr() : nullptr;
-    work->args_.dtype = dt;
-    if (equal) {
-        work->args_.coll = GLUCX_COLL_ALLTOALL;
-        work->args_.count = send_counts[0];
-    } else {
-        work->args_.coll = GLUCX_COLL_ALLTOALLV;
-        work->send_displs_ = Displs(send_counts);
-        work->displs_ = Displs(recv_counts);
-        work->send_counts_ = std::move(send_counts);
-        work->counts_ = std::move(recv_counts);
-        work->args_.send_counts = work->send_counts_.data();
-        work->args_.send_displs = work->send_displs_.data();
-        work->args_.counts = work->counts_.data();
-        work->args_.displs = work->displs_.data();
-    }
+    SetArgs(*work, equal ? GLUCX_COLL_ALLTOALL : GLUCX_COLL_ALLTOALLV,
+            input.numel() ? src.data_ptr() : nullptr, output.numel() ? dst.data_ptr() : nullptr,
+            equal ? send_counts[0] : 0, dt);
+    if (!equal)
+        SetAlltoallvCounts(*work, std::move(send_counts), std::move(recv_counts));
     return Start(core_, std::move(work), opts.timeout);
 }
 
@@ -1168,8 +1134,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupGlucx::alltoall(std::vector<at::Tenso
         const std::string in_name = "input[" + std::to_string(r) + "]";
         const std::string out_name = "output[" + std::to_string(r) + "]";
         CheckTensor(inputs[r], op, rank_, in_name);
-        CheckTensor(outputs[r], op, rank_, out_name);
-        CheckWritable(outputs[r], op, rank_, out_name);
+        CheckOutputTensor(outputs[r], op, rank_, out_name);
         CheckSameDtype(inputs[r], inputs[0], op, rank_, in_name.c_str(), "input[0]");
         CheckSameDtype(outputs[r], inputs[0], op, rank_, out_name.c_str(), "input[0]");
         send_counts[r] = static_cast<size_t>(inputs[r].numel());
@@ -1193,18 +1158,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupGlucx::alltoall(std::vector<at::Tenso
     work->keep_ = {src, dst};
     std::vector<at::Tensor> outs = outputs;
     work->finish_ = [outs, dst] { Scatter(dst, outs); };
-    work->args_.coll = GLUCX_COLL_ALLTOALLV;
-    work->args_.sendbuf = send_total ? src.data_ptr() : nullptr;
-    work->args_.recvbuf = recv_total ? dst.data_ptr() : nullptr;
-    work->args_.dtype = dt;
-    work->send_displs_ = Displs(send_counts);
-    work->displs_ = Displs(recv_counts);
-    work->send_counts_ = std::move(send_counts);
-    work->counts_ = std::move(recv_counts);
-    work->args_.send_counts = work->send_counts_.data();
-    work->args_.send_displs = work->send_displs_.data();
-    work->args_.counts = work->counts_.data();
-    work->args_.displs = work->displs_.data();
+    SetArgs(*work, GLUCX_COLL_ALLTOALLV, send_total ? src.data_ptr() : nullptr,
+            recv_total ? dst.data_ptr() : nullptr, 0, dt);
+    SetAlltoallvCounts(*work, std::move(send_counts), std::move(recv_counts));
     return Start(core_, std::move(work), opts.timeout);
 }
 
@@ -1240,8 +1196,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupGlucx::send(std::vector<at::Tensor> &
     OpInfo info{op, dt, static_cast<size_t>(t.numel()), dst, "to rank"};
     auto work = c10::make_intrusive<P2PWork>(core_, rank_, size_, c10d::OpType::SEND, info,
                                              core_->timeout());
-    at::Tensor src = ContiguousInput(t);
-    work->keep_.push_back(src);
+    at::Tensor src = InputBuffer(*work, t);
     glucx_request_t *req = nullptr;
     glucx_status_t st = glucx_isend(comm(), src.numel() ? src.data_ptr() : nullptr, src.nbytes(),
                                     dst, P2PTag(tag), &req);
@@ -1260,8 +1215,7 @@ c10::intrusive_ptr<c10d::Work> PostRecv(ProcessGroupGlucx &pg, std::vector<at::T
     const int rank = pg.getRank(), size = pg.getSize();
     CheckOne(tensors, op, rank);
     const at::Tensor &t = tensors[0];
-    CheckTensor(t, op, rank, "tensor");
-    CheckWritable(t, op, rank, "tensor");
+    CheckOutputTensor(t, op, rank, "tensor");
     const glucx_dtype_t dt = ToGlucxDtype(t.scalar_type(), op, rank);
     if (src >= size || (src < 0 && type == c10d::OpType::RECV))
         Fail(Prefix(op, rank) + ": source rank " + std::to_string(src) + " out of range [0, " +
@@ -1270,12 +1224,7 @@ c10::intrusive_ptr<c10d::Work> PostRecv(ProcessGroupGlucx &pg, std::vector<at::T
     auto work =
         c10::make_intrusive<P2PWork>(pg.core(), rank, size, type, info, pg.core()->timeout());
     work->outputs_ = tensors;
-    at::Tensor buf = ContiguousOutput(t, false);
-    work->keep_.push_back(buf);
-    if (!buf.is_same(t)) {
-        at::Tensor o = t;
-        work->finish_ = [o, buf] { o.copy_(buf); };
-    }
+    at::Tensor buf = OutputBuffer(*work, t);
     glucx_request_t *req = nullptr;
     void *ptr = buf.numel() ? buf.data_ptr() : nullptr;
     glucx_status_t st;
