@@ -40,7 +40,7 @@ test: build venv
 
 # The same suite built with AddressSanitizer + UBSan (CI runs it).
 test-asan: deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGLUCX_SANITIZE=ON -DGLUCX_BUILD_TORCH=OFF $(CMAKE_ARGS)
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGLUCX_SANITIZE=ON -DGLUCX_BUILD_TORCH=OFF -DGLUCX_BUILD_DASHBOARD=OFF $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) --timeout 900
 
