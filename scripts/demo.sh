@@ -27,6 +27,7 @@ while [ $# -gt 0 ]; do
     *) echo "demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+[ -n "$out" ] || { echo "demo: --out needs a directory" >&2; exit 2; }
 cd "$here"
 trace_tool=$build/trace/glucx-trace
 analyze=$build/analysis/glucx-analyze
@@ -39,12 +40,22 @@ mkdir -p "$out"
 echo "== training: DDP, $ranks ranks, backend $backend, traced by glucx-trace"
 # one port per run so a second demo started at once does not collide with the first
 port=$((29500 + RANDOM % 2000))
+# glucx-trace runs in the background so that a TERM/HUP sent to this script reaches it (it
+# forwards the signal to the training and still finishes the trace); Ctrl-C reaches the whole
+# process group anyway.
 set +e
 "$trace_tool" record -o "$out/trace" -- \
   "$venv/bin/torchrun" --nproc-per-node "$ranks" --master-port "$port" \
   examples/train_digits.py --backend "$backend" --epochs "$epochs" --max-steps "$max_steps" \
-  --json "$out/train.json" --min-accuracy "$min_acc"
-train_rc=$?
+  --json "$out/train.json" --min-accuracy "$min_acc" &
+tracer=$!
+trap 'kill -TERM $tracer 2>/dev/null' TERM HUP
+trap ':' INT   # the terminal sent it to glucx-trace and the ranks too: just wait for them
+while :; do
+  wait $tracer; train_rc=$?
+  kill -0 $tracer 2>/dev/null || break   # wait returned for a trapped signal: wait again
+done
+trap - TERM HUP INT
 set -e
 if [ $train_rc -ne 0 ]; then
   echo "demo: training failed (exit $train_rc); trace kept in $out/trace" >&2
@@ -71,8 +82,9 @@ print("Per iteration (%d iterations, %s, mean %.2f ms; share of rank time over a
       % (s["iterations"], s["iteration_source"], s["mean_iteration_ns"] / 1e6))
 print("  compute                %5.1f %%" % pct("compute_ns"))
 print("  exposed communication  %5.1f %%" % pct("exposed_communication_ns"))
-print("  overlap (hidden comm.) %5.1f %%   (%.0f %% of communication hidden under compute)"
-      % (pct("overlap_ns"), 100.0 * t["overlap_share"]))
+share = t["overlap_share"]  # null when there was no communication
+print("  overlap (hidden comm.) %5.1f %%   (%s of communication hidden under compute)"
+      % (pct("overlap_ns"), "-" if share is None else "%.0f %%" % (100.0 * share)))
 print("  wait                   %5.1f %%" % pct("wait_ns"))
 print("  idle                   %5.1f %%" % pct("idle_ns"))
 if r["trace"].get("partial"):

@@ -654,7 +654,7 @@ static int enable_events(struct lttng_handle *h, const struct record_opts *o, ch
 /* LTTng-UST records every registered process of the user in every session that enables the
  * event: a trace made while another one records also holds the other command's events. Say so
  * when other sessions that record glucx events are active. */
-static void warn_concurrent_sessions(const char *session)
+static int concurrent_sessions(const char *session)
 {
     struct lttng_session *sessions = NULL;
     int n = lt.list_sessions(&sessions);
@@ -664,11 +664,20 @@ static void warn_concurrent_sessions(const char *session)
             strncmp(sessions[i].name, "glucx-trace-", 12) == 0)
             others++;
     free(sessions);
+    return others;
+}
+
+static int concurrent_seen; /* another glucx-trace session recorded while this one did */
+
+static void warn_concurrent_sessions(const char *session)
+{
+    int others = concurrent_sessions(session);
     if (others > 0)
         msg("WARNING: %d other glucx-trace session(s) are recording on this session daemon; "
             "LTTng records every traced process of the user in each session, so this trace will "
             "also hold their commands' events (run traced jobs one at a time)",
             others);
+    concurrent_seen |= others > 0;
 }
 
 /* Archive the session's trace chunk whenever about @p bytes have been written. */
@@ -837,13 +846,24 @@ static int run_command(char **argv, const char *provider, const char *fork_helpe
     free(preload);
     child_pid = pid;
     int status = 0;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, 0);
+    for (unsigned polls = 0;; polls++) {
+        /* poll, so that a session started by another glucx-trace meanwhile is noticed */
+        pid_t r = waitpid(pid, &status, WNOHANG);
         if (r == pid)
             break;
         if (got_usr1) {
             got_usr1 = 0;
             on_request(session, o);
+        }
+        if (r == 0) {
+            if (!concurrent_seen && polls % 10 == 9 && concurrent_sessions(session) > 0) {
+                concurrent_seen = 1;
+                msg("WARNING: another glucx-trace session started recording; this trace will "
+                    "also hold its command's events (LTTng records every traced process of the "
+                    "user in each session)");
+            }
+            sleep_ms(100);
+            continue;
         }
         if (r < 0 && errno != EINTR) {
             err("waitpid(%d): %s", (int)pid, strerror(errno));
@@ -1040,6 +1060,9 @@ static int cmd_record(int argc, char **argv)
         msg("the trace is empty: no process of the command registered with LTTng (a static or "
             "setuid program, or one that clears LD_PRELOAD?)");
     msg("trace written to %s (read it with: babeltrace2 %s)", dir, dir);
+    if (concurrent_seen)
+        msg("WARNING: other glucx-trace sessions recorded at the same time: this trace may hold "
+            "events of their commands too");
     if (o.snapshot) {
         /* overwritten sub-buffers are not counted by LTTng as discarded or lost */
         msg("flight recorder: the snapshots hold the latest events that fit in %" PRIu64

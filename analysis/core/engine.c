@@ -1492,6 +1492,7 @@ int glucx_an_engine_feed(glucx_an_engine_t *e, const glucx_an_event_t *ev)
                 }
         if (!c || rank < 0) {
             e->ignored++;
+            e->fw_orphans++;
             return 0;
         }
         local = *ev;
@@ -1796,10 +1797,12 @@ static int finalize_iter(glucx_an_engine_t *e, comm_st_t *c, iter_t *it, int for
     wb_u64(w, it->ncoll);
     wb_lit(w, ",\"ranks\":[");
     int first = 1;
+    int64_t nbegun = 0;
     for (int r = 0; r < it->nr; r++) {
         riter_t *ri = &it->r[r];
         if (!ri->begun)
             continue;
+        nbegun++;
         bd_t b;
         b.duration = ri->end - ri->start;
         b.compute = ri->compute;
@@ -1885,7 +1888,9 @@ static int finalize_iter(glucx_an_engine_t *e, comm_st_t *c, iter_t *it, int for
     e->iterations++;
     if (complete)
         e->complete_iterations++;
-    e->iter_time_sum += end - start;
+    /* an iteration lasts the mean of its ranks' durations: the span from the first rank's
+     * begin to the last rank's end overstates it when ranks are skewed (METRICS.md) */
+    e->iter_time_sum += nbegun > 0 ? tot.duration / nbegun : end - start;
     e->cp_sum += cp_end - cp_start;
     bd_add(&e->tot, &tot);
     c->iters_done++;
@@ -2155,20 +2160,33 @@ int glucx_an_engine_finish(glucx_an_engine_t *e)
     /* open collectives: complete ones and those cut off by the end of the input (the Gloo
      * FIFO only orders them; the map holds them all) */
     e->ncoll_open_gloo = 0;
+    uint64_t open_colls = 0, open_comm = 0;
+    uint32_t open_seq = 0;
     for (size_t i = 0; i < e->colls.cap; i++) {
         coll_st_t *co = e->colls.slots[i].val;
         if (!co)
             continue;
-        if (!co->gloo && co->nend < co->nbegin)
-            glucx_an_engine_partial(e,
-                                    "collectives without coll_end on every rank (trace "
-                                    "truncated or a rank failed), e.g. comm 0x%" PRIx64
-                                    " seq %" PRIu32,
-                                    co->c->id, co->seq);
+        if (!co->gloo && co->nend < co->nbegin && open_colls++ == 0) {
+            open_comm = co->c->id;
+            open_seq = co->seq;
+        }
         if (remove_coll(e, co) != 0)
             return -1;
         i = (size_t)-1; /* the table changed: rescan */
     }
+    if (open_colls > 0) /* one reason, not one per collective */
+        glucx_an_engine_partial(e,
+                                "%" PRIu64 " collective(s) without coll_end on every rank (trace "
+                                "truncated, events discarded or a rank failed), e.g. comm "
+                                "0x%" PRIx64 " seq %" PRIu32,
+                                open_colls, open_comm, open_seq);
+    if (e->fw_orphans > 0)
+        glucx_an_engine_partial(e,
+                                "%" PRIu64 " framework events (iterations, compute phases, "
+                                "buckets) come from processes without a glucx communicator "
+                                "and are not analysed (a Gloo-TCP job? the glucx backend or "
+                                "GLOO_DEVICE_TRANSPORT=UCX traces its communication)",
+                                e->fw_orphans);
     for (size_t i = 0; i < e->msgs.cap; i++) {
         msg_st_t *m = e->msgs.slots[i].val;
         if (!m)

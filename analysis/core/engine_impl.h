@@ -195,6 +195,7 @@ struct glucx_an_engine {
     size_t gloo_head;
     /* trace facts */
     uint64_t events, ignored, discarded_events, discarded_packets;
+    uint64_t fw_orphans; /* framework events of processes without a glucx communicator */
     int64_t t_first, t_last;
     int have_ts;
     strlist_t paths, partial, warnings, unknown_events, mismatched;
