@@ -334,6 +334,44 @@ static uint64_t complete_packets(const char *path, uint64_t size)
     return off;
 }
 
+/* Whether @p path, a CTF metadata file, is made of whole packets (LTTng writes packetized
+ * metadata: magic 0x75d11d57, then uuid[16], checksum, content_size and packet_size in bits at
+ * bytes 24 and 28). Babeltrace 2 can hang on metadata cut inside a packet, so a truncated file is
+ * refused before it is opened. Plain-text metadata (no magic) is left to Babeltrace. */
+static int metadata_complete(const char *path, uint64_t *size_p)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 1; /* Babeltrace reports it */
+    struct stat st;
+    uint64_t size = fstat(fileno(f), &st) == 0 ? (uint64_t)st.st_size : 0;
+    *size_p = size;
+    uint64_t off = 0;
+    unsigned char h[37];
+    int complete = 1;
+    while (off < size) {
+        if (fseeko(f, (off_t)off, SEEK_SET) != 0 || fread(h, 1, sizeof(h), f) != sizeof(h)) {
+            complete = 0;
+            break;
+        }
+        uint32_t magic =
+            (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+        if (magic != 0x75d11d57u) {
+            complete = off > 0 ? 0 : 1; /* text metadata (off 0) or garbage after packets */
+            break;
+        }
+        uint32_t bits =
+            (uint32_t)h[28] | (uint32_t)h[29] << 8 | (uint32_t)h[30] << 16 | (uint32_t)h[31] << 24;
+        if (bits == 0 || bits % 8 || off + bits / 8 > size) {
+            complete = 0;
+            break;
+        }
+        off += bits / 8;
+    }
+    fclose(f);
+    return complete;
+}
+
 /* Copies of the trace directories with every stream file cut to its complete packets; returns
  * how many files were cut (0: nothing to repair). */
 static int repair_traces(const dirlist_t *in, const char *dir, dirlist_t *out, char *what,
@@ -453,12 +491,34 @@ int main(int argc, char **argv)
                     "glucx-analyze: %s is not a directory (give the directory that "
                     "glucx-trace record -o wrote)\n",
                     paths[i]);
-        } else if (collect_traces(paths[i], 0, &traces) == 0) {
-            fprintf(stderr, "glucx-analyze: %s is not a trace: no CTF metadata file under it\n",
-                    paths[i]);
         } else {
-            paths[ok++] = paths[i];
-            continue;
+            size_t before = traces.n;
+            if (collect_traces(paths[i], 0, &traces) == 0) {
+                fprintf(stderr, "glucx-analyze: %s is not a trace: no CTF metadata file under it\n",
+                        paths[i]);
+            } else {
+                int bad = 0;
+                for (size_t k = before; k < traces.n; k++) {
+                    char md[4096];
+                    uint64_t mdsize = 0;
+                    snprintf(md, sizeof(md), "%s/metadata", traces.v[k]);
+                    if (!metadata_complete(md, &mdsize)) {
+                        fprintf(stderr,
+                                "glucx-analyze: %s is truncated (%" PRIu64 " bytes end inside "
+                                "a metadata packet): the trace cannot be read (session "
+                                "destroyed while writing, or the file was cut)\n",
+                                md, mdsize);
+                        bad = 1;
+                    }
+                }
+                if (!bad) {
+                    paths[ok++] = paths[i];
+                    continue;
+                }
+                for (size_t k = before; k < traces.n; k++)
+                    free(traces.v[k]);
+                traces.n = before;
+            }
         }
         size_t l = strlen(skipped);
         snprintf(skipped + l, sizeof(skipped) - l, "%s%s", l ? ", " : "", paths[i]);

@@ -213,6 +213,17 @@ def case_truncated(a):
     p, rep = analyze(a, cut, "truncated")
     check(rep["trace"]["partial"], "truncated trace not marked partial")
     print("truncated: %s" % rep["trace"]["partial_reasons"][:2])
+    # metadata cut inside a packet (Babeltrace itself can hang on it): refused at once, clearly
+    mcut = os.path.join(a.work, "truncated", "trace-metadata")
+    shutil.copytree(d, mcut)
+    metas = [os.path.join(r, "metadata") for r, _, f in os.walk(mcut) if "metadata" in f]
+    check(metas, "no metadata file in %s" % mcut)
+    with open(metas[0], "r+b") as f:
+        f.truncate(3000)  # metadata packets are 4096 bytes: inside the first one
+    p, _ = analyze(a, mcut, "truncated_metadata", expect_rc=2)
+    check("metadata" in p.stderr and "truncated" in p.stderr,
+          "no clear message for truncated metadata: %s" % p.stderr)
+    print("truncated metadata: refused: %s" % p.stderr.strip().splitlines()[0])
 
 
 def case_discarded(a):
