@@ -525,6 +525,8 @@ int main(int argc, char **argv)
     }
     if (ok == 0) {
         fprintf(stderr, "glucx-analyze: no trace to analyse\n");
+        free(traces.v);
+        free(paths);
         return 2;
     }
     npaths = ok;
@@ -535,6 +537,10 @@ int main(int argc, char **argv)
     glucx_an_engine_t *eng = glucx_an_engine_create(&opt, err, sizeof(err));
     if (!eng) {
         fprintf(stderr, "glucx-analyze: %s\n", err);
+        for (size_t i = 0; i < traces.n; i++)
+            free(traces.v[i]);
+        free(traces.v);
+        free(paths);
         return 1;
     }
     char ver[64];

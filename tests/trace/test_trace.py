@@ -470,10 +470,12 @@ def case_snapshot(a):
     for s in snaps:
         events, _ = read_trace(os.path.join(d, s))
         tags.append([dict(e["fields"])["tag"] for e in events if e["name"] == "glucx:send_begin"])
-    # the first snapshot: a suffix of the first burst, ending with its last event, not all of it
+    # the first snapshot: the latest events of the first burst, not all of it. The ring buffers
+    # are per CPU, so if the process moved between CPUs each buffer holds the latest events it
+    # saw: in time order the tags rise, and the burst's last event is there.
     t1 = tags[0]
     check(0 < len(t1) < first, "snapshot 1 holds %d of %d events" % (len(t1), first))
-    check(t1 == list(range(first - len(t1), first)),
+    check(t1 == sorted(set(t1)) and t1[-1] == first - 1,
           "snapshot 1 is not the latest events of the burst: tags %s...%s" % (t1[:3], t1[-3:]))
     # the last snapshot ends with the whole second burst
     t2 = tags[1]

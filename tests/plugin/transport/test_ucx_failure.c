@@ -24,6 +24,9 @@ typedef struct shared_flags {
     atomic_int step;
 } shared_flags_t;
 
+/* test_fail_matched_rendezvous: the sender found its send complete already */
+#define STEP_EARLY 9
+
 static void run_modes(int n, int (*fn)(int, int, void *), int timeout_s, unsigned long long killed)
 {
     for (int mode = UCX_TEST_DEFAULT; mode <= UCX_TEST_TCP; mode++) {
@@ -236,8 +239,21 @@ static int matched_child(int rank, int size, void *arg)
         CHECK_OK(tx->ops->isend(tx, 1, ucx_tag(3, 0), data, big, &s));
         /* progress until the receiver sees data arriving, then stop */
         CHECK(wait_step(&flags->step, 1, tx) == 0, "receiver never saw data");
-        CHECK(!glucx_tx_req_done(&s), "512 MiB went through before the sender stopped");
-        CHECK(wait_step(&flags->step, 2, NULL) == 0, "receiver never failed");
+        if (glucx_tx_req_done(&s)) {
+            /* The receiver took all 512 MiB before it looked at its buffer (a loaded machine
+             * can deschedule it for that long): the situation under test did not arise, and
+             * nothing can be checked. Say so; both ranks stop here. */
+            fprintf(stderr,
+                    "matched rendezvous (%s): the whole message went through before "
+                    "the sender stopped: scenario did not arise, not checked\n",
+                    ucx_mode_name(t->mode));
+            atomic_store(&flags->step, STEP_EARLY);
+            free(data);
+            ucx_rank_down(&e);
+            return 0;
+        }
+        atomic_store(&flags->step, 2); /* the sender has stopped progressing */
+        CHECK(wait_step(&flags->step, 3, NULL) == 0, "receiver never failed");
         glucx_status_t st = ucx_wait1(tx, &s, FAIL_WAIT_MS);
         CHECK(st != GLUCX_ERR_TIMEOUT && glucx_tx_req_done(&s), "sender: %s",
               glucx_status_string(st));
@@ -246,7 +262,7 @@ static int matched_child(int rank, int size, void *arg)
             tx->ops->progress(tx);
             usleep(1000);
         }
-        atomic_store(&flags->step, 3);
+        atomic_store(&flags->step, 4);
     } else {
         glucx_tx_req_t r = {0};
         int src[1] = {0};
@@ -257,6 +273,12 @@ static int matched_child(int rank, int size, void *arg)
             tx->ops->progress(tx);
         CHECK(data[0] == 0x11, "no data arrived");
         atomic_store(&flags->step, 1);
+        CHECK(wait_step(&flags->step, 2, NULL) == 0, "the sender never answered");
+        if (atomic_load(&flags->step) == STEP_EARLY) { /* see the sender */
+            free(data);
+            ucx_rank_down(&e);
+            return 0;
+        }
         if (t->mode == UCX_TEST_TCP) {
             usleep(20000); /* the sender stops progressing */
             for (int i = 0; i < 1000; i++)
@@ -273,8 +295,8 @@ static int matched_child(int rank, int size, void *arg)
               glucx_status_string(r.status));
         CHECK(fdt < 3.0, "fail() took %.2f s", fdt);
         memset(data, 0x5A, big);
-        atomic_store(&flags->step, 2);
-        CHECK(wait_step(&flags->step, 3, tx) == 0, "sender never finished");
+        atomic_store(&flags->step, 3);
+        CHECK(wait_step(&flags->step, 4, tx) == 0, "sender never finished");
         for (size_t i = 0; i < big; i++)
             CHECK(data[i] == 0x5A, "byte %zu written after fail() returned", i);
     }
