@@ -4,12 +4,16 @@
  * GLUCX_ERR_UNSUPPORTED (decided identically on every rank before any traffic).
  * glucx_coll_start() queues the same work on a per-communicator thread.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "util/error.h"
@@ -271,9 +275,43 @@ static void job_complete(glucx_coll_job_t *job, glucx_status_t st)
         request_complete(job->req, st);
 }
 
+/*
+ * GLUCX_COLL_NICE: give the collective thread a better (lower) nice value than the thread that
+ * started it, so that when a collective has work (progress, copies, reductions) the scheduler
+ * runs it ahead of compute threads at the default priority instead of time-slicing it with them
+ * (DDP's allreduces during backward; docs/perf.md). Linux keeps a nice value per thread. Without
+ * CAP_SYS_NICE (and beyond RLIMIT_NICE) the kernel refuses a lower value: the thread then keeps
+ * its priority and an info line says so (once per process), since nothing else changes.
+ */
+static void coll_thread_priority(const glucx_comm_t *comm)
+{
+    const int delta = (int)comm->context->config.coll_nice;
+    if (delta == 0)
+        return;
+    const pid_t tid = (pid_t)syscall(SYS_gettid);
+    errno = 0;
+    const int before = getpriority(PRIO_PROCESS, (id_t)tid);
+    if (before == -1 && errno != 0)
+        return;
+    int want = before + delta;
+    want = want < -20 ? -20 : want > 19 ? 19 : want;
+    if (setpriority(PRIO_PROCESS, (id_t)tid, want) == 0) {
+        glucx_debug("communicator '%s' rank %d: collective thread %d at nice %d (was %d)",
+                    comm->name, comm->rank, (int)tid, want, before);
+        return;
+    }
+    static atomic_int told;
+    if (atomic_exchange(&told, 1) == 0)
+        glucx_info("communicator '%s' rank %d: GLUCX_COLL_NICE=%d: cannot set the collective "
+                   "thread's nice value %d -> %d (%s; needs CAP_SYS_NICE or RLIMIT_NICE): it "
+                   "keeps the priority of the thread that started it",
+                   comm->name, comm->rank, delta, before, want, strerror(errno));
+}
+
 static void *coll_thread(void *arg)
 {
     glucx_comm_t *comm = arg;
+    coll_thread_priority(comm);
     pthread_mutex_lock(&comm->lock);
     for (;;) {
         while (comm->queue_head == NULL && !comm->thread_stop)

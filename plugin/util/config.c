@@ -120,6 +120,9 @@ glucx_status_t glucx_config_read(glucx_config_t *c)
     st = parse_int("GLUCX_SPIN_US", 0, 10000000, "microseconds", &c->spin_us);
     if (st != GLUCX_OK)
         return st;
+    st = parse_int("GLUCX_COLL_NICE", -20, 19, "nice steps", &c->coll_nice);
+    if (st != GLUCX_OK)
+        return st;
     const char *level = get("GLUCX_LOG_LEVEL");
     static const char *const levels[] = {"error", "warn", "info", "debug", "trace"};
     int level_ok = 0;

@@ -20,6 +20,10 @@
     X(GLUCX_SPIN_US, "200",                                                                        \
       "how long a waiting thread polls (yielding the core to other runnable threads) before "      \
       "it sleeps on the transport's event descriptor, microseconds; 0 sleeps at once")             \
+    X(GLUCX_COLL_NICE, "0",                                                                        \
+      "nice increment of each communicator's collective thread over the thread that starts it "    \
+      "(-20..19; negative: it wins the core from compute threads when it has work; needs "         \
+      "CAP_SYS_NICE or RLIMIT_NICE, else it keeps the same priority); 0 leaves it alone")          \
     X(GLUCX_TRACE, "0",                                                                            \
       "1: load the LTTng trace provider when libglucx loads, for sessions made with lttng by "     \
       "hand (glucx-trace record does this itself)")                                                \
@@ -37,6 +41,7 @@ typedef struct glucx_config {
     int64_t timeout_ms;
     int64_t keepalive_ms;
     int64_t spin_us;
+    int64_t coll_nice; /**< GLUCX_COLL_NICE: nice increment of the collective thread */
     char tune[1024];
     char calibration[512];
 } glucx_config_t;

@@ -67,6 +67,36 @@ static void test_defaults_and_values(void **state)
     unsetenv("GLUCX_LOG_LEVEL");
 }
 
+static void test_coll_nice(void **state)
+{
+    (void)state;
+    glucx_config_t c;
+    unsetenv("GLUCX_COLL_NICE");
+    assert_int_equal(glucx_config_read(&c), GLUCX_OK);
+    int n;
+    const glucx_config_var_t *vars = glucx_config_vars(&n);
+    const char *def = NULL;
+    for (int j = 0; j < n; j++)
+        if (strcmp(vars[j].name, "GLUCX_COLL_NICE") == 0)
+            def = vars[j].default_value;
+    assert_non_null(def);
+    assert_int_equal(c.coll_nice, strtol(def, NULL, 10)); /* the documented default is read */
+    const char *good[] = {"-20", "0", "19", "-3"};
+    const int64_t want[] = {-20, 0, 19, -3};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        setenv("GLUCX_COLL_NICE", good[i], 1);
+        assert_int_equal(glucx_config_read(&c), GLUCX_OK);
+        assert_int_equal(c.coll_nice, want[i]);
+    }
+    const char *bad[] = {"-21", "20", "high", "", "-5x", "1.5"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("GLUCX_COLL_NICE", bad[i], 1);
+        assert_int_equal(glucx_config_read(&c), GLUCX_ERR_INVALID_ARG);
+        assert_non_null(strstr(glucx_last_error(), "GLUCX_COLL_NICE"));
+    }
+    unsetenv("GLUCX_COLL_NICE");
+}
+
 static void test_table_lists_every_read_variable(void **state)
 {
     (void)state;
@@ -74,7 +104,7 @@ static void test_table_lists_every_read_variable(void **state)
     const glucx_config_var_t *vars = glucx_config_vars(&n);
     const char *must[] = {"GLUCX_LOG_LEVEL", "GLUCX_TIMEOUT_MS", "GLUCX_KEEPALIVE_MS",
                           "GLUCX_TUNE",      "GLUCX_STORE",      "GLUCX_CALIBRATION",
-                          "GLUCX_HOSTID"};
+                          "GLUCX_HOSTID",    "GLUCX_COLL_NICE"};
     for (size_t i = 0; i < sizeof(must) / sizeof(must[0]); i++) {
         int found = 0;
         for (int j = 0; j < n; j++)
@@ -88,6 +118,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_defaults_and_values),
+        cmocka_unit_test(test_coll_nice),
         cmocka_unit_test(test_table_lists_every_read_variable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
