@@ -108,29 +108,17 @@ static int32_t tp_root(const glucx_coll_args_t *a)
 static void tp_decision(const glucx_comm_t *comm, const glucx_coll_args_t *args, size_t bytes,
                         uint32_t seq, int kind, int chosen, const char *reason)
 {
-    const glucx_coll_table_t *t = glucx_coll_tables[args->coll];
+    int order[TP_MAX_ALGS];
+    double raw[TP_MAX_ALGS];
     int32_t ids[TP_MAX_ALGS];
     uint64_t costs[TP_MAX_ALGS];
-    double raw[TP_MAX_ALGS];
-    uint32_t n = 0;
-    for (int i = 0; i < t->count && i < TP_MAX_ALGS; i++) {
-        double c = t->algs[i].cost(comm->topo, bytes);
-        if (!isfinite(c))
-            continue;
-        /* insertion sort by cost: tables are short */
-        uint32_t k = n++;
-        while (k > 0 && raw[k - 1] > c) {
-            raw[k] = raw[k - 1];
-            ids[k] = ids[k - 1];
-            k--;
-        }
-        raw[k] = c;
-        ids[k] = glucx_coll_tp_alg(args->coll, i);
-    }
-    for (uint32_t k = 0; k < n; k++)
+    const int n = glucx_select_by_cost(comm->topo, args->coll, bytes, order, raw, TP_MAX_ALGS);
+    for (int k = 0; k < n; k++) {
+        ids[k] = glucx_coll_tp_alg(args->coll, order[k]);
         costs[k] = raw[k] <= 0 ? 0 : (uint64_t)llround(raw[k]);
+    }
     GLUCX_TP(sched_decision, comm->trace_id, comm->rank, seq, kind,
-             glucx_coll_tp_alg(args->coll, chosen), n, ids, costs, reason);
+             glucx_coll_tp_alg(args->coll, chosen), (uint32_t)n, ids, costs, reason);
 }
 
 static glucx_status_t execute_run(glucx_comm_t *comm, const glucx_coll_args_t *args,
@@ -191,7 +179,7 @@ static glucx_status_t execute_run(glucx_comm_t *comm, const glucx_coll_args_t *a
                 break;
             expanded = 1;
             int by_cost[64];
-            int n = glucx_select_by_cost(comm->topo, args->coll, bytes, by_cost, 64);
+            int n = glucx_select_by_cost(comm->topo, args->coll, bytes, by_cost, NULL, 64);
             for (int k = 0; k < n; k++)
                 if (norder == 0 || by_cost[k] != order[0])
                     order[norder++] = by_cost[k];

@@ -126,11 +126,11 @@ glucx_status_t glucx_tune_parse(const char *text, glucx_tune_t *tune)
 static int argmin_alg(const glucx_topo_t *topo, glucx_coll_t coll, size_t bytes)
 {
     int order[1];
-    return glucx_select_by_cost(topo, coll, bytes, order, 1) == 1 ? order[0] : -1;
+    return glucx_select_by_cost(topo, coll, bytes, order, NULL, 1) == 1 ? order[0] : -1;
 }
 
 int glucx_select_by_cost(const glucx_topo_t *topo, glucx_coll_t coll, size_t bytes, int *order,
-                         int max)
+                         double *costs, int max)
 {
     const glucx_coll_table_t *t = glucx_coll_tables[coll];
     double cost[64];
@@ -152,6 +152,8 @@ int glucx_select_by_cost(const glucx_topo_t *topo, glucx_coll_t coll, size_t byt
     }
     int out = n < max ? n : max;
     memcpy(order, idx, sizeof(int) * (size_t)out);
+    if (costs != NULL)
+        memcpy(costs, cost, sizeof(double) * (size_t)out);
     return out;
 }
 

@@ -62,10 +62,11 @@ const glucx_select_range_t *glucx_select_lookup(const glucx_select_t *sel, glucx
 
 /**
  * Algorithms of @p coll in increasing predicted cost at @p bytes, skipping those with infinite
- * cost; writes at most @p max indices to @p order and returns how many.
+ * cost; writes at most @p max indices to @p order (and, if @p costs is not NULL, their predicted
+ * costs in ns) and returns how many.
  */
 int glucx_select_by_cost(const glucx_topo_t *topo, glucx_coll_t coll, size_t bytes, int *order,
-                         int max);
+                         double *costs, int max);
 
 /** Print the map of @p coll as "0-4K:recursive_doubling 4K-inf:ring" into buf. */
 void glucx_select_format(const glucx_select_t *sel, glucx_coll_t coll, char *buf, size_t len);

@@ -27,8 +27,8 @@ static void test_tune_parse_valid(void **state)
     assert_int_equal(glucx_tune_parse("", &t), GLUCX_OK);
     assert_int_equal(t.count, 0);
     assert_int_equal(glucx_tune_parse(NULL, &t), GLUCX_OK);
-    assert_int_equal(glucx_tune_parse("allreduce:0-4K:recursive_doubling#allreduce:4K-inf:ring", &t),
-                     GLUCX_OK);
+    assert_int_equal(
+        glucx_tune_parse("allreduce:0-4K:recursive_doubling#allreduce:4K-inf:ring", &t), GLUCX_OK);
     assert_int_equal(t.count, 2);
     assert_int_equal(t.entries[0].colls, 1u << GLUCX_COLL_ALLREDUCE);
     assert_int_equal(t.entries[0].lo, 0);
@@ -136,12 +136,12 @@ static void test_map_with_tune(void **state)
     struct {
         size_t bytes;
         int expect; /* -1: as in the untuned map */
-    } cases[] = {{0, -1},    {1023, -1},         {1024, ring}, {4095, ring}, {4096, rab},
-                 {8191, rab}, {8192, ring},      {(1u << 20) - 1, ring},     {1u << 20, -1},
-                 {SIZE_MAX - 1, -1}};
+    } cases[] = {{0, -1},        {1023, -1},        {1024, ring}, {4095, ring},
+                 {4096, rab},    {8191, rab},       {8192, ring}, {(1u << 20) - 1, ring},
+                 {1u << 20, -1}, {SIZE_MAX - 1, -1}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        const glucx_select_range_t *r = glucx_select_lookup(&sel, GLUCX_COLL_ALLREDUCE,
-                                                            cases[i].bytes);
+        const glucx_select_range_t *r =
+            glucx_select_lookup(&sel, GLUCX_COLL_ALLREDUCE, cases[i].bytes);
         int expect = cases[i].expect >= 0
                          ? cases[i].expect
                          : glucx_select_lookup(&base, GLUCX_COLL_ALLREDUCE, cases[i].bytes)->alg;
@@ -165,12 +165,20 @@ static void test_by_cost_order(void **state)
     glucx_topo_t *topo;
     assert_int_equal(glucx_topo_create_uniform(8, 1, &topo), GLUCX_OK);
     for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
-        int order[64];
-        int n = glucx_select_by_cost(topo, (glucx_coll_t)c, 1 << 20, order, 64);
+        int order[64], order2[64];
+        double costs[64];
+        int n = glucx_select_by_cost(topo, (glucx_coll_t)c, 1 << 20, order, NULL, 64);
         assert_true(n >= 1);
         for (int i = 1; i < n; i++)
             assert_true(glucx_coll_tables[c]->algs[order[i - 1]].cost(topo, 1 << 20) <=
                         glucx_coll_tables[c]->algs[order[i]].cost(topo, 1 << 20));
+        /* with costs: the same order, each cost the algorithm's own prediction */
+        assert_int_equal(glucx_select_by_cost(topo, (glucx_coll_t)c, 1 << 20, order2, costs, 64),
+                         n);
+        for (int i = 0; i < n; i++) {
+            assert_int_equal(order2[i], order[i]);
+            assert_true(costs[i] == glucx_coll_tables[c]->algs[order[i]].cost(topo, 1 << 20));
+        }
     }
     glucx_topo_destroy(topo);
 }
@@ -178,8 +186,8 @@ static void test_by_cost_order(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tune_parse_valid),   cmocka_unit_test(test_tune_parse_invalid),
-        cmocka_unit_test(test_map_from_costs),     cmocka_unit_test(test_map_with_tune),
+        cmocka_unit_test(test_tune_parse_valid), cmocka_unit_test(test_tune_parse_invalid),
+        cmocka_unit_test(test_map_from_costs),   cmocka_unit_test(test_map_with_tune),
         cmocka_unit_test(test_by_cost_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
