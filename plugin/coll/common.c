@@ -60,11 +60,11 @@ glucx_status_t glucx_coll_isend(glucx_coll_ctx_t *ctx, int peer, unsigned step, 
     if (st != GLUCX_OK)
         return st;
     GLUCX_TP(send_begin, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
-             ctx->rank * ctx->size + peer, glucx_coll_tag(ctx, step), bytes);
+             glucx_topo_link_id(ctx->topo, ctx->rank, peer), glucx_coll_tag(ctx, step), bytes);
     st = ctx->tx->ops->isend(ctx->tx, peer, glucx_coll_tag(ctx, step), buf, bytes, req);
     if (st != GLUCX_OK)
         GLUCX_TP(send_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
-                 ctx->rank * ctx->size + peer, glucx_coll_tag(ctx, step), bytes);
+                 glucx_topo_link_id(ctx->topo, ctx->rank, peer), glucx_coll_tag(ctx, step), bytes);
     if (st != GLUCX_OK)
         return glucx_coll_fail(ctx, st, "cannot send %zu bytes to rank %d: %s", bytes, peer,
                                glucx_error_text());
@@ -79,12 +79,13 @@ glucx_status_t glucx_coll_irecv(glucx_coll_ctx_t *ctx, int peer, unsigned step, 
     if (st != GLUCX_OK)
         return st;
     GLUCX_TP(recv_begin, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
-             peer * ctx->size + ctx->rank, glucx_coll_tag(ctx, step), bytes);
+             glucx_topo_link_id(ctx->topo, peer, ctx->rank), glucx_coll_tag(ctx, step), bytes);
     st = ctx->tx->ops->irecv(ctx->tx, &peer, 1, glucx_coll_tag(ctx, step), GLUCX_COLL_TAG_SIG_MASK,
                              buf, bytes, req);
     if (st != GLUCX_OK)
         GLUCX_TP(recv_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
-                 peer * ctx->size + ctx->rank, glucx_coll_tag(ctx, step), (uint64_t)0);
+                 glucx_topo_link_id(ctx->topo, peer, ctx->rank), glucx_coll_tag(ctx, step),
+                 (uint64_t)0);
     if (st != GLUCX_OK)
         return glucx_coll_fail(ctx, st, "cannot receive %zu bytes from rank %d: %s", bytes, peer,
                                glucx_error_text());
@@ -157,10 +158,10 @@ static void trace_xfer_ends(const glucx_coll_ctx_t *ctx, const glucx_tx_req_t *r
         const uint32_t step = (uint32_t)((tag >> GLUCX_COLL_TAG_STEP_SHIFT) & GLUCX_COLL_STEP_MAX);
         if (r->is_recv)
             GLUCX_TP(recv_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, r->peer,
-                     r->peer * ctx->size + ctx->rank, tag, r->bytes);
+                     glucx_topo_link_id(ctx->topo, r->peer, ctx->rank), tag, r->bytes);
         else
             GLUCX_TP(send_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, r->peer,
-                     ctx->rank * ctx->size + r->peer, tag, r->posted);
+                     glucx_topo_link_id(ctx->topo, ctx->rank, r->peer), tag, r->posted);
     }
 }
 

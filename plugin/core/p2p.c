@@ -103,11 +103,12 @@ static void trace_p2p_end(glucx_request_t *req)
         if (req->trace_step == GLUCX_TP_SEQ_NONE && t->peer >= 0 && GLUCX_TP_ON(recv_end))
             req->trace_step = trace_fifo_next(comm->trace_id, t->peer, 1, req->user_tag);
         GLUCX_TP(recv_end, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, t->peer,
-                 t->peer >= 0 ? t->peer * comm->size + comm->rank : -1, req->user_tag,
-                 (uint64_t)t->bytes);
+                 t->peer >= 0 ? glucx_topo_link_id(comm->topo, t->peer, comm->rank) : -1,
+                 req->user_tag, (uint64_t)t->bytes);
     } else {
         GLUCX_TP(send_end, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, t->peer,
-                 comm->rank * comm->size + t->peer, req->user_tag, (uint64_t)t->posted);
+                 glucx_topo_link_id(comm->topo, comm->rank, t->peer), req->user_tag,
+                 (uint64_t)t->posted);
     }
 }
 
@@ -115,8 +116,7 @@ static void trace_p2p_end(glucx_request_t *req)
  * its send_end/recv_end event and, for a successful receive, the statistics. Once per request. */
 static void p2p_observed(glucx_request_t *req)
 {
-    if (req->trace_open)
-        trace_p2p_end(req);
+    trace_p2p_end(req);
     if (req->tx.is_recv && req->tx.status == GLUCX_OK && !req->counted) {
         req->counted = 1;
         glucx_stats_add_recv(req->tx.bytes);
@@ -185,13 +185,13 @@ glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, in
         req->trace_step = trace_fifo_next(comm->trace_id, peer, 0, tag);
         req->trace_open = 1;
         GLUCX_TP(send_begin, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, peer,
-                 comm->rank * comm->size + peer, tag, (uint64_t)bytes);
+                 glucx_topo_link_id(comm->topo, comm->rank, peer), tag, (uint64_t)bytes);
     }
     st = comm->tx->ops->isend(comm->tx, peer, tag, buf, bytes, &req->tx);
     if (st != GLUCX_OK) {
         if (req->trace_open) /* the failed post ends here */
             GLUCX_TP(send_end, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, peer,
-                     comm->rank * comm->size + peer, tag, (uint64_t)bytes);
+                     glucx_topo_link_id(comm->topo, comm->rank, peer), tag, (uint64_t)bytes);
         free(req);
         return glucx_comm_record_error(
             comm, glucx_error(st, "isend of %zu bytes to rank %d (tag %" PRIu64 "): %s", bytes,
@@ -217,14 +217,16 @@ static glucx_status_t post_recv(glucx_comm_t *comm, void *buf, size_t bytes, con
             peer >= 0 ? trace_fifo_next(comm->trace_id, peer, 1, tag) : GLUCX_TP_SEQ_NONE;
         req->trace_open = 1;
         GLUCX_TP(recv_begin, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, peer,
-                 peer >= 0 ? peer * comm->size + comm->rank : -1, tag, (uint64_t)bytes);
+                 peer >= 0 ? glucx_topo_link_id(comm->topo, peer, comm->rank) : -1, tag,
+                 (uint64_t)bytes);
     }
     glucx_status_t st = comm->tx->ops->irecv(comm->tx, peers, npeers, tag, 0, buf, bytes, &req->tx);
     if (st != GLUCX_OK) {
         if (req->trace_open) /* the failed post ends here, having received nothing */
             GLUCX_TP(recv_end, comm->trace_id, comm->rank, req->trace_seq, req->trace_step,
                      npeers == 1 ? peers[0] : -1,
-                     npeers == 1 ? peers[0] * comm->size + comm->rank : -1, tag, (uint64_t)0);
+                     npeers == 1 ? glucx_topo_link_id(comm->topo, peers[0], comm->rank) : -1, tag,
+                     (uint64_t)0);
         free(req);
         return glucx_comm_record_error(comm,
                                        glucx_error(st, "%s of %zu bytes (tag %" PRIu64 "): %s", op,
