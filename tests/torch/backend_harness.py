@@ -17,15 +17,13 @@ Every launch has a hard deadline: ranks still alive then are killed by PID (SIGK
 reported as hung, naming the ranks and the last check each one finished. The Launch object (shared
 with the Gloo-over-glucx suite, gloo_harness.Launch) reads the records and asserts on them.
 """
-import multiprocessing.connection
 import os
 import signal
 import subprocess
 import sys
 import time
-import traceback
 
-from gloo_harness import Launch, free_port
+from gloo_harness import Launch, free_port, spawn_job
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BACKEND = os.environ.get("TORCH_SUITE_BACKEND", "glucx")
@@ -47,85 +45,15 @@ def rank_env(port, backend, extra=None):
     return env
 
 
-class _Environ:
-    """Temporarily set os.environ entries (spawned ranks inherit the parent's environment)."""
-
-    def __init__(self, env):
-        self.env, self.saved = env, {}
-
-    def __enter__(self):
-        for k in self.env:
-            self.saved[k] = os.environ.get(k)
-        os.environ.update(self.env)
-
-    def __exit__(self, *exc):
-        for k, v in self.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-def _spawn_entry(local_rank, job, world, out, params):
-    """Runs in every spawned rank: output to <out>/rank<r>.log, then backend_jobs.<job>."""
-    log = os.open(os.path.join(out, f"rank{local_rank}.log"),
-                  os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
-    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
-    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
-    sys.path.insert(0, HERE)
-    import backend_jobs
-
-    ctx = backend_jobs.RankContext(local_rank, world, out)
-    try:
-        getattr(backend_jobs, job)(ctx, **params)
-    except BaseException as e:  # noqa: B902 - the record is the point; re-raise for the exit code
-        ctx.record("job", False, f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
-        raise
-    ctx.record("job", True, "finished")
-
-
-def _wait(procs, deadline):
-    alive = list(procs)
-    while alive:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        multiprocessing.connection.wait([p.sentinel for p in alive], timeout=min(left, 1.0))
-        alive = [p for p in alive if p.exitcode is None]
-    return alive
-
-
 def spawn(job, world, out, params=None, timeout_s=120, backend=BACKEND, extra_env=None):
     """Run backend_jobs.<job>(ctx, backend=..., **params) on `world` spawned ranks.
 
     Ranks still alive after timeout_s seconds are killed (SIGKILL by PID) and listed as hung.
     """
-    import torch.multiprocessing as mp
-
-    os.makedirs(out, exist_ok=True)
     params = dict(params or {})
     params.setdefault("backend", backend)
-    t0 = time.monotonic()
-    with _Environ(rank_env(free_port(), backend, extra_env)):
-        ctx = mp.start_processes(_spawn_entry, args=(job, world, out, params), nprocs=world,
-                                 join=False, start_method="spawn")
-    procs = ctx.processes
-    alive = _wait(procs, t0 + timeout_s)
-    hung = []
-    for p in alive:
-        hung.append(procs.index(p))
-        try:
-            os.kill(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    for p in procs:
-        p.join(10)
-    exitcodes = {i: p.exitcode for i, p in enumerate(procs)}
-    launch = Launch(f"spawn {job} on backend {backend}", world, out, exitcodes, hung,
-                    time.monotonic() - t0)
+    launch = spawn_job("backend_jobs", job, world, out, rank_env(free_port(), backend, extra_env),
+                       [], params, timeout_s, f"spawn {job} on backend {backend}")
     launch.backend_under_test = backend
     return launch
 

@@ -178,8 +178,9 @@ class Launch:
             raise AssertionError("ranks did not all exit with status 0: " + self.describe())
 
 
-def _spawn_entry(local_rank, job, world, out, params):
-    """Runs in every spawned rank: redirect output to a file, run gloo_jobs.<job>."""
+def _spawn_entry(local_rank, jobs_module, job, world, out, params):
+    """Runs in every spawned rank: redirect output to <out>/rank<r>.log, run
+    <jobs_module>.<job>(ctx, **params) with the module's RankContext."""
     log = os.open(os.path.join(out, f"rank{local_rank}.log"),
                   os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)
@@ -188,11 +189,12 @@ def _spawn_entry(local_rank, job, world, out, params):
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     sys.path.insert(0, HERE)
-    import gloo_jobs
+    import importlib
 
-    ctx = gloo_jobs.RankContext(local_rank, world, out)
+    jobs = importlib.import_module(jobs_module)
+    ctx = jobs.RankContext(local_rank, world, out)
     try:
-        getattr(gloo_jobs, job)(ctx, **params)
+        getattr(jobs, job)(ctx, **params)
     except BaseException as e:  # noqa: B902 - the record is the point; re-raise for the exit code
         ctx.record("job", False, f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
         raise
@@ -211,19 +213,16 @@ def _wait(procs, deadline):
     return alive
 
 
-def spawn(job, world, out, transport="UCX", counters="require", params=None, timeout_s=90,
-          extra_env=None):
-    """Run gloo_jobs.<job>(ctx, **params) on `world` ranks started by torch.multiprocessing.
-
-    The deadline kills every rank still alive after timeout_s seconds (SIGKILL by PID).
-    """
+def spawn_job(jobs_module, job, world, out, env, unset, params, timeout_s, title):
+    """Run <jobs_module>.<job>(ctx, **params) on `world` ranks started by torch.multiprocessing
+    with os.environ changed by env/unset for the start. Every rank still alive after timeout_s
+    seconds is killed (SIGKILL by PID) and listed as hung. Returns a Launch named `title`."""
     import torch.multiprocessing as mp
 
     os.makedirs(out, exist_ok=True)
-    env, unset = rank_env(transport, counters, free_port(), extra_env)
     t0 = time.monotonic()
     with _Environ(env, unset):
-        ctx = mp.start_processes(_spawn_entry, args=(job, world, out, params or {}),
+        ctx = mp.start_processes(_spawn_entry, args=(jobs_module, job, world, out, params),
                                  nprocs=world, join=False, start_method="spawn")
     procs = ctx.processes
     alive = _wait(procs, t0 + timeout_s)
@@ -237,8 +236,18 @@ def spawn(job, world, out, transport="UCX", counters="require", params=None, tim
     for p in procs:
         p.join(10)
     exitcodes = {i: p.exitcode for i, p in enumerate(procs)}
-    return Launch(f"spawn {job} over {transport}", world, out, exitcodes, hung,
-                  time.monotonic() - t0)
+    return Launch(title, world, out, exitcodes, hung, time.monotonic() - t0)
+
+
+def spawn(job, world, out, transport="UCX", counters="require", params=None, timeout_s=90,
+          extra_env=None):
+    """Run gloo_jobs.<job>(ctx, **params) on `world` ranks started by torch.multiprocessing.
+
+    The deadline kills every rank still alive after timeout_s seconds (SIGKILL by PID).
+    """
+    env, unset = rank_env(transport, counters, free_port(), extra_env)
+    return spawn_job("gloo_jobs", job, world, out, env, unset, params or {}, timeout_s,
+                     f"spawn {job} over {transport}")
 
 
 # Debian's torch 1.13 launcher on Python 3.11: Std.from_str("0") (the default of --redirects and

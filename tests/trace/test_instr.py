@@ -58,7 +58,7 @@ def plain(field):
 
 
 def read_events(path):
-    """Events in trace order as dicts: name (without "glucx:"), ts (ns), vtid, and the fields."""
+    """Events in trace order as dicts: name (without "glucx:"), ts (ns), vpid, vtid, fields."""
     out, discarded = [], 0
     for msg in bt2.TraceCollectionMessageIterator(path):
         if type(msg) is bt2._DiscardedEventsMessageConst:
@@ -70,7 +70,8 @@ def read_events(path):
         d["ev"] = ev.name.split(":", 1)[1]
         d["ts"] = msg.default_clock_snapshot.ns_from_origin
         ctx = ev.common_context_field
-        d["vtid"] = int(ctx["vtid"]) if ctx is not None and "vtid" in ctx else None
+        for c in ("vpid", "vtid"):
+            d[c] = int(ctx[c]) if ctx is not None and c in ctx else None
         out.append(d)
     check(discarded == 0, "%d events discarded: the checks below would mis-pair" % discarded)
     return out

@@ -41,10 +41,8 @@ import shutil
 import subprocess
 import sys
 
-import bt2
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_instr import Failure, check, free_port, plain  # noqa: E402
+from test_instr import Failure, check, free_port, read_events  # noqa: E402
 
 SKIP = 77
 TIMEOUT = 100  # s, for the traced job
@@ -52,26 +50,6 @@ RANKS = 2
 STEPS = 5
 LATE = 2  # first recorded iteration of the -late cases
 FRAMEWORK = ("iteration_begin", "iteration_end", "compute_begin", "compute_end", "bucket_ready")
-
-
-def read_events(path):
-    """Events in trace order as dicts: name (without "glucx:"), ts (ns), vpid, vtid, fields."""
-    out, discarded = [], 0
-    for msg in bt2.TraceCollectionMessageIterator(path):
-        if type(msg) is bt2._DiscardedEventsMessageConst:
-            discarded += msg.count or 0
-        if type(msg) is not bt2._EventMessageConst:
-            continue
-        ev = msg.event
-        d = {k: plain(v) for k, v in ev.payload_field.items() if not k.startswith("_")}
-        d["ev"] = ev.name.split(":", 1)[1]
-        d["ts"] = msg.default_clock_snapshot.ns_from_origin
-        ctx = ev.common_context_field
-        for c in ("vpid", "vtid"):
-            d[c] = int(ctx[c]) if ctx is not None and c in ctx else None
-        out.append(d)
-    check(discarded == 0, "%d events discarded: the checks below would mis-pair" % discarded)
-    return out
 
 
 def record(a, out_dir, cmd, env):
