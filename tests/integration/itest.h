@@ -155,6 +155,7 @@ const char *const *itest_algs(glucx_coll_t coll);
 /* ---- the cases ---- */
 
 int itest_case_coll(const itest_env_t *env, int rank, int size);
+int itest_case_callback(const itest_env_t *env, int rank, int size);
 int itest_case_p2p(const itest_env_t *env, int rank, int size);
 int itest_case_mismatch(const itest_env_t *env, int rank, int size);
 int itest_case_killed(const itest_env_t *env, int rank, int size);

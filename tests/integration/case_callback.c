@@ -1,7 +1,5 @@
 /*
- * Integration test of glucx_coll_start_cb(): "callback <ranks> <shm|tcp> [runner timeout s]".
- * Its own entry point (the shared runner's case table is not extended), on the shared harness
- * (itest.h). Each rank:
+ * Integration case "callback": glucx_coll_start_cb(). Each rank:
  *
  * 1. starts a burst of allreduces (int32 sum, and f32 max) with callbacks, on distinct buffers;
  *    every callback runs exactly once, on a thread other than the caller's, with GLUCX_OK and
@@ -17,7 +15,6 @@
  * Invalid calls (NULL callback, bad dtype/op) return GLUCX_ERR_INVALID_ARG and call nothing.
  * Every wait is bounded.
  */
-#include <ftw.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -25,7 +22,6 @@
 #include <string.h>
 
 #include "itest.h"
-#include "support/procs.h"
 
 #define BURST 16
 #define COUNT 257
@@ -293,10 +289,8 @@ static void part_destroy(const itest_env_t *env, glucx_context_t *ctx, glucx_sto
     }
 }
 
-static int run_rank(int rank, int size, void *arg)
+int itest_case_callback(const itest_env_t *env, int rank, int size)
 {
-    const itest_env_t *env = arg;
-    itest_set_rank(rank);
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
@@ -310,47 +304,4 @@ static int run_rank(int rank, int size, void *arg)
     part_destroy(env, ctx, store, rank, size);
     itest_close(ctx, store, NULL);
     return itest_failures() != 0;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-int main(int argc, char **argv)
-{
-    int n = argc > 1 ? atoi(argv[1]) : 0;
-    if (argc < 3 || n < 2 || n > ITEST_MAX_RANKS ||
-        (strcmp(argv[2], "shm") != 0 && strcmp(argv[2], "tcp") != 0)) {
-        fprintf(stderr, "usage: %s RANKS shm|tcp [TIMEOUT_S]\n", argv[0]);
-        return 2;
-    }
-    int timeout_s = argc > 3 ? atoi(argv[3]) : 120;
-    static itest_env_t env;
-    char name[64];
-    snprintf(name, sizeof(name), "callback/n%d/%s", n, argv[2]);
-    env.case_name = name;
-    env.variant = argv[2];
-    env.nranks = n;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(env.store_dir, sizeof(env.store_dir), "%s/glucx-itest-XXXXXX",
-             tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
-    if (mkdtemp(env.store_dir) == NULL) {
-        perror("mkdtemp");
-        return 1;
-    }
-    env.shared = glucx_test_shared_alloc(sizeof(itest_shared_t));
-    if (env.shared == NULL) {
-        fprintf(stderr, "%s: cannot map the shared area\n", name);
-        nftw(env.store_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-        return 1;
-    }
-    fflush(NULL);
-    int rc = glucx_test_procs_run(n, run_rank, &env, timeout_s);
-    nftw(env.store_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    fprintf(stderr, "[%s] %s\n", name, rc == 0 ? "passed" : "FAILED");
-    return rc == 0 ? 0 : 1;
 }
