@@ -822,8 +822,11 @@ static riter_t *find_riter(comm_st_t *c, int r, int64_t ts)
     return NULL;
 }
 
-/* add the parts of [a,b) inside the rank's waits to set s */
-static int add_in_waits(riter_t *ri, glucx_an_ivl_t *s, int64_t a, int64_t b)
+/* Add the parts of [a,b) inside the waits of rank @p rs (iteration @p ri) to set s: its closed
+ * waits and its open ones. Called when a message completes, i.e. at its last event, so b is at
+ * or before the current event and an open wait, which ends at or after it, covers [its begin, b):
+ * a message whose ends are emitted inside the wait completes while that wait is open. */
+static int add_in_waits(riter_t *ri, const rank_st_t *rs, glucx_an_ivl_t *s, int64_t a, int64_t b)
 {
     for (size_t i = ri->nw; i-- > 0;) {
         wait_rec_t *w = &ri->w[i];
@@ -833,7 +836,74 @@ static int add_in_waits(riter_t *ri, glucx_an_ivl_t *s, int64_t a, int64_t b)
         if (y > x && glucx_an_ivl_add(s, x, y) != 0)
             return -1;
     }
+    for (size_t i = 0; rs && i < rs->nopen; i++) {
+        if (!rs->open[i].is_wait)
+            continue;
+        int64_t x = rs->open[i].ts > ri->start ? rs->open[i].ts : ri->start, y = b;
+        if (a > x)
+            x = a;
+        if (ri->ended && ri->end < y)
+            y = ri->end;
+        if (y > x && glucx_an_ivl_add(s, x, y) != 0)
+            return -1;
+    }
     return 0;
+}
+
+/* Attribute message @p m to wait @p w (the wait in which its receiver saw it complete): the
+ * wait keeps the message whose send began last. */
+static void wait_attribute(wait_rec_t *w, const comm_st_t *c, const msg_st_t *m)
+{
+    if (w->has_msg && m->sb <= w->m_sb)
+        return;
+    w->has_msg = 1;
+    w->m_sb = m->sb;
+    w->m_src = m->src;
+    w->m_link = (int32_t)(c->size > 0 ? m->src * c->size + m->dst : m->link);
+    w->m_seq = m->seq;
+}
+
+/* The closed wait with id @p id in @p ri, or NULL (searched from the newest). */
+static wait_rec_t *find_wait_rec(riter_t *ri, uint64_t id)
+{
+    if (!ri)
+        return NULL;
+    for (size_t i = ri->nw; i-- > 0;)
+        if (ri->w[i].id == id)
+            return &ri->w[i];
+    return NULL;
+}
+
+/* The wait (wait_rec_t.id) open on thread @p vtid of a rank, the newest one; 0 if none. */
+static uint64_t open_wait_id(const rank_st_t *rs, int64_t vtid)
+{
+    for (size_t i = rs->nopen; i-- > 0;)
+        if (rs->open[i].is_wait && rs->open[i].vtid == vtid)
+            return rs->open[i].w.id;
+    return 0;
+}
+
+/* Critical path: give @p m to the wait during which its recv_end was emitted on the same thread
+ * (m->wait_id, METRICS.md "Critical path"): still open, or closed into the receiver's iteration
+ * @p rr (or, if the wait ended in a later iteration, the receiver's current one). A wait that
+ * can no longer be found (dropped, or outside every iteration) gets nothing. */
+static void msg_attribute(comm_st_t *c, msg_st_t *m, riter_t *rr)
+{
+    if (m->wait_id == 0 || m->dst < 0 || m->dst >= c->nalloc)
+        return;
+    rank_st_t *rs = &c->ranks[m->dst];
+    for (size_t i = rs->nopen; i-- > 0;) {
+        open_ent_t *o = &rs->open[i];
+        if (o->is_wait && o->w.id == m->wait_id) {
+            wait_attribute(&o->w, c, m);
+            return;
+        }
+    }
+    wait_rec_t *w = find_wait_rec(rr, m->wait_id);
+    if (!w && rs->cur_iter && m->dst < rs->cur_iter->nr && &rs->cur_iter->r[m->dst] != rr)
+        w = find_wait_rec(&rs->cur_iter->r[m->dst], m->wait_id);
+    if (w)
+        wait_attribute(w, c, m);
 }
 
 static int msg_complete(glucx_an_engine_t *e, msg_st_t *m)
@@ -857,31 +927,18 @@ static int msg_complete(glucx_an_engine_t *e, msg_st_t *m)
     riter_t *rr = find_riter(c, m->dst, m->re);
     riter_t *sr = find_riter(c, m->src, m->se > 0 ? m->se : m->sb);
     /* late sender: the receiver waits in [rb, sb) for a send not yet started */
-    if (rr && m->sb > m->rb && add_in_waits(rr, &rr->ls, m->rb, m->sb) != 0) {
+    const rank_st_t *rs_dst = m->dst >= 0 && m->dst < c->nalloc ? &c->ranks[m->dst] : NULL;
+    const rank_st_t *rs_src = m->src >= 0 && m->src < c->nalloc ? &c->ranks[m->src] : NULL;
+    if (rr && m->sb > m->rb && add_in_waits(rr, rs_dst, &rr->ls, m->rb, m->sb) != 0) {
         rc = oom(e, "wait intervals");
         goto out;
     }
     /* late receiver: the sender waits in [sb, rb) for a receive not yet posted */
-    if (sr && m->rb > m->sb && add_in_waits(sr, &sr->lr, m->sb, m->rb) != 0) {
+    if (sr && m->rb > m->sb && add_in_waits(sr, rs_src, &sr->lr, m->sb, m->rb) != 0) {
         rc = oom(e, "wait intervals");
         goto out;
     }
-    /* critical path: the wait in which the receiver saw this message complete */
-    if (rr) {
-        for (size_t i = rr->nw; i-- > 0;) {
-            wait_rec_t *w = &rr->w[i];
-            if (w->w0 > m->re)
-                continue;
-            if (w->w1 >= m->rb && (!w->has_msg || m->sb > w->m_sb)) {
-                w->has_msg = 1;
-                w->m_sb = m->sb;
-                w->m_src = m->src;
-                w->m_link = (int32_t)(c->size > 0 ? m->src * c->size + m->dst : m->link);
-                w->m_seq = m->seq;
-            }
-            break;
-        }
-    }
+    msg_attribute(c, m, rr);
     if (e->f_tl) {
         char args[160];
         snprintf(args, sizeof(args),
@@ -1015,6 +1072,7 @@ static int on_p2p(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs, const glucx
         m->rb = ev->ts;
     } else {
         m->re = ev->ts;
+        m->wait_id = open_wait_id(rs, ev->vtid);
         if (!(m->have & 4)) {
             /* an any-source receive: its begin is the oldest pending one with this tag */
             m->rb = ev->ts;
@@ -1156,7 +1214,10 @@ static int on_open(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs, const gluc
     if (!GROW(rs->open, rs->capopen, rs->nopen + 1))
         return oom(e, "open phases");
     open_ent_t *o = &rs->open[rs->nopen++];
+    memset(o, 0, sizeof(*o));
     o->is_wait = is_wait;
+    if (is_wait)
+        o->w.id = ++rs->wait_ids;
     o->is_comm = !is_wait && strncmp(ev->phase, COMM_PHASE_PREFIX, strlen(COMM_PHASE_PREFIX)) == 0;
     o->vtid = ev->vtid;
     o->ts = ev->ts;
@@ -1209,7 +1270,7 @@ static int on_close(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs, const glu
             int64_t w0 = o.ts > ri->start ? o.ts : ri->start;
             if (!GROW(ri->w, ri->capw, ri->nw + 1))
                 return oom(e, "waits");
-            memset(&ri->w[ri->nw], 0, sizeof(ri->w[0]));
+            ri->w[ri->nw] = o.w; /* its id and the message attributed while it was open */
             ri->w[ri->nw].w0 = w0;
             ri->w[ri->nw].w1 = ev->ts;
             ri->nw++;

@@ -18,7 +18,9 @@ typedef struct bd { /* a time breakdown, ns */
 
 typedef struct wait_rec {
     int64_t w0, w1;
-    /* the message observed complete in this wait whose send started last */
+    uint64_t id; /* rank-local wait id (rank_st_t.wait_ids), >= 1 */
+    /* among the messages whose recv_end was emitted inside this wait on its thread (METRICS.md,
+     * "Critical path"), the one whose send started last */
     int has_msg;
     int64_t m_sb;
     int32_t m_src, m_link;
@@ -56,6 +58,7 @@ typedef struct open_ent { /* an open compute phase or wait (a wait: on one threa
     uint64_t id;
     char phase[32];
     uint32_t seq;
+    wait_rec_t w; /* a wait: its id and the message attributed so far (w0, w1 set at its end) */
 } open_ent_t;
 
 typedef struct anysrc {
@@ -75,6 +78,7 @@ typedef struct rank_st {
     uint64_t cstarts; /* collective starts (inferred iterations) */
     open_ent_t *open;
     size_t nopen, capopen;
+    uint64_t wait_ids; /* waits begun so far = the id of the latest one (0: none yet) */
     anysrc_t *any;
     size_t nany, capany;
     bd_t tot;
@@ -161,6 +165,9 @@ typedef struct msg_st {
     uint64_t tag, bytes;
     int64_t sb, se, rb, re;
     int have; /* bits: 1 sb, 2 se, 4 rb, 8 re */
+    /* the receiver's wait open on the recv_end's thread when the recv_end was seen (its
+     * wait_rec_t.id), 0 = none: the message is attributed to that wait only */
+    uint64_t wait_id;
 } msg_st_t;
 
 typedef struct group_st {

@@ -339,6 +339,23 @@ static glucx_status_t coll_wait(glucx_request_t *req, int64_t deadline)
 
 static glucx_status_t request_wait(glucx_request_t *req, int64_t deadline, int64_t timeout_ms);
 
+/* Whether req is complete, so that a wait on it does not block (EVENTS.md, wait_begin). A send
+ * first gets one non-blocking progress pass (which the wait would make first anyway); a receive
+ * none, so the progress that moves its data stays inside the wait's events. */
+static int request_done(glucx_request_t *req)
+{
+    if (req->kind != GLUCX_REQ_COLL) {
+        if (glucx_tx_req_done(&req->tx) || req->tx.is_recv)
+            return glucx_tx_req_done(&req->tx);
+        req->comm->tx->ops->progress(req->comm->tx);
+        return glucx_tx_req_done(&req->tx);
+    }
+    pthread_mutex_lock(&req->lock);
+    int done = req->coll_done;
+    pthread_mutex_unlock(&req->lock);
+    return done;
+}
+
 glucx_status_t glucx_request_wait(glucx_request_t *req, int64_t timeout_ms)
 {
     if (req == NULL)
@@ -346,11 +363,16 @@ glucx_status_t glucx_request_wait(glucx_request_t *req, int64_t timeout_ms)
     glucx_comm_t *comm = req->comm;
     int64_t deadline = glucx_deadline_ns(timeout_ms < 0 ? comm->timeout_ms : timeout_ms);
     const uint32_t tseq = req->kind == GLUCX_REQ_COLL ? req->trace_seq : GLUCX_TP_SEQ_NONE;
-    GLUCX_TP(wait_begin, comm->trace_id, comm->rank, GLUCX_TP_WAIT_REQUEST, tseq,
-             (uint64_t)(uintptr_t)req, 1u, GLUCX_INPROGRESS);
+    /* wait events only when the wait blocks (EVENTS.md); a p2p request's send_end/recv_end
+     * comes inside the wait (request_wait observes it before returning) */
+    const int blocks = (GLUCX_TP_ON(wait_begin) || GLUCX_TP_ON(wait_end)) && !request_done(req);
+    if (blocks)
+        GLUCX_TP(wait_begin, comm->trace_id, comm->rank, GLUCX_TP_WAIT_REQUEST, tseq,
+                 (uint64_t)(uintptr_t)req, 1u, GLUCX_INPROGRESS);
     glucx_status_t st = request_wait(req, deadline, timeout_ms);
-    GLUCX_TP(wait_end, comm->trace_id, comm->rank, GLUCX_TP_WAIT_REQUEST, tseq,
-             (uint64_t)(uintptr_t)req, 1u, st);
+    if (blocks)
+        GLUCX_TP(wait_end, comm->trace_id, comm->rank, GLUCX_TP_WAIT_REQUEST, tseq,
+                 (uint64_t)(uintptr_t)req, 1u, st);
     return st;
 }
 
@@ -472,19 +494,28 @@ glucx_status_t glucx_request_wait_any(glucx_request_t *const *reqs, size_t n, in
     for (size_t i = 0; i < n; i++)
         t[i] = &reqs[i]->tx;
     int64_t ms = timeout_ms < 0 ? comm->timeout_ms : timeout_ms;
-    GLUCX_TP(wait_begin, comm->trace_id, comm->rank, GLUCX_TP_WAIT_WAIT_ANY, GLUCX_TP_SEQ_NONE,
-             (uint64_t)(uintptr_t)reqs[0], (uint32_t)n, GLUCX_INPROGRESS);
+    /* wait events only when the wait blocks: no request complete on entry (EVENTS.md); the
+     * completed request's send_end/recv_end inside the wait */
+    int blocks = GLUCX_TP_ON(wait_begin) || GLUCX_TP_ON(wait_end);
+    for (size_t i = 0; i < n && blocks; i++)
+        if (glucx_tx_req_done(t[i]))
+            blocks = 0;
+    if (blocks)
+        GLUCX_TP(wait_begin, comm->trace_id, comm->rank, GLUCX_TP_WAIT_WAIT_ANY, GLUCX_TP_SEQ_NONE,
+                 (uint64_t)(uintptr_t)reqs[0], (uint32_t)n, GLUCX_INPROGRESS);
     glucx_status_t st = comm->tx->ops->wait_any(comm->tx, t, (int)n, glucx_deadline_ns(ms), gen);
     size_t found = n;
     for (size_t i = 0; i < n && found == n; i++)
         if (glucx_tx_req_done(t[i]))
             found = i;
-    GLUCX_TP(wait_end, comm->trace_id, comm->rank, GLUCX_TP_WAIT_WAIT_ANY, GLUCX_TP_SEQ_NONE,
-             found < n ? (uint64_t)(uintptr_t)reqs[found] : 0, (uint32_t)n,
-             found < n ? GLUCX_OK : (st == GLUCX_OK ? GLUCX_INPROGRESS : st));
+    if (found < n)
+        p2p_observed(reqs[found]);
+    if (blocks)
+        GLUCX_TP(wait_end, comm->trace_id, comm->rank, GLUCX_TP_WAIT_WAIT_ANY, GLUCX_TP_SEQ_NONE,
+                 found < n ? (uint64_t)(uintptr_t)reqs[found] : 0, (uint32_t)n,
+                 found < n ? GLUCX_OK : (st == GLUCX_OK ? GLUCX_INPROGRESS : st));
     if (found < n) {
         *index_p = found;
-        p2p_observed(reqs[found]);
         st = GLUCX_OK;
     } else if (st == GLUCX_ERR_TIMEOUT) {
         char text[400];

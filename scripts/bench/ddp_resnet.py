@@ -17,6 +17,11 @@ Variants (--variant):
   glooucx-instr, glucx-instr
             as glooucx / glucx, with glucx.torch.instrument(ddp, optimizer) and no trace
             session: the cost of the instrumentation when nobody records
+  nocomm    DDP on "glucx" with a comm hook that hands each gradient bucket back unchanged
+            (no allreduce; the buffer broadcast still runs): everything DDP does besides
+            communicating (bucket copies, hooks, the two processes sharing the machine), i.e.
+            the step time a backend with free communication would reach: the DDP floor.
+            The ranks' parameters diverge, so the bitwise check is skipped for it.
 DDP with its defaults (25 MB buckets, broadcast_buffers=True), RANKS ranks started with
 torch.multiprocessing.spawn, tcp:// rendezvous on 127.0.0.1, GLOO_SOCKET_IFNAME=lo.
 
@@ -30,7 +35,7 @@ usage:
   ddp_resnet.py --variant V [--ranks 2] [--iters 20] [--warmup 5] [--bind]
       one run; prints a '#' header and "variant median_ms p10_ms p90_ms" (and --json: one JSON
       line with every step time)
-  ddp_resnet.py --all [--variants "compute pair gloo glooucx glucx glooucx-instr"]
+  ddp_resnet.py --all [--variants "compute pair nocomm gloo glooucx glucx glooucx-instr"]
                 [--repeat 3] [--out DIR] [--ranks 2] [--iters 20] [--warmup 5] [--bind]
       runs the variants as subprocesses of this interpreter, interleaved, REPEAT times; skips
       glucx* (with a note) when torch.distributed has no backend "glucx"; prints a markdown table:
@@ -48,7 +53,7 @@ import subprocess
 import sys
 import time
 
-DDP_VARIANTS = ("gloo", "glooucx", "glucx", "glooucx-instr", "glucx-instr")
+DDP_VARIANTS = ("gloo", "glooucx", "glucx", "glooucx-instr", "glucx-instr", "nocomm")
 ALL_VARIANTS = ("compute", "pair") + DDP_VARIANTS
 BATCH, SIZE, CLASSES = 8, 64, 1000
 
@@ -98,7 +103,7 @@ def ddp_worker(rank, a, port, q):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    backend = "glucx" if a.variant.startswith("glucx") else "gloo"
+    backend = "glucx" if a.variant.startswith("glucx") or a.variant == "nocomm" else "gloo"
     stats = None
     if a.variant != "gloo":
         import glucx
@@ -106,6 +111,12 @@ def ddp_worker(rank, a, port, q):
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=a.ranks)
     ddp = DDP(model)
+    if a.variant == "nocomm":
+        def keep_bucket(_state, bucket):  # the DDP floor: no communication at all
+            fut = torch.futures.Future()
+            fut.set_result(bucket.buffer())
+            return fut
+        ddp.register_comm_hook(None, keep_bucket)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
     handle = None
     if a.variant.endswith("-instr"):
@@ -126,7 +137,7 @@ def ddp_worker(rank, a, port, q):
     flat = torch.cat([p.detach().flatten() for p in ddp.parameters()])
     ref = flat.clone()
     dist.broadcast(ref, 0)
-    if not torch.equal(ref, flat):
+    if a.variant != "nocomm" and not torch.equal(ref, flat):
         problem = problem or f"rank {rank}: parameters differ from rank 0's after training"
     dist.barrier()
     dist.destroy_process_group()
@@ -141,7 +152,7 @@ def run_one(a):
         os.environ["GLOO_DEVICE_TRANSPORT"] = "UCX"
     else:
         os.environ.pop("GLOO_DEVICE_TRANSPORT", None)
-    if a.variant.startswith("glucx"):
+    if a.variant.startswith("glucx") or a.variant == "nocomm":
         if not have_glucx_backend():
             print("ddp_resnet: torch.distributed has no backend \"glucx\"", file=sys.stderr)
             return 2
@@ -194,9 +205,12 @@ def run_all(a):
               file=sys.stderr)
         return 2
     notes = []
-    if any(v.startswith("glucx") for v in variants) and not have_glucx_backend():
+    def needs_glucx(v):
+        return v.startswith("glucx") or v == "nocomm"
+
+    if any(needs_glucx(v) for v in variants) and not have_glucx_backend():
         notes.append("glucx backend not available in this interpreter: its variants skipped")
-        variants = [v for v in variants if not v.startswith("glucx")]
+        variants = [v for v in variants if not needs_glucx(v)]
     if a.out:
         os.makedirs(a.out, exist_ok=True)
     meds = {v: [] for v in variants}
@@ -221,15 +235,22 @@ def run_all(a):
     print(f"\n### DDP step time, torchvision ResNet-18, batch {BATCH} of 3x{SIZE}x{SIZE}, "
           f"{a.ranks} ranks, 1 intra-op thread each (torch {torch.__version__}; median of "
           f"{a.repeat} runs x {a.iters} steps{', ranks pinned' if a.bind else ''})\n")
-    print("| variant | step ms | runs (min-max) | / compute-only | Gloo TCP speedup |")
-    print("|---|---:|---:|---:|---:|")
+    print("| variant | step ms | runs (min-max) | / compute-only | / DDP floor | "
+          "Gloo TCP speedup |")
+    print("|---|---:|---:|---:|---:|---:|")
     m = {v: statistics.median(x) for v, x in meds.items() if x}
-    base, tcp = m.get("compute"), m.get("gloo")
+    base, tcp, floor = m.get("compute"), m.get("gloo"), m.get("nocomm")
     for v in variants:
         r_c = f"{m[v] / base:.2f}" if base else "-"
+        r_f = f"{m[v] / floor:.2f}" if floor else "-"
         r_t = f"{tcp / m[v]:.2f}" if tcp else "-"
-        print(f"| {v} | {m[v]:.1f} | {min(meds[v]):.1f}-{max(meds[v]):.1f} | {r_c} | {r_t} |")
+        print(f"| {v} | {m[v]:.1f} | {min(meds[v]):.1f}-{max(meds[v]):.1f} | {r_c} | {r_f} "
+              f"| {r_t} |")
     print()
+    if floor and base:
+        print(f"DDP floor (nocomm: DDP without any communication): {floor / base:.3f}x the "
+              f"compute-only bound"
+              + (f"; Gloo TCP at that floor would be {tcp / floor:.3f}x slower" if tcp else ""))
     for v in ("glucx", "glooucx"):
         if v in m and base and tcp:
             fast, near = tcp / m[v] >= 1.2, m[v] / base <= 1.15
@@ -246,7 +267,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--variant", choices=ALL_VARIANTS)
     p.add_argument("--all", action="store_true")
-    p.add_argument("--variants", default="compute pair gloo glooucx glucx glooucx-instr")
+    p.add_argument("--variants", default="compute pair nocomm gloo glooucx glucx glooucx-instr")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--out")
     p.add_argument("--ranks", type=int, default=2)

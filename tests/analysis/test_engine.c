@@ -376,8 +376,9 @@ static void test_inferred(void **state)
     json_decref(rep);
 }
 
-/* critical path: rank 0 computes [0,500) and sends at 500; rank 1 waits [100,600) for it and
- * ends at 700. Path: rank 0 compute [0,500), transfer 0->1 [500,600), rank 1 [600,700). */
+/* critical path: rank 0 computes [0,500) and sends at 500; rank 1 waits [100,600) for it (its
+ * recv_end is emitted inside the wait, before wait_end) and ends at 700. Path: rank 0 compute
+ * [0,500), transfer 0->1 [500,600), rank 1 [600,700). */
 static void test_critical_path(void **state)
 {
     (void)state;
@@ -397,8 +398,8 @@ static void test_critical_path(void **state)
     p2p(GLUCX_AN_EV_SEND_BEGIN, 500, 0, 1, 0, 0, 8);
     p2p(GLUCX_AN_EV_SEND_END, 510, 0, 1, 0, 0, 8);
     iter(GLUCX_AN_EV_ITERATION_END, 550, 0, 0);
-    simple(GLUCX_AN_EV_WAIT_END, 600, 1);
     p2p(GLUCX_AN_EV_RECV_END, 600, 1, 0, 0, 0, 8);
+    simple(GLUCX_AN_EV_WAIT_END, 600, 1);
     iter(GLUCX_AN_EV_ITERATION_END, 700, 1, 0);
     json_t *rep = finish();
     json_t *it = json_array_get(json_object_get(rep, "iterations"), 0);
@@ -422,6 +423,196 @@ static void test_critical_path(void **state)
     json_array_foreach(links, i, x) if (geti(x, "src") == 0 && geti(x, "dst") == 1)
         assert_int_equal(geti(x, "critical_path_ns"), 100);
     json_decref(rep);
+}
+
+/* The critical path's segments of iteration 0, in path order (checked with check_seg). */
+static json_t *cp_segments(json_t *rep, json_int_t *length)
+{
+    json_t *it = json_array_get(json_object_get(rep, "iterations"), 0);
+    json_t *cp = json_object_get(it, "critical_path");
+    if (!cp)
+        fail_msg("iteration 0 has no critical_path");
+    *length = geti(cp, "length_ns");
+    return json_object_get(cp, "segments");
+}
+
+static void check_seg(json_t *segs, size_t i, int rank, const char *kind, int64_t a, int64_t b)
+{
+    json_t *g = json_array_get(segs, i);
+    if (!g)
+        fail_msg("critical path has no segment %zu", i);
+    assert_int_equal(geti(g, "rank"), rank);
+    assert_string_equal(json_string_value(json_object_get(g, "kind")), kind);
+    assert_int_equal(geti(g, "start_ns"), a);
+    assert_int_equal(geti(g, "end_ns"), b);
+}
+
+static json_int_t link_cp_ns(json_t *rep, int src, int dst)
+{
+    json_t *links = json_object_get(rep, "links"), *x;
+    size_t i;
+    json_array_foreach(links, i, x) if (geti(x, "src") == src &&
+                                        geti(x, "dst") == dst) return geti(x, "critical_path_ns");
+    fail_msg("link %d->%d not in the report", src, dst);
+    return -1;
+}
+
+/* (a) A message that completes while its wait is still open: rank 1 posts at RB, waits briefly
+ * [W0a, W1a) for nothing, then blocks in [W0, W1); rank 0 computes [0, SB), sends at SB (its
+ * send_end before rank 1's recv_end), and rank 1's recv_end is emitted inside the open wait at
+ * RE < W1. All four events are in when the recv_end arrives, so the message completes with its
+ * wait open; it must be the wait [W0, W1)'s message (not the earlier closed wait [W0a, W1a),
+ * which also overlaps [RB, RE]). Path from rank 1's end END: rank 1 [W1, END) (idle), transfer
+ * 0->1 [SB, W1), rank 0 compute [0, SB). */
+static void test_cp_open_wait(void **state)
+{
+    (void)state;
+    const int64_t RB = 50, W0a = 60, W1a = 80, W0 = 100, SB = 400, SE = 410, RE = 600, W1 = 605,
+                  END0 = 450, END = 700;
+    start("cp_open_wait");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 0, 0);
+    iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 1, 0);
+    glucx_an_event_t cb = ev(GLUCX_AN_EV_COMPUTE_BEGIN, 0, 0);
+    cb.phase = "forward";
+    feed(cb);
+    p2p(GLUCX_AN_EV_RECV_BEGIN, RB, 1, 0, 0, 0, 8);
+    simple(GLUCX_AN_EV_WAIT_BEGIN, W0a, 1);
+    simple(GLUCX_AN_EV_WAIT_END, W1a, 1);
+    simple(GLUCX_AN_EV_WAIT_BEGIN, W0, 1);
+    glucx_an_event_t ce = ev(GLUCX_AN_EV_COMPUTE_END, SB, 0);
+    ce.phase = "forward";
+    feed(ce);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, SB, 0, 1, 0, 0, 8);
+    p2p(GLUCX_AN_EV_SEND_END, SE, 0, 1, 0, 0, 8);
+    iter(GLUCX_AN_EV_ITERATION_END, END0, 0, 0);
+    p2p(GLUCX_AN_EV_RECV_END, RE, 1, 0, 0, 0, 8);
+    simple(GLUCX_AN_EV_WAIT_END, W1, 1);
+    iter(GLUCX_AN_EV_ITERATION_END, END, 1, 0);
+    json_t *rep = finish();
+    json_int_t len;
+    json_t *segs = cp_segments(rep, &len);
+    assert_int_equal(len, END - 0);
+    assert_int_equal(json_array_size(segs), 3);
+    check_seg(segs, 0, 0, "compute", 0, SB);
+    check_seg(segs, 1, 0, "transfer", SB, W1);
+    assert_int_equal(geti(json_array_get(segs, 1), "link"), 0 * 2 + 1);
+    assert_int_equal(geti(json_array_get(segs, 1), "peer"), 1);
+    check_seg(segs, 2, 1, "idle", W1, END);
+    assert_int_equal(link_cp_ns(rep, 0, 1), W1 - SB);
+    /* late sender (time based), in both waits: W ∩ [RB, SB), the second one still open when
+     * the message completed */
+    assert_int_equal(geti(rank_of(rep, "ranks", 1), "wait_late_sender_ns"),
+                     (W1a - W0a) + (SB - W0));
+    json_decref(rep);
+}
+
+/* (b) Pipelined receives: rank 1 posts A (from rank 0) at RBA and B (from rank 2) at RBB, then
+ * blocks in [W0, W1) until A arrives (A's recv_end inside the wait); B's recv_end comes later
+ * at REB, outside any wait (it completed without blocking anybody). B's send began later than
+ * A's (SBB > SBA) and inside the wait, so a time-based attribution would pick B. A's sender
+ * ends its send after the wait closed (SEA > W1): A completes with its wait already closed.
+ * Path from rank 1's end END: rank 1 [W1, END), transfer 0->1 [SBA, W1), rank 0 compute
+ * [0, SBA); nothing on rank 2. Late-sender wait stays time based: W ∩ ([RBA,SBA) ∪ [RBB,SBB)). */
+static void test_cp_pipelined(void **state)
+{
+    (void)state;
+    const int64_t RBA = 50, RBB = 60, W0 = 100, SBA = 300, SBB = 450, SEB = 460, REA = 490,
+                  W1 = 500, SEA = 520, END02 = 530, REB = 600, END = 700;
+    start("cp_pipelined");
+    for (int r = 0; r < 3; r++) {
+        init(0, r, 3);
+        iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, r, 0);
+    }
+    glucx_an_event_t cb = ev(GLUCX_AN_EV_COMPUTE_BEGIN, 0, 0);
+    cb.phase = "forward";
+    feed(cb);
+    p2p(GLUCX_AN_EV_RECV_BEGIN, RBA, 1, 0, 0, 0, 8);
+    p2p(GLUCX_AN_EV_RECV_BEGIN, RBB, 1, 2, 0, 1, 8);
+    simple(GLUCX_AN_EV_WAIT_BEGIN, W0, 1);
+    glucx_an_event_t ce = ev(GLUCX_AN_EV_COMPUTE_END, SBA, 0);
+    ce.phase = "forward";
+    feed(ce);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, SBA, 0, 1, 0, 0, 8);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, SBB, 2, 1, 0, 1, 8);
+    p2p(GLUCX_AN_EV_SEND_END, SEB, 2, 1, 0, 1, 8);
+    p2p(GLUCX_AN_EV_RECV_END, REA, 1, 0, 0, 0, 8);
+    simple(GLUCX_AN_EV_WAIT_END, W1, 1);
+    p2p(GLUCX_AN_EV_SEND_END, SEA, 0, 1, 0, 0, 8);
+    iter(GLUCX_AN_EV_ITERATION_END, END02, 0, 0);
+    iter(GLUCX_AN_EV_ITERATION_END, END02, 2, 0);
+    p2p(GLUCX_AN_EV_RECV_END, REB, 1, 2, 0, 1, 8);
+    iter(GLUCX_AN_EV_ITERATION_END, END, 1, 0);
+    json_t *rep = finish();
+    json_int_t len;
+    json_t *segs = cp_segments(rep, &len);
+    assert_int_equal(len, END - 0);
+    assert_int_equal(json_array_size(segs), 3);
+    check_seg(segs, 0, 0, "compute", 0, SBA);
+    check_seg(segs, 1, 0, "transfer", SBA, W1);
+    assert_int_equal(geti(json_array_get(segs, 1), "link"), 0 * 3 + 1);
+    check_seg(segs, 2, 1, "idle", W1, END);
+    assert_int_equal(link_cp_ns(rep, 0, 1), W1 - SBA);
+    assert_int_equal(link_cp_ns(rep, 2, 1), 0);
+    /* both late-sender intervals start before W0 and end inside the wait: their union in W */
+    int64_t ls_end = SBA > SBB ? SBA : SBB;
+    assert_int_equal(geti(rank_of(rep, "ranks", 1), "wait_late_sender_ns"), ls_end - W0);
+    assert_int_equal(geti(rank_of(rep, "ranks", 1), "wait_ns"), W1 - W0);
+    assert_int_equal(geti(json_object_get(rep, "trace"), "unmatched_recvs"), 0);
+    json_decref(rep);
+}
+
+/* (c) A receive not completed inside a wait belongs to no wait. First: rank 1 posts at RB,
+ * waits [W0, W1) (on its thread nothing completes), rank 0 sends at SB inside that wait, and
+ * rank 1's recv_end comes at RE after the wait closed, outside any wait. Second: the same, but
+ * the recv_end is emitted at RE2 inside the wait's time span on another thread of rank 1 (a
+ * wait belongs to its own thread). Both: the wait has no message, so the path stays on rank 1:
+ * idle [0, W0), wait [W0, W1), idle [W1, END); the link 0->1 has no critical-path time. */
+static void test_cp_no_wait(void **state)
+{
+    (void)state;
+    const int64_t RB = 50, W0 = 100, SB = 300, SE = 310, W1 = 500, RE = 600, RE2 = 450, END0 = 530,
+                  END = 700;
+    for (int variant = 0; variant < 2; variant++) {
+        start(variant == 0 ? "cp_after_wait" : "cp_other_thread");
+        init(0, 0, 2);
+        init(0, 1, 2);
+        iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 0, 0);
+        iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 1, 0);
+        p2p(GLUCX_AN_EV_RECV_BEGIN, RB, 1, 0, 0, 0, 8);
+        simple(GLUCX_AN_EV_WAIT_BEGIN, W0, 1);
+        p2p(GLUCX_AN_EV_SEND_BEGIN, SB, 0, 1, 0, 0, 8);
+        p2p(GLUCX_AN_EV_SEND_END, SE, 0, 1, 0, 0, 8);
+        if (variant == 1) {
+            glucx_an_event_t re = ev(GLUCX_AN_EV_RECV_END, RE2, 1);
+            re.vtid = 5000; /* not the waiting thread 1001 */
+            re.seq = 0;
+            re.step = 0;
+            re.peer = 0;
+            re.tag = UINT64_C(1) << 63;
+            re.bytes = 8;
+            feed(re);
+        }
+        simple(GLUCX_AN_EV_WAIT_END, W1, 1);
+        iter(GLUCX_AN_EV_ITERATION_END, END0, 0, 0);
+        if (variant == 0)
+            p2p(GLUCX_AN_EV_RECV_END, RE, 1, 0, 0, 0, 8);
+        iter(GLUCX_AN_EV_ITERATION_END, END, 1, 0);
+        json_t *rep = finish();
+        json_int_t len;
+        json_t *segs = cp_segments(rep, &len);
+        assert_int_equal(len, END - 0);
+        assert_int_equal(json_array_size(segs), 3);
+        check_seg(segs, 0, 1, "idle", 0, W0);
+        check_seg(segs, 1, 1, "wait", W0, W1);
+        check_seg(segs, 2, 1, "idle", W1, END);
+        assert_int_equal(link_cp_ns(rep, 0, 1), 0);
+        /* the late-sender accounting is time based and unchanged: [W0, SB) */
+        assert_int_equal(geti(rank_of(rep, "ranks", 1), "wait_late_sender_ns"), SB - W0);
+        assert_int_equal(geti(json_object_get(rep, "trace"), "unmatched_recvs"), 0);
+        json_decref(rep);
+    }
 }
 
 static void test_empty_and_missing(void **state)
@@ -536,6 +727,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_decision),
         cmocka_unit_test(test_inferred),
         cmocka_unit_test(test_critical_path),
+        cmocka_unit_test(test_cp_open_wait),
+        cmocka_unit_test(test_cp_pipelined),
+        cmocka_unit_test(test_cp_no_wait),
         cmocka_unit_test(test_empty_and_missing),
         cmocka_unit_test(test_gloo),
     };

@@ -9,18 +9,27 @@
  *   emit burst NPROCS COUNT   COUNT send_begin events per process, as fast as possible
  *   emit maps                 which LTTng libraries are mapped, whether tracing is on
  *   emit bench ITERS          ns per site: idle (event disabled) and emitting
+ *   emit p2pwait DIR          two forked ranks of a real glucx communicator (file store in DIR)
+ *                             whose waits on point-to-point requests do and do not block; see
+ *                             p2pwait() for the exact sequence (not in trace_emit_off)
  *
  * Prints "key=value" lines on stdout; exits 0 on success.
  */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <glucx/trace.h>
+#ifdef EMIT_P2PWAIT
+#include <glucx/glucx.h>
+#include <glucx/store.h>
+#endif
 
 #include "core/core.h"
 #include "util/tracepoint.h"
@@ -220,11 +229,280 @@ static void bench(long iters)
     printf("bench_send_begin_enabled=%d\n", GLUCX_TP_ON(send_begin) ? 1 : 0);
 }
 
+#ifdef EMIT_P2PWAIT
+/* ---- p2pwait: waits that block and waits that do not (EVENTS.md, wait_begin) ----
+ *
+ * Rank 0 is this process, rank 1 a forked child; both create a 2-rank communicator "p2pwait"
+ * through the public API with a file store in DIR. Every message is P2PW_BYTES bytes, rank 0 to
+ * rank 1, with tag = its phase:
+ *   1  rank 1 posts A, polls glucx_request_test until it completes, then glucx_request_wait(A):
+ *      complete on entry, so no wait events; A's recv_end comes from the test.
+ *   2  rank 1 posts B, tells rank 0 (shared memory), glucx_request_wait(B); rank 0 sends B
+ *      P2PW_DELAY_MS later: the wait blocks (site request, req B, nreqs 1) and B's recv_end
+ *      lies inside it.
+ *   3  rank 1 posts C, polls test until it completes, glucx_request_wait_any({C}): no events.
+ *   4  rank 1 posts D, tells rank 0, glucx_request_wait_any({D}); rank 0 sends D P2PW_DELAY_MS
+ *      later: the wait blocks (site wait_any, req D, nreqs 1) with D's recv_end inside.
+ * Rank 0 waits on its four sends only once rank 1 has received all four: those waits find their
+ * requests complete, so rank 0 records no wait events, and each send_end comes from its wait.
+ * Rank 1 prints "p2pwait_req_<phase>=<request id as the trace's req field>" and
+ * "p2pwait_rank1_pid=<pid>". Every step is bounded (P2PW_STEP_MS; an alarm ends a stuck rank).
+ */
+#define P2PW_BYTES 64
+#define P2PW_DELAY_MS 100
+#define P2PW_STEP_MS 10000
+#define P2PW_ALARM_S 40
+
+typedef struct p2pw_shared {
+    atomic_int stage; /* 1: B posted, 2: D posted, 3: all received, 4: rank 0's sends done */
+} p2pw_shared_t;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+static int p2pw_fail(int rank, const char *op, int phase, glucx_status_t st)
+{
+    fprintf(stderr, "emit p2pwait: rank %d: %s (phase %d, tag %d, %d bytes, peer %d): %s: %s\n",
+            rank, op, phase, phase, P2PW_BYTES, 1 - rank, glucx_status_string(st),
+            glucx_last_error());
+    return 1;
+}
+
+/* Wait (bounded) until the other rank reaches stage. */
+static int p2pw_await(p2pw_shared_t *sh, int rank, int stage)
+{
+    const int64_t deadline = mono_ms() + P2PW_STEP_MS;
+    while (atomic_load(&sh->stage) < stage) {
+        if (mono_ms() > deadline) {
+            fprintf(stderr, "emit p2pwait: rank %d: peer %d did not reach stage %d in %d ms\n",
+                    rank, 1 - rank, stage, P2PW_STEP_MS);
+            return 1;
+        }
+        sleep_ms(1);
+    }
+    return 0;
+}
+
+/* Poll glucx_request_test (bounded) until the request completes. */
+static glucx_status_t p2pw_poll(glucx_request_t *req)
+{
+    const int64_t deadline = mono_ms() + P2PW_STEP_MS;
+    glucx_status_t st;
+    while ((st = glucx_request_test(req)) == GLUCX_INPROGRESS && mono_ms() <= deadline)
+        sleep_ms(1);
+    return st;
+}
+
+static void p2pw_fill(unsigned char *buf, int phase)
+{
+    for (int i = 0; i < P2PW_BYTES; i++)
+        buf[i] = (unsigned char)(phase * 31 + i);
+}
+
+static int p2pw_verify(const unsigned char *buf, int phase)
+{
+    unsigned char want[P2PW_BYTES];
+    p2pw_fill(want, phase);
+    for (int i = 0; i < P2PW_BYTES; i++)
+        if (buf[i] != want[i]) {
+            fprintf(stderr,
+                    "emit p2pwait: rank 1: phase %d message from rank 0 (%d bytes): byte %d is "
+                    "%u, expected %u\n",
+                    phase, P2PW_BYTES, i, buf[i], want[i]);
+            return 1;
+        }
+    return 0;
+}
+
+static int p2pw_rank1(glucx_comm_t *comm, p2pw_shared_t *sh)
+{
+    unsigned char buf[5][P2PW_BYTES];
+    glucx_request_t *req[5] = {NULL};
+    glucx_status_t st;
+    size_t index = 99;
+    int rc = 1;
+    for (int phase = 1; phase <= 4; phase++) {
+        if ((st = glucx_irecv(comm, buf[phase], P2PW_BYTES, 0, (uint64_t)phase, &req[phase])) !=
+            GLUCX_OK) {
+            p2pw_fail(1, "glucx_irecv", phase, st);
+            goto out;
+        }
+        printf("p2pwait_req_%d=%" PRIu64 "\n", phase, (uint64_t)(uintptr_t)req[phase]);
+        switch (phase) {
+        case 1: /* complete before the wait */
+            if ((st = p2pw_poll(req[1])) != GLUCX_OK) {
+                p2pw_fail(1, "glucx_request_test until complete", phase, st);
+                goto out;
+            }
+            if ((st = glucx_request_wait(req[1], P2PW_STEP_MS)) != GLUCX_OK) {
+                p2pw_fail(1, "glucx_request_wait on a complete receive", phase, st);
+                goto out;
+            }
+            break;
+        case 2: /* posted, then a wait that blocks until rank 0 sends */
+            atomic_store(&sh->stage, 1);
+            if ((st = glucx_request_wait(req[2], P2PW_STEP_MS)) != GLUCX_OK) {
+                p2pw_fail(1, "glucx_request_wait", phase, st);
+                goto out;
+            }
+            break;
+        case 3:
+            if ((st = p2pw_poll(req[3])) != GLUCX_OK) {
+                p2pw_fail(1, "glucx_request_test until complete", phase, st);
+                goto out;
+            }
+            if ((st = glucx_request_wait_any(&req[3], 1, P2PW_STEP_MS, NULL, &index)) != GLUCX_OK ||
+                index != 0) {
+                p2pw_fail(1, "glucx_request_wait_any on 1 complete receive", phase, st);
+                goto out;
+            }
+            break;
+        case 4:
+            atomic_store(&sh->stage, 2);
+            if ((st = glucx_request_wait_any(&req[4], 1, P2PW_STEP_MS, NULL, &index)) != GLUCX_OK ||
+                index != 0) {
+                p2pw_fail(1, "glucx_request_wait_any on 1 receive", phase, st);
+                goto out;
+            }
+            if ((st = glucx_request_test(req[4])) != GLUCX_OK) {
+                p2pw_fail(1, "glucx_request_test after wait_any", phase, st);
+                goto out;
+            }
+            break;
+        }
+        if (p2pw_verify(buf[phase], phase) != 0)
+            goto out;
+    }
+    atomic_store(&sh->stage, 3);
+    rc = p2pw_await(sh, 1, 4);
+out:
+    for (int i = 1; i <= 4; i++)
+        glucx_request_free(req[i]);
+    return rc;
+}
+
+static int p2pw_rank0(glucx_comm_t *comm, p2pw_shared_t *sh)
+{
+    unsigned char buf[5][P2PW_BYTES];
+    glucx_request_t *req[5] = {NULL};
+    glucx_status_t st;
+    int rc = 1;
+    for (int phase = 1; phase <= 4; phase++) {
+        if (phase == 2 || phase == 4) { /* rank 1 is (about to be) blocked in its wait */
+            if (p2pw_await(sh, 0, phase == 2 ? 1 : 2) != 0)
+                goto out;
+            sleep_ms(P2PW_DELAY_MS);
+        }
+        p2pw_fill(buf[phase], phase);
+        if ((st = glucx_isend(comm, buf[phase], P2PW_BYTES, 1, (uint64_t)phase, &req[phase])) !=
+            GLUCX_OK) {
+            p2pw_fail(0, "glucx_isend", phase, st);
+            goto out;
+        }
+    }
+    if (p2pw_await(sh, 0, 3) != 0)
+        goto out;
+    for (int phase = 1; phase <= 4; phase++)
+        if ((st = glucx_request_wait(req[phase], P2PW_STEP_MS)) != GLUCX_OK) {
+            p2pw_fail(0, "glucx_request_wait on a received send", phase, st);
+            goto out;
+        }
+    rc = 0;
+out:
+    atomic_store(&sh->stage, 4);
+    for (int i = 1; i <= 4; i++)
+        glucx_request_free(req[i]);
+    return rc;
+}
+
+static int p2pw_run(int rank, const char *dir, p2pw_shared_t *sh)
+{
+    glucx_context_t *ctx = NULL;
+    glucx_store_t *store = NULL;
+    glucx_comm_t *comm = NULL;
+    int rc = 1;
+    glucx_status_t st = glucx_context_create(NULL, &ctx);
+    if (st != GLUCX_OK) {
+        fprintf(stderr, "emit p2pwait: rank %d: glucx_context_create: %s: %s\n", rank,
+                glucx_status_string(st), glucx_last_error());
+        goto out;
+    }
+    if ((st = glucx_store_file_create(dir, &store)) != GLUCX_OK) {
+        fprintf(stderr, "emit p2pwait: rank %d: glucx_store_file_create(%s): %s: %s\n", rank, dir,
+                glucx_status_string(st), glucx_last_error());
+        goto out;
+    }
+    glucx_comm_params_t params = {
+        .field_mask = GLUCX_COMM_PARAM_NAME | GLUCX_COMM_PARAM_TIMEOUT,
+        .rank = rank,
+        .size = 2,
+        .store = store,
+        .name = "p2pwait",
+        .timeout_ms = P2PW_STEP_MS,
+    };
+    if ((st = glucx_comm_create(ctx, &params, &comm)) != GLUCX_OK) {
+        fprintf(stderr, "emit p2pwait: rank %d: glucx_comm_create(p2pwait, rank %d of 2): %s: %s\n",
+                rank, rank, glucx_status_string(st), glucx_last_error());
+        goto out;
+    }
+    rc = rank == 0 ? p2pw_rank0(comm, sh) : p2pw_rank1(comm, sh);
+    if (rc != 0)
+        atomic_store(&sh->stage, 4); /* the peer stops waiting for this rank */
+out:
+    glucx_comm_destroy(comm);
+    glucx_store_destroy(store);
+    glucx_context_destroy(ctx);
+    return rc;
+}
+
+static int p2pwait(const char *dir)
+{
+    p2pw_shared_t *sh =
+        mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED) {
+        perror("emit p2pwait: mmap of the shared stage");
+        return 1;
+    }
+    atomic_init(&sh->stage, 0);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("emit p2pwait: fork");
+        return 1;
+    }
+    alarm(P2PW_ALARM_S); /* a rank stuck beyond every bound dies of SIGALRM */
+    if (pid == 0) {
+        printf("p2pwait_rank1_pid=%d\n", (int)getpid());
+        _exit(p2pw_run(1, dir, sh));
+    }
+    int rc = p2pw_run(0, dir, sh);
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "emit p2pwait: rank 1 (pid %d) failed (wait status 0x%x)\n", (int)pid,
+                status);
+        rc = 1;
+    }
+    munmap(sh, sizeof(*sh));
+    return rc;
+}
+#endif
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
-        fprintf(stderr, "usage: emit record NPROCS | burst NPROCS COUNT | maps | bench ITERS\n");
+        fprintf(stderr, "usage: emit record NPROCS | burst NPROCS COUNT | maps | bench ITERS | "
+                        "p2pwait DIR\n");
         return 2;
     }
     printf("compiled=%d\n", GLUCX_TP_COMPILED);
@@ -264,6 +542,10 @@ int main(int argc, char **argv)
         bench(iters);
         return 0;
     }
+#ifdef EMIT_P2PWAIT
+    if (strcmp(argv[1], "p2pwait") == 0 && argc == 3)
+        return p2pwait(argv[2]);
+#endif
     fprintf(stderr, "emit: bad arguments\n");
     return 2;
 }

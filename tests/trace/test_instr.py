@@ -4,11 +4,13 @@
     test_instr.py --glucx-trace EXE --bench EXE [--venv-python PY --torch-libs DIR] --work DIR CASE
 
 CASE:
-  c2, c4   glucx-bench with N forked ranks: ring allreduce (forced) and allgather. Checks every
-           event kind is there, every *_begin has its *_end, collectives agree across ranks, one
-           sched_decision per collective consistent with coll_begin, every send matches one
-           receive by (comm, seq, step, sender, receiver) with equal bytes, and the bytes each
-           rank sends per collective equal the algorithm's volume (computed here).
+  c2, c4   glucx-bench with N forked ranks: ring allreduce (forced; 64 KiB to 4 MiB, so
+           segmented) and allgather. Checks every event kind is there, every *_begin has its
+           *_end, each blocking collective wait holds the send/recv ends of its requests and no
+           end lies in another's wait, collectives agree across ranks, one sched_decision per
+           collective consistent with coll_begin, every send matches one receive by (comm, seq,
+           step, sender, receiver) with equal bytes, and the bytes each rank sends per
+           collective equal the algorithm's volume (computed here).
   torch    a 2-rank PyTorch job over the Gloo shim (GLOO_DEVICE_TRANSPORT=UCX, the venv's
            interpreter, this build's libglucx preloaded): its transfers appear as send/recv
            events that match across ranks, with seq/step as EVENTS.md defines them for Gloo slots.
@@ -32,6 +34,7 @@ SKIP = 77
 COLL_COUNT = 11  # glucx_coll_t values (EVENTS.md)
 ALLREDUCE, ALLGATHER = 0, 1
 ALG = {"ring": 0, "recursive_doubling": 1, "bruck": 3, "linear": 5}
+SITE_COLL = 2  # wait site inside a collective algorithm (EVENTS.md, enum site)
 SLOT_BIT = 1 << 47
 STEP_CONFIRM = 0xFFE0
 
@@ -135,6 +138,57 @@ def check_pairs(ev):
         check(not open_, "%s_begin without end: %s" % (fam, list(open_.values())[:2]))
 
 
+def check_coll_wait_ends(evs):
+    """EVENTS.md, wait_begin and the note under send_*/recv_*: a collective wait is recorded
+    only when it blocks, and the send_end/recv_end of the messages it waited for lie between its
+    wait_begin and wait_end, on the same thread. Per thread, in trace order:
+      - every site-coll wait holds exactly nreqs send_end/recv_end, all of its own (comm, rank,
+        seq); nreqs >= 1. (With ends after wait_end, the former order, every wait holds none.)
+      - every collective send_end/recv_end lies inside a site-coll wait of its own (comm, rank,
+        seq) on its thread, or no wait is open there (the wait that found its requests complete
+        recorded no events); the runs have such waits (ends outside any wait).
+    Returns (waits, ends inside waits, ends outside waits)."""
+    open_ = {}  # vtid -> [wait_begin, ends seen inside]
+    waits = inside = outside = 0
+    for e in evs:  # trace order = time order
+        t = e["vtid"]
+        if e["ev"] in ("wait_begin", "wait_end") and e["site"] == SITE_COLL:
+            if e["ev"] == "wait_begin":
+                check(t not in open_, "wait_begin on thread %s while a wait is open" % t)
+                check(e["nreqs"] >= 1, "collective wait on %d requests: %s" % (e["nreqs"], e))
+                open_[t] = [e, 0]
+                continue
+            b, n = open_.pop(t, (None, 0))
+            check(b is not None, "wait_end without wait_begin on thread %s: %s" % (t, e))
+            check(n == b["nreqs"],
+                  "collective wait (comm %x rank %d seq %d, %d requests) on thread %s holds %d "
+                  "send_end/recv_end between its wait_begin and wait_end, want %d (a blocking "
+                  "wait records the ends of the messages it completed inside it)"
+                  % (b["comm_id"], b["rank"], b["seq"], b["nreqs"], t, n, b["nreqs"]))
+            waits += 1
+        elif e["ev"] in ("send_end", "recv_end"):
+            w = open_.get(t)
+            if w is None:
+                outside += 1
+                continue
+            b = w[0]
+            check((e["comm_id"], e["rank"], e["seq"]) == (b["comm_id"], b["rank"], b["seq"]),
+                  "%s %s inside the wait of another collective %s" % (e["ev"], e, b))
+            w[1] += 1
+            inside += 1
+        elif e["ev"] in ("wait_begin", "wait_end"):
+            check(t not in open_, "%s of site %d inside a collective wait: %s"
+                  % (e["ev"], e["site"], e))
+    check(not open_, "collective waits without wait_end: %s" % [w[0] for w in open_.values()])
+    check(waits > 0 and inside > 0, "no blocking collective wait recorded")
+    # and some waits found their requests complete (a pipelined ring's later segments arrive
+    # during the wait for an earlier one; eager sends complete when posted): their ends are
+    # recorded without wait events. With every wait recorded, none would be outside.
+    check(outside > 0, "all %d collective send/recv ends lie inside recorded waits: waits whose "
+          "requests were complete on entry were recorded too" % inside)
+    return waits, inside, outside
+
+
 def check_matching(ev, size_of):
     """Every send matches one receive by (comm, seq, step, sender, receiver), equal bytes."""
     sends = collections.Counter()
@@ -177,13 +231,15 @@ def check_failed_run(evs, n):
 def case_c(a, n):
     work = os.path.join(a.work, "c%d" % n)
     os.makedirs(work, exist_ok=True)
-    small, big = 64 * 1024, 256 * 1024  # bytes; multiples of 4 * n (f32, n blocks)
+    # bytes; multiples of 4 * n (f32, n blocks). The ring runs 64 KiB, 256 KiB, 1 MiB, 4 MiB:
+    # from 1 MiB on its blocks travel as several segments (GLUCX_COLL_RING_SEG_BYTES, 256 KiB)
+    small, big = 64 * 1024, 4 * 1024 * 1024
     bench = [a.bench, "--ranks", str(n), "-n", "2", "-w", "1", "-T", "20000"]
     script = " && ".join([
         " ".join(bench + ["--name", "ar", "--coll", "allreduce", "--algo", "ring",
                           "-b", str(small), "-e", str(big), "-f", "4"]),
         " ".join(bench + ["--name", "ag", "--coll", "allgather", "-b", str(small),
-                          "-e", str(small)]),
+                          "-e", str(big), "-f", str(big // small)]),
     ])
     # and one that fails on every rank: recursive doubling allgather needs a power-of-two size
     script += " && { %s >/dev/null 2>&1; test $? -ne 0; }" % " ".join(
@@ -232,6 +288,7 @@ def case_c(a, n):
                   e["ev"] not in ("comm_init", "link", "select_map")), "event before comm_init")
 
     check_pairs(ev)
+    waits, ends_in, ends_out = check_coll_wait_ends(evs)
     ar_comm = [c for c, v in comms.items() if v[0]["name"] == "ar"][0]
 
     # collectives agree across ranks; one algorithm decision per collective, consistent
@@ -290,7 +347,9 @@ def case_c(a, n):
                  sent[k], want))
         checked += 1
     check(checked >= 2 * n, "only %d collectives had a known volume" % checked)
-    print("c%d: %d events, %d collectives, %d volumes checked" % (n, len(evs), len(colls), checked))
+    print("c%d: %d events, %d collectives, %d volumes checked; %d blocking collective waits "
+          "with %d send/recv ends inside, %d ends of waits that did not block"
+          % (n, len(evs), len(colls), checked, waits, ends_in, ends_out))
 
 
 # ---- PyTorch over the Gloo shim ----------------------------------------------------------------

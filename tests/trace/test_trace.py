@@ -4,8 +4,9 @@ Babeltrace 2 (the bt2 Python bindings and the babeltrace2 CLI).
 
     test_trace.py --bin-dir DIR --source-dir DIR --work DIR CASE
 
-CASE: record, levels, discard, off, errors, signal, bench. Every expected value is computed
-here from the formulas that emit.c documents, not read from the trace. Exit 0 = pass.
+CASE: record, levels, discard, rotate, snapshot, off, errors, signal, bench, waits. Every
+expected value is computed here from the formulas that emit.c documents, not read from the
+trace. Exit 0 = pass.
 """
 import argparse
 import fcntl
@@ -47,7 +48,7 @@ def run(cmd, env=None, timeout=TIMEOUT):
 def kv(text):
     out = {}
     for line in text.splitlines():
-        m = re.match(r"^([a-z_]+)=(.*)$", line)
+        m = re.match(r"^([a-z0-9_]+)=(.*)$", line)
         if m:
             out[m.group(1)] = m.group(2)
     return out
@@ -695,9 +696,114 @@ def case_bench(a):
                                         r["bench_send_begin_site_ns"]))
     print("bench: discarded during the recorded run: %s" % m.group(1))
 
+def case_waits(a):
+    """emit p2pwait (emit.c documents the phases): real point-to-point waits of a 2-rank
+    communicator. EVENTS.md, wait_begin: a wait whose requests are complete on entry records no
+    wait events, but its messages' send_end/recv_end are still recorded; a wait that blocks
+    records wait_begin/wait_end, and the recv_end of the message it completed lies between them
+    on the same thread."""
+    none = 0xffffffff  # GLUCX_TP_SEQ_NONE
+    nbytes, phases = 64, (1, 2, 3, 4)  # emit.c: P2PW_BYTES, one message per phase, tag = phase
+    d = fresh_dir(os.path.join(a.work, "waits"))
+    store = fresh_dir(os.path.join(a.work, "waits-store"))
+    rc, out, err = record(a, d, [a.emit, "p2pwait", store])
+    check(rc == 0, "record emit p2pwait exited %d: %s\n%s" % (rc, out, err))
+    info = kv(out)
+    check(info.get("enabled") == "1", "tracing not active in the traced program: %s" % out)
+    pid = {0: int(info["pid"]), 1: int(info["p2pwait_rank1_pid"])}
+    req = {p: int(info["p2pwait_req_%d" % p]) for p in phases}
+    events, discarded = read_trace(d)
+    check(discarded == 0, "%d events discarded in a small trace" % discarded)
+    en = Enums(a.source_dir)
+    st_ok, st_inprogress = en.status["OK"], en.status["INPROGRESS"]
+    site_request, site_any = en.site["request"], en.site["wait_any"]
+
+    inits = [e for e in events if e["name"] == "glucx:comm_init" and
+             dict(e["fields"])["name"] == "p2pwait"]
+    check(sorted((e["vpid"], dict(e["fields"])["rank"]) for e in inits) ==
+          sorted((pid[r], r) for r in (0, 1)), "comm_init of p2pwait: %s" % inits)
+    cid = dict(inits[0]["fields"])["comm_id"]
+    check(all(dict(e["fields"])["comm_id"] == cid for e in inits), "ranks disagree on comm_id")
+
+    def plain(f):
+        return {k: (v[0] if isinstance(v, tuple) else v) for k, v in f}
+
+    def timeline(r):
+        """rank r's events of the communicator, in order, each with the index of the wait
+        (0, 1, ... in order of wait_begin) open on its thread when it was recorded, or None."""
+        out, open_, nwaits = [], {}, 0
+        for e in events:
+            f = plain(e["fields"])
+            if e["vpid"] != pid[r] or f.get("comm_id") != cid:
+                continue
+            name = e["name"].split(":")[1]
+            if name == "wait_begin":
+                check(e["vtid"] not in open_, "rank %d: wait_begin inside a wait" % r)
+                open_[e["vtid"]] = nwaits
+                nwaits += 1
+            inside = open_.get(e["vtid"])
+            if name == "wait_end":
+                check(e["vtid"] in open_, "rank %d: wait_end without a wait_begin" % r)
+                del open_[e["vtid"]]
+            out.append((name, f, e["vtid"], inside))
+        check(not open_, "rank %d: a wait_begin without wait_end" % r)
+        return out
+
+    def ends(tl, r, kind):
+        """{phase: (vtid, wait index)} of the one send_end/recv_end of each phase's message."""
+        got = {}
+        for name, f, vtid, inside in tl:
+            if name != kind:
+                continue
+            p = f["seq"]
+            check(p in phases and p not in got, "rank %d: unexpected or repeated %s %s"
+                  % (r, kind, f))
+            check(f["tag"] == p and f["peer"] == 1 - r and f["bytes"] == nbytes and
+                  f["step"] == 0, "rank %d: %s of phase %d: %s (want tag %d, peer %d, %d bytes, "
+                  "step 0)" % (r, kind, p, f, p, 1 - r, nbytes))
+            got[p] = (vtid, inside)
+        check(sorted(got) == list(phases), "rank %d: %s of phases %s, want %s"
+              % (r, kind, sorted(got), list(phases)))
+        return got
+
+    def waits_of(tl):
+        return [(name, f["site"], f["seq"], f["req"], f["nreqs"], f["status"], vtid)
+                for name, f, vtid, _ in tl if name in ("wait_begin", "wait_end")]
+
+    # rank 1: only the waits of phases 2 (request) and 4 (wait_any) block
+    tl1 = timeline(1)
+    main1 = pid[1]  # the ranks are single-threaded callers: main thread's vtid = pid
+    want = [("wait_begin", site_request, none, req[2], 1, st_inprogress, main1),
+            ("wait_end", site_request, none, req[2], 1, st_ok, main1),
+            ("wait_begin", site_any, none, req[4], 1, st_inprogress, main1),
+            ("wait_end", site_any, none, req[4], 1, st_ok, main1)]
+    got = waits_of(tl1)
+    check(got == want, "rank 1 wait events (name, site, seq, req, nreqs, status, vtid):\n  %s\n"
+          "expected (phases 1 and 3 wait on complete requests; 2 and 4 block):\n  %s"
+          % ("\n  ".join(map(str, got)), "\n  ".join(map(str, want))))
+    recv = ends(tl1, 1, "recv_end")
+    for p, where in ((1, None), (2, 0), (3, None), (4, 1)):
+        vtid, inside = recv[p]
+        check(vtid == main1, "rank 1: recv_end of phase %d on thread %d, not %d" % (p, vtid, main1))
+        check(inside == where, "rank 1: recv_end of phase %d %s, expected %s" % (
+            p, "outside any wait" if inside is None else "inside wait %d" % inside,
+            "outside any wait" if where is None else "inside wait %d (site %s)" % (
+                where, ("request", "wait_any")[where])))
+
+    # rank 0: its waits on sends the receiver already has find them complete: no wait events,
+    # and each send_end is still recorded (by that wait), outside any wait
+    tl0 = timeline(0)
+    check(not waits_of(tl0), "rank 0 waited only on complete sends but recorded wait events: %s"
+          % waits_of(tl0))
+    sent = ends(tl0, 0, "send_end")
+    check(all(v == (pid[0], None) for v in sent.values()), "rank 0 send_end: %s" % sent)
+    print("waits: rank 1 recorded exactly the 2 blocking waits, each around its recv_end; "
+          "waits on complete requests recorded none, their send/recv ends kept")
+
 
 CASES = {"rotate": case_rotate, "snapshot": case_snapshot, "record": case_record, "levels": case_levels, "discard": case_discard, "off": case_off,
-         "errors": case_errors, "signal": case_signal, "bench": case_bench}
+         "errors": case_errors, "signal": case_signal, "bench": case_bench,
+         "waits": case_waits}
 
 
 def main():
