@@ -70,26 +70,37 @@ static int reap(const char *tool, pid_t *pids, int n, int *alive, int *failed_ra
     return *failed_rank;
 }
 
-static void kill_children(pid_t *pids, int n)
+/* Reap the ranks that exit within ticks x 10 ms; @return how many are still running. */
+static int reap_for(pid_t *pids, int n, int ticks)
 {
     int alive = 0;
     for (int r = 0; r < n; r++)
-        if (pids[r] > 0 && kill(pids[r], SIGTERM) == 0)
-            alive++;
-    /* up to 2 s for a clean exit, then SIGKILL */
-    for (int k = 0; k < 200 && alive > 0; k++) {
+        alive += pids[r] > 0;
+    for (int k = 0; k < ticks && alive > 0; k++) {
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
         for (int r = 0; r < n; r++) {
-            if (pids[r] <= 0)
-                continue;
             int status;
-            if (waitpid(pids[r], &status, WNOHANG) == pids[r]) {
+            if (pids[r] > 0 && waitpid(pids[r], &status, WNOHANG) == pids[r]) {
                 pids[r] = 0;
                 alive--;
             }
         }
     }
+    return alive;
+}
+
+/* Stop the remaining ranks: after a rank failed, first grace_ticks x 10 ms for the others to
+ * notice (glucx fails their operations with the peer named) and exit by themselves, so their
+ * own messages and trace events are complete; then SIGTERM, up to 2 s, then SIGKILL. */
+static void kill_children(pid_t *pids, int n, int grace_ticks)
+{
+    if (reap_for(pids, n, grace_ticks) == 0)
+        return;
+    for (int r = 0; r < n; r++)
+        if (pids[r] > 0)
+            kill(pids[r], SIGTERM);
+    reap_for(pids, n, 200);
     for (int r = 0; r < n; r++) {
         if (pids[r] <= 0)
             continue;
@@ -197,7 +208,7 @@ int glucx_tool_run_local(int n, glucx_tool_rank_fn fn, void *arg, double stall_s
         }
     }
     if (failed_rank >= 0)
-        kill_children(pids, n);
+        kill_children(pids, n, failed_rank < n ? 200 : 0); /* 2 s grace after a rank failed */
     else
         rc = 0;
     close(pfd[0]);
