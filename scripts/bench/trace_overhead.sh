@@ -27,7 +27,9 @@ for r in $(seq 1 "$R"); do
     rm -rf "$out/tr"
     case $v in
       none) "${bench[@]}" > "$out/$v.$r";;
-      idle) GLUCX_TRACE=1 LTTNG_UST_REGISTER_TIMEOUT=0 "${bench[@]}" > "$out/$v.$r";;
+      # (not LTTNG_UST_REGISTER_TIMEOUT=0: glucx-bench would fork its ranks while LTTng-UST
+      # threads still start, which can hang a rank in UCX's memory hooks; see docs/perf.md)
+      idle) GLUCX_TRACE=1 "${bench[@]}" > "$out/$v.$r";;
       full) "$B/trace/glucx-trace" record -o "$out/tr" -- "${bench[@]}" > "$out/$v.$r" \
               2> "$out/$v.$r.err";;
       coll) "$B/trace/glucx-trace" record --level coll -o "$out/tr" -- "${bench[@]}" \

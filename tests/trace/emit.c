@@ -12,10 +12,15 @@
  *   emit p2pwait DIR          two forked ranks of a real glucx communicator (file store in DIR)
  *                             whose waits on point-to-point requests do and do not block; see
  *                             p2pwait() for the exact sequence (not in trace_emit_off)
+ *   emit forklock             fork() while another thread holds LTTng-UST's locks; the child must
+ *                             still exit (needs the provider loaded; see forklock())
  *
  * Prints "key=value" lines on stdout; exits 0 on success.
  */
+#include <dlfcn.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,6 +234,20 @@ static void bench(long iters)
     printf("bench_send_begin_enabled=%d\n", GLUCX_TP_ON(send_begin) ? 1 : 0);
 }
 
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
 #ifdef EMIT_P2PWAIT
 /* ---- p2pwait: waits that block and waits that do not (EVENTS.md, wait_begin) ----
  *
@@ -256,20 +275,6 @@ static void bench(long iters)
 typedef struct p2pw_shared {
     atomic_int stage; /* 1: B posted, 2: D posted, 3: all received, 4: rank 0's sends done */
 } p2pw_shared_t;
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
 
 static int p2pw_fail(int rank, const char *op, int phase, glucx_status_t st)
 {
@@ -497,12 +502,139 @@ static int p2pwait(const char *dir)
 }
 #endif
 
+/* ---- forklock: fork while another thread holds LTTng-UST's locks ----
+ *
+ * LTTng-UST's listener threads take its internal mutexes at any time; a fork() at such a moment
+ * must wait for them (trace/provider.c, "Fork safety"), or the child inherits them locked and
+ * blocks forever the next time LTTng-UST takes them, at the latest at exit in the provider's
+ * destructor. This makes that moment certain instead of rare: a holder thread takes every one of
+ * those locks with lttng_ust_before_fork() (what a fork wrapper does; looked up in the global
+ * scope, where GLUCX_TRACE=1 loaded the provider and liblttng-ust), keeps them FORKLOCK_HOLD_MS,
+ * then releases them with lttng_ust_after_fork_parent(). The main thread forks while they are
+ * held; the child returns through exit(0), which runs the provider's destructor. The parent
+ * waits for it at most FORKLOCK_CHILD_MS, then SIGKILLs it and reports it as hung.
+ *
+ * Prints forklock_fork_helper (liblttng-ust-fork mapped), forklock_fork_guard (the provider's
+ * glucx_tp_provider_fork_guard, -2 when absent), forklock_fork_waited (1: fork() returned after
+ * the holder had begun releasing the locks), forklock_child (exited or hung), and
+ * forklock_child_status; exits 0 only if the child exited with status 0 in time.
+ */
+#define FORKLOCK_HOLD_MS 200
+#define FORKLOCK_CHILD_MS 10000
+
+typedef void (*forklock_fn_t)(sigset_t *);
+
+typedef struct {
+    forklock_fn_t before, after_parent;
+    atomic_int held;     /* 1: the holder has LTTng-UST's locks */
+    atomic_int released; /* 1: the holder is releasing them (set just before) */
+} forklock_state_t;
+
+static void *forklock_holder(void *arg)
+{
+    forklock_state_t *s = arg;
+    sigset_t saved;
+    s->before(&saved);
+    atomic_store(&s->held, 1);
+    sleep_ms(FORKLOCK_HOLD_MS);
+    atomic_store(&s->released, 1);
+    s->after_parent(&saved);
+    return NULL;
+}
+
+static forklock_fn_t forklock_lookup(const char *name)
+{
+    void *sym = dlsym(RTLD_DEFAULT, name);
+    forklock_fn_t fn = NULL;
+    if (sym != NULL)
+        memcpy(&fn, &sym, sizeof(fn)); /* object to function pointer without a cast warning */
+    else
+        fprintf(stderr,
+                "emit forklock: %s not found in the global scope (is the trace provider loaded? "
+                "run with GLUCX_TRACE=1)\n",
+                name);
+    return fn;
+}
+
+static int forklock(void)
+{
+    forklock_state_t s = {.before = forklock_lookup("lttng_ust_before_fork"),
+                          .after_parent = forklock_lookup("lttng_ust_after_fork_parent")};
+    atomic_init(&s.held, 0);
+    atomic_init(&s.released, 0);
+    const int *guard = dlsym(RTLD_DEFAULT, "glucx_tp_provider_fork_guard");
+    printf("forklock_fork_helper=%d\n", maps_has("/liblttng-ust-fork.so"));
+    printf("forklock_fork_guard=%d\n", guard != NULL ? *guard : -2);
+    if (s.before == NULL || s.after_parent == NULL)
+        return 1;
+
+    pthread_t holder;
+    int err = pthread_create(&holder, NULL, forklock_holder, &s);
+    if (err != 0) {
+        fprintf(stderr, "emit forklock: pthread_create of the lock holder: %s\n", strerror(err));
+        return 1;
+    }
+    const int64_t held_deadline = mono_ms() + FORKLOCK_CHILD_MS;
+    while (!atomic_load(&s.held) && mono_ms() < held_deadline)
+        sleep_ms(1);
+    if (!atomic_load(&s.held)) {
+        /* the holder is stuck in lttng_ust_before_fork: nothing sane to fork into */
+        fprintf(stderr, "emit forklock: lttng_ust_before_fork did not return in %d ms\n",
+                FORKLOCK_CHILD_MS);
+        return 1;
+    }
+
+    const int64_t t_fork = mono_ms();
+    pid_t pid = fork();
+    if (pid == 0)
+        exit(0); /* destructors: the provider's unregisters its probes under LTTng-UST's lock */
+    const int waited = atomic_load(&s.released);
+    const int64_t fork_ms = mono_ms() - t_fork;
+    if (pid < 0) {
+        perror("emit forklock: fork");
+        pthread_join(holder, NULL);
+        return 1;
+    }
+    pthread_join(holder, NULL);
+    printf("forklock_fork_waited=%d\n", waited);
+    printf("forklock_fork_ms=%" PRId64 "\n", fork_ms);
+
+    int status = 0;
+    pid_t got = 0;
+    const int64_t deadline = mono_ms() + FORKLOCK_CHILD_MS;
+    while ((got = waitpid(pid, &status, WNOHANG)) == 0 && mono_ms() < deadline)
+        sleep_ms(5);
+    if (got == 0) {
+        fprintf(stderr,
+                "emit forklock: child %d forked while another thread held LTTng-UST's locks did "
+                "not exit within %d ms (deadlocked on an inherited lock): killing it\n",
+                (int)pid, FORKLOCK_CHILD_MS);
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        printf("forklock_child=hung\n");
+        return 1;
+    }
+    if (got != pid) {
+        perror("emit forklock: waitpid");
+        return 1;
+    }
+    printf("forklock_child=exited\n");
+    printf("forklock_child_status=0x%x\n", status);
+    printf("forklock_child_ms=%" PRId64 "\n", mono_ms() - t_fork);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "emit forklock: child %d ended with wait status 0x%x, expected exit 0\n",
+                (int)pid, status);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
         fprintf(stderr, "usage: emit record NPROCS | burst NPROCS COUNT | maps | bench ITERS | "
-                        "p2pwait DIR\n");
+                        "p2pwait DIR | forklock\n");
         return 2;
     }
     printf("compiled=%d\n", GLUCX_TP_COMPILED);
@@ -542,6 +674,8 @@ int main(int argc, char **argv)
         bench(iters);
         return 0;
     }
+    if (strcmp(argv[1], "forklock") == 0 && argc == 2)
+        return forklock();
 #ifdef EMIT_P2PWAIT
     if (strcmp(argv[1], "p2pwait") == 0 && argc == 3)
         return p2pwait(argv[2]);

@@ -4,8 +4,8 @@ Babeltrace 2 (the bt2 Python bindings and the babeltrace2 CLI).
 
     test_trace.py --bin-dir DIR --source-dir DIR --work DIR CASE
 
-CASE: record, levels, discard, rotate, snapshot, off, errors, signal, bench, waits. Every
-expected value is computed here from the formulas that emit.c documents, not read from the
+CASE: record, levels, discard, rotate, snapshot, off, errors, signal, bench, waits, forklock.
+Every expected value is computed here from the formulas that emit.c documents, not read from the
 trace. Exit 0 = pass.
 """
 import argparse
@@ -801,9 +801,50 @@ def case_waits(a):
           "waits on complete requests recorded none, their send/recv ends kept")
 
 
+def case_forklock(a):
+    """emit forklock (emit.c documents it): fork() while another thread holds LTTng-UST's locks,
+    with the provider loaded by GLUCX_TRACE=1 and no session (nothing to connect to, no waiting:
+    LTTNG_UST_REGISTER_TIMEOUT=0). Without the provider's fork handlers the child inherits the
+    locks and deadlocks at exit (emit kills it after 10 s and fails). Run twice: as libglucx loads
+    the provider (the provider guards fork itself), and with LTTng's fork helper preloaded as
+    glucx-trace record does (the helper guards fork; the provider must not do it a second time,
+    which would deadlock the forking thread on LTTng-UST's non-recursive lock)."""
+    env = {"GLUCX_TRACE": "1", "LTTNG_UST_REGISTER_TIMEOUT": "0"}
+    # as glucx-trace does: a sanitized emit accepts a preloaded library before its runtime
+    asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS", ""), "verify_asan_link_order=0")
+                    if o)
+    helper_env = dict(env, LD_PRELOAD="liblttng-ust-fork.so.1", ASAN_OPTIONS=asan)
+    runs = (("provider only", env, "0", "1"), ("fork helper preloaded", helper_env, "1", "0"))
+    for label, e, helper, guard in runs:
+        try:  # emit bounds the child; the bound here is for a fork() that never returns
+            rc, out, err = run([a.emit, "forklock"], env=e, timeout=25)
+        except subprocess.TimeoutExpired:
+            raise Failure("%s: emit forklock did not finish in 25 s: fork() itself deadlocked in "
+                          "the parent (LTTng-UST's fork handling run twice?)" % label)
+        info = kv(out)
+        check(info.get("forklock_child") != "hung",
+              "%s: the child forked while LTTng-UST's locks were held deadlocked: %s"
+              % (label, err))
+        check(rc == 0, "%s: emit forklock exited %d:\n%s%s" % (label, rc, out, err))
+        check(info.get("provider") == "1", "%s: GLUCX_TRACE=1 did not load the provider" % label)
+        check(info.get("forklock_fork_helper") == helper,
+              "%s: liblttng-ust-fork mapped = %s, expected %s" % (
+                  label, info.get("forklock_fork_helper"), helper))
+        check(info.get("forklock_fork_guard") == guard,
+              "%s: the provider's fork guard is %s, expected %s (1: handlers registered, "
+              "0: left to the fork helper)" % (label, info.get("forklock_fork_guard"), guard))
+        check(info.get("forklock_fork_waited") == "1",
+              "%s: fork() returned before the holder released LTTng-UST's locks" % label)
+        check(info.get("forklock_child") == "exited" and
+              info.get("forklock_child_status") == "0x0",
+              "%s: child did not exit 0: %s" % (label, out))
+        print("forklock, %s: fork waited %s ms for the held locks, child exited 0 after %s ms"
+              % (label, info.get("forklock_fork_ms"), info.get("forklock_child_ms")))
+
+
 CASES = {"rotate": case_rotate, "snapshot": case_snapshot, "record": case_record, "levels": case_levels, "discard": case_discard, "off": case_off,
          "errors": case_errors, "signal": case_signal, "bench": case_bench,
-         "waits": case_waits}
+         "waits": case_waits, "forklock": case_forklock}
 
 
 def main():
