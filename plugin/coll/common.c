@@ -148,12 +148,17 @@ static glucx_status_t sig_mismatch(glucx_coll_ctx_t *ctx, int peer, uint16_t the
                            glucx_dtype_name(a->dtype), glucx_op_name(a->op), a->root, a->count);
 }
 
-/* send_end / recv_end of every message of a finished wait: completion as the waiter observes
- * it (requests still pending after a failure were completed by the transport's fail()). */
-static void trace_xfer_ends(const glucx_coll_ctx_t *ctx, const glucx_tx_req_t *reqs, int n)
+/* send_end / recv_end of the messages a wait completed: completion as the waiter observes it
+ * (requests still pending after a failure were completed by the transport's fail()). Once per
+ * message (an algorithm may wait on a send again, e.g. the ring's last wait for all its sends);
+ * none for a request still pending (a timed-out wait) or never posted. */
+static void trace_xfer_ends(const glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n)
 {
     for (int i = 0; i < n; i++) {
-        const glucx_tx_req_t *r = &reqs[i];
+        glucx_tx_req_t *r = &reqs[i];
+        if (r->traced || r->tag == 0 || !glucx_tx_req_done(r))
+            continue;
+        r->traced = 1;
         const uint64_t tag = r->tag & TRACE_TAG_MASK;
         const uint32_t step = (uint32_t)((tag >> GLUCX_COLL_TAG_STEP_SHIFT) & GLUCX_COLL_STEP_MAX);
         if (r->is_recv)

@@ -44,6 +44,7 @@ typedef struct glucx_tx_req {
                                 `posted` bytes were written) */
     uint64_t tag;          /**< receive: the sender's full wire tag once done */
     int is_recv;
+    int traced;             /**< caller-private: its end event was emitted (coll/common.c) */
     void *impl;             /**< transport-private */
     uintptr_t impl_data[4]; /**< transport-private */
 } glucx_tx_req_t;
@@ -113,6 +114,7 @@ static inline void glucx_tx_req_init(glucx_tx_req_t *req)
     req->bytes = 0;
     req->tag = 0;
     req->is_recv = 0;
+    req->traced = 0;
     req->impl = NULL;
 }
 

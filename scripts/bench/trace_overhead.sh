@@ -13,31 +13,40 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 B=$repo/build R=7 MINB=1K MAXB=16M
 while [ $# -gt 0 ]; do
   case $1 in
-    -B) B=$2; shift 2;; -r) R=$2; shift 2;; -b) MINB=$2; shift 2;; -e) MAXB=$2; shift 2;;
+    -B|-r|-b|-e) [ $# -ge 2 ] || { echo "trace_overhead.sh: $1 needs a value" >&2; exit 2; }
+       case $1 in -B) B=$2;; -r) R=$2;; -b) MINB=$2;; -e) MAXB=$2;; esac; shift 2;;
     --) shift; break;;
     *) echo "usage: $0 [-B BUILD] [-r ROUNDS] [-b MIN] [-e MAX] [-- BENCH ARGS]" >&2; exit 2;;
   esac
 done
+die() { echo "trace_overhead.sh: $*" >&2; exit 1; }
+[[ $R =~ ^[1-9][0-9]*$ ]] || die "-r needs a positive number of rounds, not '$R'"
+for t in plugin/tools/glucx-bench trace/glucx-trace; do
+  [ -x "$B/$t" ] || die "$B/$t not found: build first (make build) or pass -B BUILD"
+done
 out=$(mktemp -d /tmp/glucx-trace-overhead.XXXXXX)
 trap 'rm -rf "$out"' EXIT
+# run VARIANT ROUND CMD...: stdout to $out/VARIANT.ROUND; on failure show its output and stop
+run() {
+  local f="$out/$1.$2"; shift 2
+  "$@" > "$f" 2> "$f.err" || { local rc=$?; cat "$f" "$f.err" >&2; die "failed (exit $rc): $*"; }
+}
 bench=("$B/plugin/tools/glucx-bench" --ranks 2 --coll allreduce -b "$MINB" -e "$MAXB" -f 4
        --check 0 "$@")
 for r in $(seq 1 "$R"); do
   for v in none idle full coll; do
     rm -rf "$out/tr"
     case $v in
-      none) "${bench[@]}" > "$out/$v.$r";;
+      none) run $v "$r" "${bench[@]}";;
       # (not LTTNG_UST_REGISTER_TIMEOUT=0: glucx-bench would fork its ranks while LTTng-UST
-      # threads still start, which can hang a rank in UCX's memory hooks; see docs/perf.md)
-      idle) GLUCX_TRACE=1 "${bench[@]}" > "$out/$v.$r";;
-      full) "$B/trace/glucx-trace" record -o "$out/tr" -- "${bench[@]}" > "$out/$v.$r" \
-              2> "$out/$v.$r.err";;
-      coll) "$B/trace/glucx-trace" record --level coll -o "$out/tr" -- "${bench[@]}" \
-              > "$out/$v.$r" 2> "$out/$v.$r.err";;
+      # threads still start, which can hang a rank in UCX's memory hooks; docs/architecture.md)
+      idle) run $v "$r" env GLUCX_TRACE=1 "${bench[@]}";;
+      full) run $v "$r" "$B/trace/glucx-trace" record -o "$out/tr" -- "${bench[@]}";;
+      coll) run $v "$r" "$B/trace/glucx-trace" record --level coll -o "$out/tr" -- "${bench[@]}";;
     esac
   done
 done
-grep -h "discarded" "$out"/*.err | sort | uniq -c | sed 's/^/# /'
+{ grep -h "discarded" "$out"/*.err || true; } | sort | uniq -c | sed 's/^/# /'
 /usr/bin/python3 - "$out" <<'PY'
 import collections, glob, os, statistics, sys
 d = collections.defaultdict(lambda: collections.defaultdict(dict))

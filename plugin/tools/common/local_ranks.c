@@ -98,8 +98,10 @@ static void kill_children(pid_t *pids, int n, int grace_ticks)
     if (reap_for(pids, n, grace_ticks) == 0)
         return;
     for (int r = 0; r < n; r++)
-        if (pids[r] > 0)
+        if (pids[r] > 0) {
             kill(pids[r], SIGTERM);
+            kill(pids[r], SIGCONT); /* a stopped rank acts on SIGTERM only once continued */
+        }
     reap_for(pids, n, 200);
     for (int r = 0; r < n; r++) {
         if (pids[r] <= 0)
