@@ -16,6 +16,15 @@
  * rotation; each chunk under DIR/archives/ is a complete trace, readable while the job runs, and
  * Babeltrace 2 reads them all as one trace when given DIR); --snapshot is a flight recorder
  * (overwrite-mode buffers; a snapshot of the latest events is written on SIGUSR1 and at the end).
+ *
+ * Concurrent jobs: LTTng-UST records every traced process of the user in every session, so a
+ * trace made while another job records holds that job's glucx events too. record therefore
+ * creates DIR/glucx-pids (empty) and gives the command GLUCX_TRACE_PIDS=<its absolute path>; the
+ * provider (provider.c, "Process list") appends the pid of every process of the command to it,
+ * and glucx-analyze leaves out the events of processes the file does not list. The file sits at
+ * the top of DIR, beside the trace directories LTTng writes (ust/..., archives/<chunk>/...,
+ * snapshot-N-.../), which hold only CTF files: Babeltrace 2 looks for traces below DIR and
+ * ignores a regular file there, and session rotation moves only LTTng's own directories.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -42,6 +51,8 @@
 #endif
 #define CHANNEL_NAME "glucx"
 #define PROVIDER "glucx"
+#define PIDS_FILE "glucx-pids"      /* in DIR: the command's process list */
+#define PIDS_ENV "GLUCX_TRACE_PIDS" /* its absolute path, for the provider (provider.c) */
 
 /* ---- the event catalog -------------------------------------------------------------------- */
 
@@ -145,6 +156,11 @@ static void usage(FILE *f)
            "                 are overwritten, never discarded); SIGUSR1 writes a snapshot of\n"
            "                 them into DIR, and one is written when the command ends.\n"
            "list    print the event catalog: name, level, fields (trace/EVENTS.md has units)\n"
+           "\n"
+           "DIR/" PIDS_FILE " lists the pid of every traced process of COMMAND, one per line\n"
+           "(" PIDS_ENV " gives the command its path): LTTng records every traced process of\n"
+           "the user in each session, and glucx-analyze leaves out the events of processes\n"
+           "not listed (another job traced at the same time); babeltrace2 shows them all.\n"
            "\n"
            "Environment: GLUCX_TRACE_PROVIDER=PATH overrides the provider library "
            "(" GLUCX_TRACE_PROVIDER_NAME ").\n");
@@ -586,6 +602,27 @@ static void stop_sessiond(void)
 
 /* ---- record ------------------------------------------------------------------------------- */
 
+/* Create DIR/glucx-pids, empty (see the header comment); its absolute path into @p path. 0, or
+ * -1 after a warning: the command then runs unlisted and glucx-analyze keeps every process. */
+static int create_pids_file(const char *dir, char *path, size_t len)
+{
+    if (snprintf(path, len, "%s/%s", dir, PIDS_FILE) >= (int)len) {
+        msg("WARNING: %s/%s: path too long; no process list, so glucx-analyze cannot leave out "
+            "the events of jobs traced at the same time",
+            dir, PIDS_FILE);
+        return -1;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        msg("WARNING: cannot create %s: %s; no process list, so glucx-analyze cannot leave out "
+            "the events of jobs traced at the same time",
+            path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 struct record_opts {
     const char *out;
     enum level level;
@@ -652,8 +689,9 @@ static int enable_events(struct lttng_handle *h, const struct record_opts *o, ch
 }
 
 /* LTTng-UST records every registered process of the user in every session that enables the
- * event: a trace made while another one records also holds the other command's events. Say so
- * when other sessions that record glucx events are active. */
+ * event: a trace made while another one records also holds the other command's events
+ * (glucx-analyze leaves them out with DIR/glucx-pids). Say so when other sessions that record
+ * glucx events are active. */
 static int concurrent_sessions(const char *session)
 {
     struct lttng_session *sessions = NULL;
@@ -673,9 +711,10 @@ static void warn_concurrent_sessions(const char *session)
 {
     int others = concurrent_sessions(session);
     if (others > 0)
-        msg("WARNING: %d other glucx-trace session(s) are recording on this session daemon; "
+        msg("note: %d other glucx-trace session(s) are recording on this session daemon; "
             "LTTng records every traced process of the user in each session, so this trace will "
-            "also hold their commands' events (run traced jobs one at a time)",
+            "also hold their commands' events: glucx-analyze leaves them out (" PIDS_FILE
+            " lists this command's processes), babeltrace2 shows them",
             others);
     concurrent_seen |= others > 0;
 }
@@ -810,7 +849,7 @@ static int setup_session(const char *session, const char *dir, const struct reco
 /* Run the command with the provider and the fork helper preloaded; its exit status as a shell
  * reports it (128+N when killed by signal N). */
 static int run_command(char **argv, const char *provider, const char *fork_helper,
-                       const char *session, const struct record_opts *o)
+                       const char *pids_path, const char *session, const struct record_opts *o)
 {
     const char *old = getenv("LD_PRELOAD");
     size_t len = strlen(provider) + strlen(fork_helper) + (old ? strlen(old) : 0) + 3;
@@ -830,6 +869,10 @@ static int run_command(char **argv, const char *provider, const char *fork_helpe
     if (pid == 0) {
         reset_signal_handlers();
         setenv("LD_PRELOAD", preload, 1);
+        if (pids_path != NULL)
+            setenv(PIDS_ENV, pids_path, 1);
+        else
+            unsetenv(PIDS_ENV); /* an outer glucx-trace's list is not this trace's */
         /* AddressSanitizer refuses to start when a preloaded library precedes its runtime;
          * the provider is safe to load first, so let sanitized programs run traced */
         const char *asan = getenv("ASAN_OPTIONS");
@@ -858,9 +901,10 @@ static int run_command(char **argv, const char *provider, const char *fork_helpe
         if (r == 0) {
             if (!concurrent_seen && polls % 10 == 9 && concurrent_sessions(session) > 0) {
                 concurrent_seen = 1;
-                msg("WARNING: another glucx-trace session started recording; this trace will "
+                msg("note: another glucx-trace session started recording; this trace will "
                     "also hold its command's events (LTTng records every traced process of the "
-                    "user in each session)");
+                    "user in each session): glucx-analyze leaves them out (" PIDS_FILE
+                    " lists this command's processes), babeltrace2 shows them");
             }
             sleep_ms(100);
             continue;
@@ -1026,6 +1070,8 @@ static int cmd_record(int argc, char **argv)
         return 127;
     if (prepare_output_dir(o.out, dir) != 0)
         return 127;
+    char pids_path[PATH_MAX + sizeof(PIDS_FILE) + 1];
+    const int pids_ok = create_pids_file(dir, pids_path, sizeof(pids_path)) == 0;
 
     install_signal_handlers();
     int status = 127;
@@ -1042,7 +1088,8 @@ static int cmd_record(int argc, char **argv)
     int setup = got_signal ? -1 : setup_session(session, dir, &o, &h);
     int started = setup == 0;
     if (setup == 0 && !got_signal) {
-        status = run_command(o.command, provider, fork_helper, session, &o);
+        status =
+            run_command(o.command, provider, fork_helper, pids_ok ? pids_path : NULL, session, &o);
     } else if (got_signal) {
         msg("interrupted by signal %d before the command started", (int)got_signal);
         status = 128 + got_signal;
@@ -1061,8 +1108,10 @@ static int cmd_record(int argc, char **argv)
             "setuid program, or one that clears LD_PRELOAD?)");
     msg("trace written to %s (read it with: babeltrace2 %s)", dir, dir);
     if (concurrent_seen)
-        msg("WARNING: other glucx-trace sessions recorded at the same time: this trace may hold "
-            "events of their commands too");
+        msg("note: other glucx-trace sessions recorded at the same time: this trace may hold "
+            "events of their commands too; glucx-analyze leaves out the processes that "
+            "%s/" PIDS_FILE " does not list",
+            dir);
     if (o.snapshot) {
         /* overwritten sub-buffers are not counted by LTTng as discarded or lost */
         msg("flight recorder: the snapshots hold the latest events that fit in %" PRIu64

@@ -36,15 +36,34 @@
  *   it execs and takes no LTTng-UST lock, so it needs none. A raw clone() without CLONE_VM runs
  *   none either and is guarded only by the helper (glucx-trace record). The helper's resetting of
  *   cached credentials and namespace contexts after setuid()/setns()/unshare() is not replicated.
+ *
+ * Process list. LTTng-UST records every traced process of the user in every session, so a trace
+ * made while another job records holds that job's events too. glucx-trace record sets
+ * GLUCX_TRACE_PIDS to the absolute path of DIR/glucx-pids (created empty) for its command; every
+ * process that loads this library appends "<pid>\n" to that file, in the constructor below and in
+ * a pthread_atfork() child handler registered always (whether or not the fork helper is loaded),
+ * so ranks and workers started by fork() without exec are listed as well; processes that exec
+ * inherit the variable and the preloaded provider and list themselves. glucx-analyze leaves out
+ * the events of the processes a trace's file does not list. Each line is one write() on a
+ * descriptor opened with O_APPEND (never O_CREAT: a missing file is not recreated), so
+ * concurrent writers never interleave. The child handler only calls async-signal-safe functions
+ * (open, write, close, getpid) on a path copied in the constructor. Failures never affect the
+ * process: the constructor prints one warning, the child handler stays silent. A process that
+ * clears its environment before exec, or a pid reused by another job while both recorded, is the
+ * file's limit (EVENTS.md, "Process list").
  */
 #define LTTNG_UST_TRACEPOINT_CREATE_PROBES
 #include "glucx_tp/provider.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lttng/ust-fork.h>
 
@@ -79,6 +98,91 @@ static void fork_child(void)
 {
     lttng_ust_after_fork_child(&fork_saved_sigmask);
 }
+
+/* ---- process list (GLUCX_TRACE_PIDS, see "Process list" above) ---------------------------- */
+
+#define PIDS_ENV "GLUCX_TRACE_PIDS"
+
+/* The file's path, copied by the constructor ("" = no list): the child handler must not call
+ * getenv() (not async-signal-safe; the environment may be mid-update in another thread). */
+static char pids_path[4096];
+
+/* Append "<pid>\n" to pids_path with one write(). Async-signal-safe. Returns 0, or an errno
+ * value (the caller decides whether to say anything). */
+static int pids_append(void)
+{
+    if (pids_path[0] == '\0')
+        return 0;
+    char line[24];
+    char digits[20];
+    int nd = 0;
+    long pid = (long)getpid();
+    do {
+        digits[nd++] = (char)('0' + pid % 10);
+        pid /= 10;
+    } while (pid > 0 && nd < (int)sizeof(digits));
+    int n = 0;
+    while (nd > 0)
+        line[n++] = digits[--nd];
+    line[n++] = '\n';
+    const int saved_errno = errno;
+    int rc = 0;
+    int fd;
+    do {
+        fd = open(pids_path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        rc = errno;
+    } else {
+        ssize_t w;
+        do {
+            w = write(fd, line, (size_t)n);
+        } while (w < 0 && errno == EINTR);
+        if (w != (ssize_t)n)
+            rc = w < 0 ? errno : EIO;
+        close(fd);
+    }
+    errno = saved_errno;
+    return rc;
+}
+
+static void pids_fork_child(void)
+{
+    (void)pids_append(); /* silently skipped on failure: the child must not be disturbed */
+}
+
+/* Independent of the fork guard below: the two may run in either order. */
+__attribute__((constructor)) static void glucx_tp_provider_list_pid(void)
+{
+    const char *path = getenv(PIDS_ENV);
+    if (path == NULL || path[0] == '\0')
+        return;
+    size_t len = strlen(path);
+    if (len >= sizeof(pids_path)) {
+        fprintf(stderr,
+                "glucx trace provider: warning: %s is %zu bytes long (at most %zu): process %ld "
+                "is not listed, glucx-analyze will leave its events out\n",
+                PIDS_ENV, len, sizeof(pids_path) - 1, (long)getpid());
+        return;
+    }
+    memcpy(pids_path, path, len + 1);
+    /* registered whatever guards fork(): a forked child lists itself */
+    int err = pthread_atfork(NULL, NULL, pids_fork_child);
+    if (err != 0) /* one warning at most per process */
+        fprintf(stderr,
+                "glucx trace provider: warning: cannot register a fork handler with "
+                "pthread_atfork: %s; processes forked by process %ld are not listed in %s, "
+                "glucx-analyze will leave their events out\n",
+                strerror(err), (long)getpid(), pids_path);
+    const int append_err = pids_append();
+    if (append_err != 0 && err == 0)
+        fprintf(stderr,
+                "glucx trace provider: warning: cannot append process %ld to %s (%s=%s): %s; "
+                "glucx-analyze will leave its events out\n",
+                (long)getpid(), pids_path, PIDS_ENV, pids_path, strerror(append_err));
+}
+
+/* ---- fork guard --------------------------------------------------------------------------- */
 
 __attribute__((constructor)) static void glucx_tp_provider_guard_fork(void)
 {

@@ -788,15 +788,33 @@ static glucx_an_key_t msg_key(uint64_t comm, uint32_t seq, uint32_t step, int32_
                         ((uint64_t)(uint32_t)src << 32) | (uint32_t)dst);
 }
 
+/* The message an event with bit @p bit (1 sb, 2 se, 4 rb, 8 re) belongs to. Messages with the
+ * same (comm, seq, step, src, dst), such as the segments of one step of a pipelined ring, form
+ * a FIFO, as the transport delivers them in order: an event goes to the oldest one still
+ * lacking it (an end to the oldest whose begin was seen, if any). */
 static msg_st_t *get_msg(glucx_an_engine_t *e, comm_st_t *c, uint32_t seq, uint32_t step,
-                         int32_t src, int32_t dst)
+                         int32_t src, int32_t dst, int bit)
 {
     glucx_an_key_t k = msg_key(c->id, seq, step, src, dst);
-    msg_st_t *m = glucx_an_map_get(&e->msgs, &k);
-    if (m)
-        return m;
+    msg_st_t *m = glucx_an_map_get(&e->msgs, &k), *tail = NULL, *no_begin = NULL;
+    const int begin = bit == 2 ? 1 : bit == 8 ? 4 : 0;
+    for (; m; m = m->next) {
+        tail = m;
+        if (m->have & bit)
+            continue;
+        if (!begin || (m->have & begin))
+            return m;
+        if (!no_begin)
+            no_begin = m;
+    }
+    if (no_begin)
+        return no_begin;
     m = calloc(1, sizeof(*m));
-    if (!m || glucx_an_map_put(&e->msgs, &k, m) != 0) {
+    if (!m)
+        return NULL;
+    if (tail) {
+        tail->next = m;
+    } else if (glucx_an_map_put(&e->msgs, &k, m) != 0) {
         free(m);
         return NULL;
     }
@@ -808,6 +826,30 @@ static msg_st_t *get_msg(glucx_an_engine_t *e, comm_st_t *c, uint32_t seq, uint3
     m->dst = dst;
     m->link = -1;
     return m;
+}
+
+/* Take @p m out of its key's FIFO (get_msg) and free it. Messages are referenced only through
+ * the map, so the head's successor can move into the head's memory (no map update). */
+static void drop_msg(glucx_an_engine_t *e, msg_st_t *m)
+{
+    glucx_an_key_t k = msg_key(m->comm_id, m->seq, m->step, m->src, m->dst);
+    msg_st_t *head = glucx_an_map_get(&e->msgs, &k);
+    if (head == m && m->next) {
+        msg_st_t *n = m->next;
+        *m = *n;
+        free(n);
+        return;
+    }
+    if (head == m) {
+        glucx_an_map_del(&e->msgs, &k);
+    } else {
+        for (msg_st_t *p = head; p; p = p->next)
+            if (p->next == m) {
+                p->next = m->next;
+                break;
+            }
+    }
+    free(m);
 }
 
 static riter_t *find_riter(comm_st_t *c, int r, int64_t ts)
@@ -968,10 +1010,8 @@ static int msg_complete(glucx_an_engine_t *e, msg_st_t *m)
         tl_flow(e, 1, fid, ps, ts_, m->sb);
         tl_flow(e, 0, fid, pd, td, m->re);
     }
-out:;
-    glucx_an_key_t k = msg_key(m->comm_id, m->seq, m->step, m->src, m->dst);
-    glucx_an_map_del(&e->msgs, &k);
-    free(m);
+out:
+    drop_msg(e, m);
     return rc;
 }
 
@@ -1023,12 +1063,10 @@ static int on_p2p(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs, const glucx
             l->bytes += ev->bytes;
             l->messages++;
         }
-        msg_st_t *m = get_msg(e, c, ev->seq, ev->step, r, ev->peer);
+        int bit = is_begin ? 1 : 2;
+        msg_st_t *m = get_msg(e, c, ev->seq, ev->step, r, ev->peer, bit);
         if (!m)
             return oom(e, "messages");
-        int bit = is_begin ? 1 : 2;
-        if (m->have & bit)
-            e->unmatched_sends++; /* a repeated key: the earlier message lost its partner */
         m->have |= bit;
         if (is_begin) {
             m->sb = ev->ts;
@@ -1061,12 +1099,10 @@ static int on_p2p(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs, const glucx
     }
     if (ev->peer < 0)
         return 0;
-    msg_st_t *m = get_msg(e, c, ev->seq, ev->step, ev->peer, r);
+    int bit = is_begin ? 4 : 8;
+    msg_st_t *m = get_msg(e, c, ev->seq, ev->step, ev->peer, r, bit);
     if (!m)
         return oom(e, "messages");
-    int bit = is_begin ? 4 : 8;
-    if (m->have & bit)
-        e->unmatched_recvs++;
     m->have |= bit;
     if (is_begin) {
         m->rb = ev->ts;
@@ -2099,7 +2135,10 @@ void glucx_an_engine_destroy(glucx_an_engine_t *e)
     if (!e)
         return;
     for (size_t i = 0; i < e->msgs.cap; i++)
-        free(e->msgs.slots[i].val);
+        for (msg_st_t *m = e->msgs.slots[i].val, *next; m; m = next) {
+            next = m->next;
+            free(m);
+        }
     for (size_t i = 0; i < e->colls.cap; i++)
         if (e->colls.slots[i].val)
             free_coll(e->colls.slots[i].val);
@@ -2125,6 +2164,7 @@ void glucx_an_engine_destroy(glucx_an_engine_t *e)
     strlist_free(&e->warnings);
     strlist_free(&e->unknown_events);
     strlist_free(&e->mismatched);
+    strlist_free(&e->pid_files);
     free(e->tracer);
     free(e->bt_version);
     free(e->command);
@@ -2172,6 +2212,43 @@ void glucx_an_engine_mismatched_event(glucx_an_engine_t *e, const char *name, co
                             "unknown provider version: event %s does not have the fields of "
                             "EVENTS.md ABI 1 (%s); its events are ignored",
                             name, why);
+}
+
+void glucx_an_engine_pid_file(glucx_an_engine_t *e, const char *path)
+{
+    glucx_an_strlist_add(&e->pid_files, path);
+}
+
+void glucx_an_engine_left_out(glucx_an_engine_t *e, uint64_t events, uint64_t processes)
+{
+    e->left_out_events += events;
+    e->left_out_processes += processes;
+    if (e->left_out_events == 0)
+        return;
+    char buf[512];
+    snprintf(buf, sizeof(buf),
+             "%" PRIu64 " events of %" PRIu64 " processes not listed in the trace's glucx-pids "
+             "were left out: another traced job ran at the same time (LTTng records every traced "
+             "process of the user in each session; babeltrace2 still shows their events)",
+             e->left_out_events, e->left_out_processes);
+    /* first in the list, replacing an earlier count, never dropped by MAX_WARNINGS */
+    if (e->warnings.n > 0 &&
+        strstr(e->warnings.v[0], "were left out: another traced job") != NULL) {
+        char *s = strdup(buf);
+        if (s) {
+            free(e->warnings.v[0]);
+            e->warnings.v[0] = s;
+        }
+        return;
+    }
+    if (!GROW(e->warnings.v, e->warnings.cap, e->warnings.n + 1))
+        return;
+    char *s = strdup(buf);
+    if (!s)
+        return;
+    memmove(e->warnings.v + 1, e->warnings.v, e->warnings.n * sizeof(char *));
+    e->warnings.v[0] = s;
+    e->warnings.n++;
 }
 
 void glucx_an_engine_ignored(glucx_an_engine_t *e)
@@ -2249,16 +2326,15 @@ int glucx_an_engine_finish(glucx_an_engine_t *e)
                                 "GLOO_DEVICE_TRANSPORT=UCX traces its communication)",
                                 e->fw_orphans);
     for (size_t i = 0; i < e->msgs.cap; i++) {
-        msg_st_t *m = e->msgs.slots[i].val;
-        if (!m)
-            continue;
-        if ((m->have & 3) && !(m->have & 12))
-            e->unmatched_sends++;
-        else if ((m->have & 12) && !(m->have & 3))
-            e->unmatched_recvs++;
-        else if (m->have & 8) {
-            /* both sides seen but one end missing: the wait attribution is skipped */
-            e->unmatched_sends += !(m->have & 2);
+        for (msg_st_t *m = e->msgs.slots[i].val; m; m = m->next) {
+            if ((m->have & 3) && !(m->have & 12))
+                e->unmatched_sends++;
+            else if ((m->have & 12) && !(m->have & 3))
+                e->unmatched_recvs++;
+            else if (m->have & 8) {
+                /* both sides seen but one end missing: the wait attribution is skipped */
+                e->unmatched_sends += !(m->have & 2);
+            }
         }
     }
     for (size_t i = 0; i < e->ncomms; i++) {

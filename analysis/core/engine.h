@@ -64,6 +64,18 @@ void glucx_an_engine_set_tool(glucx_an_engine_t *e, const char *bt_version, cons
 void glucx_an_engine_unknown_event(glucx_an_engine_t *e, const char *name);
 /** An event class whose fields differ from EVENTS.md ABI 1 (its events are ignored). */
 void glucx_an_engine_mismatched_event(glucx_an_engine_t *e, const char *name, const char *why);
+/**
+ * A process list (glucx-trace record's DIR/glucx-pids, path borrowed and copied) that filters
+ * the events of one of the traces: reported in trace.pid_files. Call once per file.
+ */
+void glucx_an_engine_pid_file(glucx_an_engine_t *e, const char *path);
+/**
+ * @p events glucx events of @p processes processes (distinct vpids per trace) were not fed
+ * because their trace's process list does not name them: another traced job ran at the same
+ * time. Adds to trace.left_out_events / left_out_processes and puts one warning, with the totals,
+ * first in the report's warnings. Call after the input ended (may be called again: it adds).
+ */
+void glucx_an_engine_left_out(glucx_an_engine_t *e, uint64_t events, uint64_t processes);
 /** An event not read (other provider, bad class): counted in events_ignored. */
 void glucx_an_engine_ignored(glucx_an_engine_t *e);
 

@@ -164,7 +164,8 @@ typedef struct msg_st {
     int32_t src, dst, link;
     uint64_t tag, bytes;
     int64_t sb, se, rb, re;
-    int have; /* bits: 1 sb, 2 se, 4 rb, 8 re */
+    int have;            /* bits: 1 sb, 2 se, 4 rb, 8 re */
+    struct msg_st *next; /* the next message with the same key (get_msg: FIFO) */
     /* the receiver's wait open on the recv_end's thread when the recv_end was seen (its
      * wait_rec_t.id), 0 = none: the message is attributed to that wait only */
     uint64_t wait_id;
@@ -206,6 +207,8 @@ struct glucx_an_engine {
     int64_t t_first, t_last;
     int have_ts;
     strlist_t paths, partial, warnings, unknown_events, mismatched;
+    strlist_t pid_files;                          /* process lists applied (glucx-pids) */
+    uint64_t left_out_events, left_out_processes; /* events of processes they do not list */
     char *tracer, *bt_version, *command;
     uint64_t unmatched_sends, unmatched_recvs, causality, unpaired, out_of_order;
     /* temp outputs */

@@ -578,6 +578,9 @@ int glucx_an_report_write(glucx_an_engine_t *e)
     json_object_set_new(tr, "partial", json_boolean(e->partial.n > 0));
     json_object_set_new(tr, "partial_reasons", strlist_json(&e->partial));
     json_object_set_new(tr, "warnings", strlist_json(&e->warnings));
+    json_object_set_new(tr, "pid_files", strlist_json(&e->pid_files));
+    json_object_set_new(tr, "left_out_events", json_integer((json_int_t)e->left_out_events));
+    json_object_set_new(tr, "left_out_processes", json_integer((json_int_t)e->left_out_processes));
     json_object_set_new(tr, "ranks_expected", json_integer(expected));
     json_object_set_new(tr, "ranks_seen", seen);
     json_object_set_new(tr, "missing_ranks", missing);
@@ -815,6 +818,8 @@ static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_
     fprintf(f, "\n");
     for (size_t i = 0; i < e->paths.n; i++)
         fprintf(f, "          %s\n", e->paths.v[i]);
+    for (size_t i = 0; i < e->pid_files.n; i++)
+        fprintf(f, "          only the processes listed in %s\n", e->pid_files.v[i]);
     if (e->partial.n) {
         fprintf(f, "PARTIAL REPORT:\n");
         for (size_t i = 0; i < e->partial.n; i++)

@@ -3,12 +3,19 @@
  * with libbabeltrace2 (the sink's class is created in-process from the same code as the plugin's)
  * and writes report.txt, report.json, report.html and timeline.json into DIR.
  *
+ * Concurrent jobs: LTTng records every traced process of the user in each session, so a trace
+ * may hold the events of another job traced at the same time. glucx-trace record lists its
+ * command's processes in DIR/glucx-pids; for every trace directory with such a file (the nearest
+ * one in the directory or its parents, up to PIDS_MAX_UP levels), events of processes it does not
+ * list are left out (the sink filters them, the report counts them). Traces without it: all kept.
+ *
  * Exit status: 0 report written (complete or partial: see report.json trace.partial),
  * 1 the analysis failed (no report), 2 usage error or no readable trace.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +83,182 @@ static int collect_traces(const char *dir, int depth, dirlist_t *out)
     }
     closedir(d);
     return found;
+}
+
+/* ---- process lists (glucx-pids) ------------------------------------------------------------- */
+
+#define PIDS_FILE "glucx-pids"
+/* a metadata directory is DIR/ust/uid/<uid>/64-bit, DIR/archives/<chunk>/ust/uid/<uid>/64-bit or
+ * DIR/snapshot-N-<date>/ust/uid/<uid>/64-bit: DIR is at most 6 levels up */
+#define PIDS_MAX_UP 6
+
+typedef struct pidfile {
+    char *path;
+    glucx_an_pidset_t set;
+    int ok; /* read: its set filters; 0: unreadable (warned), no filter */
+} pidfile_t;
+
+typedef struct pidfiles {
+    pidfile_t *v;
+    size_t n;
+} pidfiles_t;
+
+/* The nearest DIR/glucx-pids above the trace directory @p trace (into @p out); 0 if found. */
+static int find_pid_file(const char *trace, char *out, size_t len)
+{
+    char dir[PATH_MAX];
+    if (!realpath(trace, dir))
+        return -1;
+    for (int up = 0; up <= PIDS_MAX_UP; up++) {
+        struct stat st;
+        if (snprintf(out, len, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, PIDS_FILE) < (int)len &&
+            stat(out, &st) == 0 && S_ISREG(st.st_mode))
+            return 0;
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+            break;
+        *slash = 0;
+    }
+    return -1;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Read a process list: one decimal pid per line. 0, or -1 with a message in @p why. */
+static int read_pid_file(const char *path, glucx_an_pidset_t *set, uint64_t *bad_p, char *why,
+                         size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(why, len, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 0;
+    char line[64];
+    *bad_p = 0;
+    while (fgets(line, sizeof(line), f)) {
+        size_t l = strlen(line);
+        int whole = l > 0 && line[l - 1] == '\n';
+        if (!whole && !feof(f)) { /* an over-long line: skip the rest of it */
+            int ch;
+            while ((ch = fgetc(f)) != EOF && ch != '\n') {
+            }
+            (*bad_p)++;
+            continue;
+        }
+        if (whole)
+            line[--l] = 0;
+        if (l == 0)
+            continue;
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(line, &end, 10);
+        if (errno || end == line || *end || v <= 0) {
+            (*bad_p)++;
+            continue;
+        }
+        if (set->n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            int64_t *nv = realloc(set->pids, nc * sizeof(int64_t));
+            if (!nv) {
+                fclose(f);
+                snprintf(why, len, "out of memory reading %s (%zu pids)", path, set->n);
+                return -1;
+            }
+            set->pids = nv;
+            cap = nc;
+        }
+        set->pids[set->n++] = v;
+    }
+    int rerr = ferror(f);
+    fclose(f);
+    if (rerr) {
+        snprintf(why, len, "cannot read %s: I/O error", path);
+        return -1;
+    }
+    if (set->n > 1) {
+        qsort(set->pids, set->n, sizeof(int64_t), cmp_i64);
+        size_t w = 1;
+        for (size_t i = 1; i < set->n; i++)
+            if (set->pids[i] != set->pids[w - 1])
+                set->pids[w++] = set->pids[i];
+        set->n = w;
+    }
+    return 0;
+}
+
+/* The process list of every trace directory (NULL: none, keep all); files are read once each
+ * and reported to the engine (trace.pid_files), problems as warnings. */
+static int load_pid_files(const dirlist_t *traces, glucx_an_engine_t *eng, pidfiles_t *files,
+                          const glucx_an_pidset_t ***sets_p)
+{
+    const glucx_an_pidset_t **sets = calloc(traces->n ? traces->n : 1, sizeof(*sets));
+    size_t *file_of = malloc((traces->n ? traces->n : 1) * sizeof(size_t)); /* SIZE_MAX: none */
+    *sets_p = sets;
+    if (!sets || !file_of) {
+        free(file_of);
+        return -1;
+    }
+    for (size_t i = 0; i < traces->n; i++) {
+        file_of[i] = SIZE_MAX;
+        char path[PATH_MAX + 32];
+        if (find_pid_file(traces->v[i], path, sizeof(path)) != 0)
+            continue;
+        size_t k = 0;
+        while (k < files->n && strcmp(files->v[k].path, path) != 0)
+            k++;
+        if (k == files->n) {
+            pidfile_t *nv = realloc(files->v, (files->n + 1) * sizeof(pidfile_t));
+            if (!nv) {
+                free(file_of);
+                return -1;
+            }
+            files->v = nv;
+            pidfile_t *pf = &files->v[files->n++];
+            memset(pf, 0, sizeof(*pf));
+            pf->path = strdup(path);
+            if (!pf->path) {
+                free(file_of);
+                return -1;
+            }
+            char why[PATH_MAX + 128];
+            uint64_t bad = 0;
+            if (read_pid_file(path, &pf->set, &bad, why, sizeof(why)) != 0) {
+                fprintf(stderr, "glucx-analyze: warning: %s: every process of %s is kept\n", why,
+                        traces->v[i]);
+                glucx_an_engine_warn(eng,
+                                     "%s: the events of every process were kept (another "
+                                     "job traced at the same time would be mixed in)",
+                                     why);
+            } else {
+                pf->ok = 1;
+                glucx_an_engine_pid_file(eng, path);
+                if (bad)
+                    glucx_an_engine_warn(eng, "%s: %" PRIu64 " lines that are not a pid ignored",
+                                         path, bad);
+            }
+        }
+        file_of[i] = k;
+    }
+    /* pointers into files->v only now that it no longer moves */
+    for (size_t i = 0; i < traces->n; i++)
+        if (file_of[i] != SIZE_MAX && files->v[file_of[i]].ok)
+            sets[i] = &files->v[file_of[i]].set;
+    free(file_of);
+    return 0;
+}
+
+static void free_pid_files(pidfiles_t *files)
+{
+    for (size_t i = 0; i < files->n; i++) {
+        free(files->v[i].path);
+        free(files->v[i].set.pids);
+    }
+    free(files->v);
 }
 
 /* The current error's causes, root cause first, on one line (for messages and the report). */
@@ -161,6 +344,7 @@ static int run_graph(const dirlist_t *traces, glucx_an_sink_ctl_t *ctl, char *wh
     const bt_component_filter *mux = NULL;
     const bt_component_sink *snk = NULL;
     snprintf(why, len, "cannot build the analysis graph (out of memory?)");
+    ctl->left_out_events = ctl->left_out_processes = 0; /* counted again by a second run */
     if (!src_cls || !mux_cls) {
         snprintf(why, len,
                  "cannot find the Babeltrace 2 plugins ctf (source.ctf.fs) and utils "
@@ -189,8 +373,12 @@ static int run_graph(const dirlist_t *traces, glucx_an_sink_ctl_t *ctl, char *wh
         bt_value_put_ref(params);
         params = bt_value_map_create();
         bt_value *inputs = NULL;
+        /* the sink finds an event's input (and process list) from its trace's name */
+        char tname[64];
+        snprintf(tname, sizeof(tname), "%s%zu", GLUCX_AN_TRACE_NAME_PREFIX, i);
         if (!params || bt_value_map_insert_empty_array_entry(params, "inputs", &inputs) != 0 ||
-            bt_value_array_append_string_element(inputs, traces->v[i]) != 0)
+            bt_value_array_append_string_element(inputs, traces->v[i]) != 0 ||
+            bt_value_map_insert_string_entry(params, "trace-name", tname) != 0)
             goto out;
         if (ctl->progress) {
             int64_t b, e;
@@ -557,7 +745,23 @@ int main(int argc, char **argv)
     if (skipped[0])
         glucx_an_engine_partial(eng, "inputs that are not traces were skipped: %s", skipped);
 
-    glucx_an_sink_ctl_t ctl = {.engine = eng, .progress = want_progress && isatty(2)};
+    pidfiles_t pid_files = {0};
+    const glucx_an_pidset_t **pidsets = NULL;
+    if (load_pid_files(&traces, eng, &pid_files, &pidsets) != 0) {
+        fprintf(stderr, "glucx-analyze: out of memory reading the process lists (%s)\n", PIDS_FILE);
+        free(pidsets);
+        free_pid_files(&pid_files);
+        glucx_an_engine_destroy(eng);
+        for (size_t i = 0; i < traces.n; i++)
+            free(traces.v[i]);
+        free(traces.v);
+        free(paths);
+        return 1;
+    }
+    glucx_an_sink_ctl_t ctl = {.engine = eng,
+                               .progress = want_progress && isatty(2),
+                               .pidsets = pidsets,
+                               .ninputs = traces.n};
     char why[1024] = "";
     int gr = run_graph(&traces, &ctl, why, sizeof(why));
     if (gr == GRAPH_INIT_FAILED) {
@@ -591,6 +795,13 @@ int main(int argc, char **argv)
             eng, "trace truncated or unreadable: reading stopped after %" PRIu64 " events: %s",
             glucx_an_engine_events(eng), why);
     }
+    if (ctl.left_out_events > 0) {
+        glucx_an_engine_left_out(eng, ctl.left_out_events, ctl.left_out_processes);
+        fprintf(stderr,
+                "glucx-analyze: %" PRIu64 " events of %" PRIu64 " processes not listed in %s "
+                "left out: another traced job ran at the same time\n",
+                ctl.left_out_events, ctl.left_out_processes, PIDS_FILE);
+    }
     if (glucx_an_engine_finish(eng) != 0) {
         fprintf(stderr, "glucx-analyze: %s\n", glucx_an_engine_error(eng));
         goto out;
@@ -606,6 +817,8 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     glucx_an_engine_destroy(eng);
+    free(pidsets);
+    free_pid_files(&pid_files);
     for (size_t i = 0; i < traces.n; i++)
         free(traces.v[i]);
     free(traces.v);

@@ -29,6 +29,9 @@
       "hand (glucx-trace record does this itself)")                                                \
     X(GLUCX_TRACE_PROVIDER, "",                                                                    \
       "path of the trace provider to load instead of the default search")                          \
+    X(GLUCX_TRACE_PIDS, "",                                                                        \
+      "set by glucx-trace record: the file where each traced process lists its pid (read by "      \
+      "the trace provider, not by libglucx)")                                                      \
     X(GLUCX_TUNE, "",                                                                              \
       "algorithm selection overrides: COLL[,COLL]:[LO-HI:]ALG entries joined by '#', "             \
       "e.g. allreduce:0-4K:recursive_doubling#allreduce:4K-inf:ring")                              \

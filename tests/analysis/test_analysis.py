@@ -14,6 +14,10 @@ Ground truth (values measured by gt_run itself, never read from the trace):
 Robustness (each: a clear message, a report marked partial where one is possible):
   missing, nontrace, empty, truncated, discarded, unknown_version; plugin_cli: the same sink
   through `babeltrace2 --plugin-path`; merge: two traces with different UUIDs analysed together.
+  pidfiles: each trace directory's glucx-pids (glucx-trace's process list) filters its own
+  events only: a rank's pid removed from one of two merged traces' lists leaves out exactly that
+  process's events (counted here with bt2), the other trace is untouched; found from a trace
+  subdirectory too; without the files everything is analysed as before.
 Every report.json is validated against the schema. Exit 0 pass, 77 skip.
 """
 import argparse
@@ -292,6 +296,80 @@ def case_merge(a):
     names = sorted(c["name"] for c in rep["trace"]["comms"])
     check(names == ["bytes", "straggler"], "merged comms %s" % names)
     check(rep["stragglers"] and rep["stragglers"][0]["rank"] == 2, "straggler lost in the merge")
+
+
+def case_pidfiles(a):
+    import bt2  # python3-bt2, as tests/trace uses
+
+    def per_vpid(trace):
+        counts = {}
+        for msg in bt2.TraceCollectionMessageIterator(trace):
+            if type(msg) is bt2._EventMessageConst and msg.event.name.startswith("glucx:"):
+                v = int(msg.event.common_context_field["vpid"])
+                counts[v] = counts.get(v, 0) + 1
+        return counts
+
+    dirs = {}
+    for mode in ("bytes", "straggler"):
+        store = os.path.join(a.work, "pidfiles-" + mode + "-store")
+        shutil.rmtree(store, ignore_errors=True)
+        os.makedirs(store)
+        dirs[mode] = record(a, "pidfiles-" + mode,
+                            [a.gt, mode, store, os.path.join(a.work, "pidfiles-truth.txt")])
+    d1, d2 = dirs["bytes"], dirs["straggler"]
+    files = [os.path.join(d, "glucx-pids") for d in (d1, d2)]
+    lists = []
+    for f in files:
+        check(os.path.isfile(f), "glucx-trace did not write %s" % f)
+        with open(f) as fh:
+            lists.append({int(l) for l in fh.read().split()})
+    c1, c2 = per_vpid(d1), per_vpid(d2)
+    check(set(c1) <= lists[0] and set(c2) <= lists[1],
+          "a process with events is not listed: %s %s / %s %s" % (sorted(c1), sorted(lists[0]),
+                                                                  sorted(c2), sorted(lists[1])))
+    # drop the busiest process of the first trace from its list
+    v = max(c1, key=lambda k: (c1[k], k))
+    with open(files[0], "w") as fh:
+        fh.write("".join("%d\n" % p for p in sorted(lists[0] - {v})))
+    out = os.path.join(a.work, "pidfiles", "report")
+    shutil.rmtree(out, ignore_errors=True)
+    run([a.analyze, d1, d2, "-o", out, "--no-html"])
+    rep = load_report(a, out)
+    tr = rep["trace"]
+    total = sum(c1.values()) + sum(c2.values())
+    check(tr["left_out_events"] == c1[v] and tr["left_out_processes"] == 1,
+          "left out %d events of %d processes, expected %d of 1 (pid %d)"
+          % (tr["left_out_events"], tr["left_out_processes"], c1[v], v))
+    check(tr["events"] == total - c1[v], "events %d, expected %d - %d" % (tr["events"], total, c1[v]))
+    check(sorted(tr["pid_files"]) == sorted(os.path.realpath(f) for f in files),
+          "pid_files %s" % tr["pid_files"])
+    check(tr["warnings"][0].startswith("%d events of 1 processes not listed" % c1[v]),
+          "warning: %s" % tr["warnings"])
+    vpids = {r.get("vpid") for c in tr["comms"] for r in c.get("ranks", [])}
+    check(v not in vpids, "pid %d left out but still a rank: %s" % (v, tr["comms"]))
+    check(sorted(c["name"] for c in tr["comms"]) == ["bytes", "straggler"],
+          "comms %s" % [c["name"] for c in tr["comms"]])
+
+    # a trace subdirectory given directly: its glucx-pids is found above it
+    sub = None
+    for root, _, names in os.walk(d1):
+        if "metadata" in names:
+            sub = root
+    p, rep = analyze(a, sub, "pidfiles-sub")
+    check(rep["trace"]["left_out_events"] == c1[v] and
+          rep["trace"]["events"] == sum(c1.values()) - c1[v],
+          "from %s: left out %d, events %d" % (sub, rep["trace"]["left_out_events"],
+                                               rep["trace"]["events"]))
+
+    # without the files: everything, as before
+    for f in files:
+        os.unlink(f)
+    p, rep = analyze(a, d1, "pidfiles-none")
+    tr = rep["trace"]
+    check(tr["events"] == sum(c1.values()) and tr["left_out_events"] == 0 and
+          tr["pid_files"] == [] and not any("left out" in w for w in tr["warnings"]),
+          "without glucx-pids: events %d of %d, left out %d, files %s"
+          % (tr["events"], sum(c1.values()), tr["left_out_events"], tr["pid_files"]))
 
 
 def main():

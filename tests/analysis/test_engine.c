@@ -637,6 +637,67 @@ static void test_empty_and_missing(void **state)
     json_decref(rep);
 }
 
+/* Process lists (glucx-analyze's filter of other jobs' events, METRICS.md "Input"): the sink
+ * drops the events and the engine reports the counts. Two calls add up (8 events of 3
+ * processes); the warning is one, first in the list even after MAX_WARNINGS others, and names the
+ * totals; the file is listed once. Without a list: zeros, an empty list, no warning. */
+static void test_left_out(void **state)
+{
+    (void)state;
+    start("left_out");
+    init(0, 0, 1);
+    for (int i = 0; i < 70; i++)
+        glucx_an_engine_warn(g_e, "filler warning %d", i);
+    glucx_an_engine_pid_file(g_e, "/t/a/glucx-pids");
+    glucx_an_engine_pid_file(g_e, "/t/a/glucx-pids");
+    glucx_an_engine_pid_file(g_e, "/t/b/glucx-pids");
+    glucx_an_engine_left_out(g_e, 5, 2);
+    glucx_an_engine_left_out(g_e, 3, 1);
+    json_t *rep = finish();
+    json_t *tr = json_object_get(rep, "trace");
+    assert_int_equal(geti(tr, "left_out_events"), 8);
+    assert_int_equal(geti(tr, "left_out_processes"), 3);
+    assert_int_equal(geti(tr, "events"), 1);
+    json_t *files = json_object_get(tr, "pid_files");
+    assert_int_equal(json_array_size(files), 2);
+    assert_string_equal(json_string_value(json_array_get(files, 0)), "/t/a/glucx-pids");
+    json_t *w = json_object_get(tr, "warnings");
+    const char *want = "8 events of 3 processes not listed in the trace's glucx-pids were left "
+                       "out: another traced job ran at the same time";
+    assert_non_null(strstr(json_string_value(json_array_get(w, 0)), want));
+    size_t i, n = 0;
+    json_t *x;
+    json_array_foreach(w, i, x) n += strstr(json_string_value(x), "were left out") != NULL;
+    assert_int_equal(n, 1);
+    json_decref(rep);
+    char p[1100], line[1024];
+    snprintf(p, sizeof(p), "%s/report.txt", g_out);
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    int found = 0, listed = 0;
+    while (fgets(line, sizeof(line), f)) {
+        found |= strncmp(line, "warning: ", 9) == 0 && strstr(line, want) != NULL;
+        listed |= strstr(line, "only the processes listed in /t/b/glucx-pids") != NULL;
+    }
+    fclose(f);
+    assert_true(found);
+    assert_true(listed);
+
+    start("left_out_none");
+    init(0, 0, 1);
+    glucx_an_engine_left_out(g_e, 0, 0);
+    rep = finish();
+    tr = json_object_get(rep, "trace");
+    assert_int_equal(geti(tr, "left_out_events"), 0);
+    assert_int_equal(geti(tr, "left_out_processes"), 0);
+    assert_int_equal(json_array_size(json_object_get(tr, "pid_files")), 0);
+    n = 0;
+    json_array_foreach(json_object_get(tr, "warnings"), i, x) n +=
+        strstr(json_string_value(x), "were left out") != NULL;
+    assert_int_equal(n, 0);
+    json_decref(rep);
+}
+
 /* Gloo-shim traffic (slot tags, no collective events): 300 allreduce slots of one 64-byte
  * message each way between two ranks -> 300 collectives "allreduce"/"gloo" of 64 bytes per rank
  * (more than the 256 kept open, so the oldest are written out on the way), inferred period 1. */
@@ -732,6 +793,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cp_no_wait),
         cmocka_unit_test(test_empty_and_missing),
         cmocka_unit_test(test_gloo),
+        cmocka_unit_test(test_left_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,12 +4,14 @@ Babeltrace 2 (the bt2 Python bindings and the babeltrace2 CLI).
 
     test_trace.py --bin-dir DIR --source-dir DIR --work DIR CASE
 
-CASE: record, levels, discard, rotate, snapshot, off, errors, signal, bench, waits, forklock.
+CASE: record, levels, discard, rotate, snapshot, off, errors, signal, bench, waits, forklock,
+concurrent (needs --bench and --analyze).
 Every expected value is computed here from the formulas that emit.c documents, not read from the
 trace. Exit 0 = pass.
 """
 import argparse
 import fcntl
+import json
 import os
 import pty
 import re
@@ -96,6 +98,13 @@ def read_trace(path):
             "classes": {k: v.cls for k, v in ev.payload_field.items()},
         })
     return events, discarded
+
+
+def own_events(trace_dir, events):
+    """The events of the processes trace_dir/glucx-pids lists: those of the recorded command, not
+    of another job traced at the same time (LTTng records both in each session)."""
+    pids = set(pid_lines(os.path.join(trace_dir, "glucx-pids")))
+    return [ev for ev in events if ev["vpid"] in pids]
 
 
 def babeltrace2_cli(path):
@@ -298,6 +307,7 @@ def case_record(a):
 
     events, discarded = read_trace(d)
     check(discarded == 0, "%d events discarded in a small trace" % discarded)
+    events = own_events(d, events)  # not those of a job traced at the same time
     en = Enums(a.source_dir)
 
     # per process (vpid): the exact sequence emit_all() records
@@ -418,10 +428,15 @@ def case_rotate(a):
     chunks = sorted(os.listdir(archives)) if os.path.isdir(archives) else []
     check(len(chunks) >= 2, "%d rotation chunks under %s (expected >= 2): %s" % (
         len(chunks), archives, err))
-    per_chunk = [len(read_trace(os.path.join(archives, c))[0]) for c in chunks]
+    # the process list stays at the top of DIR, outside the chunks
+    check(os.path.isfile(os.path.join(d, "glucx-pids")) and
+          not any("glucx-pids" in f for _, _, fs in os.walk(archives) for f in fs),
+          "glucx-pids not at the top of %s only" % d)
+    per_chunk = [len(own_events(d, read_trace(os.path.join(archives, c))[0])) for c in chunks]
     # (the chunk archived at the end may be empty: the command slept after its last burst)
     check(sum(1 for n in per_chunk if n > 0) >= 2, "events in fewer than 2 chunks: %s" % per_chunk)
     events, discarded = read_trace(d)
+    events = own_events(d, events)
     check(len(events) == sum(per_chunk), "the whole directory reads %d events, the chunks %d"
           % (len(events), sum(per_chunk)))
     m = re.search(r"(\d+) events discarded", err)
@@ -816,6 +831,10 @@ def case_forklock(a):
     helper_env = dict(env, LD_PRELOAD="liblttng-ust-fork.so.1", ASAN_OPTIONS=asan)
     runs = (("provider only", env, "0", "1"), ("fork helper preloaded", helper_env, "1", "0"))
     for label, e, helper, guard in runs:
+        # the process list (GLUCX_TRACE_PIDS) is kept whichever guards fork()
+        pid_file = os.path.join(a.work, "forklock-pids-%s" % guard)
+        open(pid_file, "w").close()
+        e = dict(e, GLUCX_TRACE_PIDS=pid_file)
         try:  # emit bounds the child; the bound here is for a fork() that never returns
             rc, out, err = run([a.emit, "forklock"], env=e, timeout=25)
         except subprocess.TimeoutExpired:
@@ -833,6 +852,11 @@ def case_forklock(a):
         check(info.get("forklock_fork_guard") == guard,
               "%s: the provider's fork guard is %s, expected %s (1: handlers registered, "
               "0: left to the fork helper)" % (label, info.get("forklock_fork_guard"), guard))
+        pids = pid_lines(pid_file)
+        parent = int(info.get("pid", "0"))
+        check(parent in pids and len(set(pids) - {parent}) >= 1,
+              "%s: %s should list the parent (pid %d, constructor) and the forked child "
+              "(pthread_atfork handler): %s" % (label, pid_file, parent, pids))
         check(info.get("forklock_fork_waited") == "1",
               "%s: fork() returned before the holder released LTTng-UST's locks" % label)
         check(info.get("forklock_child") == "exited" and
@@ -842,9 +866,150 @@ def case_forklock(a):
               % (label, info.get("forklock_fork_ms"), info.get("forklock_child_ms")))
 
 
+def pid_lines(path):
+    """The pids of a glucx-pids file; every line must be "<decimal pid>\n" (EVENTS.md)."""
+    with open(path) as f:
+        text = f.read()
+    check(text == "" or text.endswith("\n"), "%s does not end with a newline: %r" % (path, text))
+    lines = text.splitlines()
+    for l in lines:
+        check(re.fullmatch(r"[1-9][0-9]*", l) is not None, "%s: bad line %r" % (path, l))
+    return [int(l) for l in lines]
+
+
+# One job of case_concurrent: /usr/bin/python3 -c JOB NAME SYNC BENCH INFO. Says it records
+# (NAME.ready), waits for the other job to record too, runs glucx-bench (2 forked ranks,
+# communicator NAME), says it is done (NAME.done) and waits for the other job's bench to end, so
+# both benches run while both sessions record. Bounded waits.
+CONCURRENT_JOB = r"""
+import json, os, subprocess, sys, time
+name, other, sync, bench, info = sys.argv[1:6]
+def wait_for(path):
+    deadline = time.monotonic() + 40
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            sys.exit("job %s: %s did not appear within 40 s" % (name, path))
+        time.sleep(0.02)
+open(os.path.join(sync, name + ".ready"), "w").close()
+wait_for(os.path.join(sync, other + ".ready"))
+p = subprocess.Popen([bench, "--ranks", "2", "--name", name, "--coll", "allreduce",
+                      "-b", "1K", "-e", "8K", "-n", "3", "-w", "1", "-T", "20000"],
+                     stdout=subprocess.DEVNULL)
+rc = p.wait(timeout=40)
+open(os.path.join(sync, name + ".done"), "w").close()
+wait_for(os.path.join(sync, other + ".done"))
+with open(info, "w") as f:
+    json.dump({"pid": os.getpid(), "bench_pid": p.pid, "bench_rc": rc}, f)
+sys.exit(rc)
+"""
+
+
+def case_concurrent(a):
+    """Two glucx-trace sessions record at the same time (overlap made certain by the jobs'
+    handshake): LTTng puts each job's events in both traces. Each DIR/glucx-pids must list
+    exactly its own job's processes (the interpreter, glucx-bench and its forked ranks), and
+    glucx-analyze on each trace must report only its own communicator and count the other
+    job's events as left out. A third, foreign session (another user of the session daemon)
+    may record too: only these two jobs' events are checked by name, the left-out counts are
+    computed from the trace itself."""
+    check(a.bench and a.analyze, "concurrent needs --bench and --analyze")
+    base = fresh_dir(os.path.join(a.work, "concurrent"))
+    sync = os.path.join(base, "sync")
+    os.makedirs(sync)
+    tag = "%d" % os.getpid()
+    names = {"A": "concA" + tag, "B": "concB" + tag}  # unique: a foreign job cannot use them
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.pop("GLUCX_TRACE", None)
+    env.pop("GLUCX_TRACE_PIDS", None)
+    procs, dirs, infos = {}, {}, {}
+    try:
+        for j, o in (("A", "B"), ("B", "A")):
+            dirs[j] = os.path.join(base, "trace" + j)
+            infos[j] = os.path.join(base, "info" + j + ".json")
+            cmd = [a.glucx_trace, "record", "-o", dirs[j], "--level", "coll", "--",
+                   sys.executable, "-c", CONCURRENT_JOB, names[j], names[o], sync, a.bench,
+                   infos[j]]
+            procs[j] = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+        res = {j: p.communicate(timeout=100) for j, p in procs.items()}
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for j in "AB":
+        check(procs[j].returncode == 0, "job %s: glucx-trace exited %d: %s" % (
+            j, procs[j].returncode, res[j][1][-3000:]))
+    info = {j: json.load(open(infos[j])) for j in "AB"}
+    pids = {}
+    for j in "AB":
+        path = os.path.join(dirs[j], "glucx-pids")
+        check(os.path.isfile(path), "job %s: %s missing" % (j, path))
+        pids[j] = set(pid_lines(path))
+    check(not (pids["A"] & pids["B"]), "the two jobs' pid files share %s" % (pids["A"] & pids["B"]))
+    for j, o in (("A", "B"), ("B", "A")):
+        events, _ = read_trace(dirs[j])
+        comm_vpids = {}
+        for ev in events:
+            if ev["name"] == "glucx:comm_init":
+                comm_vpids.setdefault(dict(ev["fields"])["name"], set()).add(ev["vpid"])
+        own, foreign = comm_vpids.get(names[j], set()), comm_vpids.get(names[o], set())
+        check(len(own) >= 2, "trace %s: comm_init of %s from %d processes, expected the 2 ranks"
+              % (j, names[j], len(own)))
+        check(len(foreign) >= 2, "trace %s lacks the other job's comm_init events (%s): the "
+              "sessions did not overlap as arranged" % (j, names[o]))
+        mine = {info[j]["pid"], info[j]["bench_pid"]}
+        ranks = own - mine
+        check(len(ranks) >= 1 and ranks <= pids[j],
+              "trace %s: forked ranks %s not all listed in %s" % (j, sorted(own), sorted(pids[j])))
+        check(own <= pids[j] and mine <= pids[j],
+              "trace %s: own processes %s not all listed: %s" % (j, sorted(own | mine),
+                                                                 sorted(pids[j])))
+        check(not (foreign & pids[j]), "trace %s: the other job's ranks %s are listed in its "
+              "glucx-pids %s" % (j, sorted(foreign), sorted(pids[j])))
+        # exactly its own processes: the interpreter, glucx-bench and the processes that emitted
+        # this job's events
+        extra = pids[j] - mine - own
+        check(not extra, "trace %s: %s lists processes %s that are neither "
+              "the job's interpreter %s, its glucx-bench nor its ranks %s"
+              % (j, "glucx-pids", sorted(extra), info[j]["pid"], sorted(own)))
+        # the analysis: own communicator only, the left-out events counted from the trace
+        left = [ev for ev in events if ev["vpid"] not in pids[j]]
+        left_procs = {ev["vpid"] for ev in left}
+        out = os.path.join(base, "report" + j)
+        rc, sout, serr = run([a.analyze, dirs[j], "-o", out, "--no-html", "--no-progress"])
+        check(rc == 0, "glucx-analyze %s exited %d: %s" % (dirs[j], rc, serr))
+        rep = json.load(open(os.path.join(out, "report.json")))
+        tr = rep["trace"]
+        got = sorted(c["name"] for c in tr["comms"])
+        want = sorted({dict(ev["fields"])["name"] for ev in events
+                       if ev["name"] == "glucx:comm_init" and ev["vpid"] in pids[j]})
+        check(got == want and names[j] in got and names[o] not in got,
+              "report %s: communicators %s, expected %s" % (j, got, want))
+        check(tr["left_out_events"] == len(left) and tr["left_out_processes"] == len(left_procs),
+              "report %s: left out %d events of %d processes, the trace has %d events of %d "
+              "unlisted processes" % (j, tr["left_out_events"], tr["left_out_processes"],
+                                      len(left), len(left_procs)))
+        check(tr["events"] == len(events) - len(left), "report %s: %d events analysed, expected "
+              "%d - %d" % (j, tr["events"], len(events), len(left)))
+        check(tr["pid_files"] == [os.path.realpath(os.path.join(dirs[j], "glucx-pids"))],
+              "report %s: pid_files %s" % (j, tr["pid_files"]))
+        warn = "%d events of %d processes not listed in the trace's glucx-pids were left out: " \
+               "another traced job ran at the same time" % (len(left), len(left_procs))
+        check(tr["warnings"] and tr["warnings"][0].startswith(warn),
+              "report.json %s: warnings %s lack %r" % (j, tr["warnings"], warn))
+        txt = open(os.path.join(out, "report.txt")).read()
+        check(("warning: " + warn) in txt, "report.txt %s lacks %r" % (j, warn))
+        print("concurrent %s: glucx-pids lists %d processes (interpreter, glucx-bench, %d forked "
+              "ranks); the trace holds %d events, %d of %d processes of other jobs left out by "
+              "glucx-analyze; communicators reported: %s"
+              % (j, len(pids[j]), len(ranks), len(events), len(left), len(left_procs), got))
+
+
 CASES = {"rotate": case_rotate, "snapshot": case_snapshot, "record": case_record, "levels": case_levels, "discard": case_discard, "off": case_off,
          "errors": case_errors, "signal": case_signal, "bench": case_bench,
-         "waits": case_waits, "forklock": case_forklock}
+         "waits": case_waits, "forklock": case_forklock, "concurrent": case_concurrent}
 
 
 def main():
@@ -856,6 +1021,8 @@ def main():
     p.add_argument("--source-dir", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--bench-iters", type=int, default=200000)
+    p.add_argument("--bench", help="glucx-bench (case concurrent)")
+    p.add_argument("--analyze", help="glucx-analyze (case concurrent)")
     p.add_argument("case", choices=sorted(CASES))
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)

@@ -44,6 +44,11 @@ typedef struct sink {
     int32_t *alt_ids;
     uint64_t *alt_cost;
     size_t altcap;
+    /* process-list filter (ctl->pidsets): input index by bt_trace, the last one cached */
+    glucx_an_map_t trace_input; /* trace pointer -> input index + 1, UINTPTR_MAX: none */
+    const bt_trace *last_trace;
+    size_t last_input;
+    glucx_an_map_t left_out_pids; /* (input, vpid) already counted in left_out_processes */
 } sink_t;
 
 /* ---- templates ------------------------------------------------------------------------------ */
@@ -377,6 +382,85 @@ static int convert(sink_t *s, const evc_t *c, const bt_message *msg, const bt_ev
     return 0;
 }
 
+/* ---- process lists -------------------------------------------------------------------------- */
+
+/* The process list of the input @p ev comes from (NULL: no filter), from its trace's name
+ * [<host>/]GLUCX_AN_TRACE_NAME_PREFIX<i>; its input index into @p input_p (SIZE_MAX: unknown). */
+static const glucx_an_pidset_t *event_pidset(sink_t *s, const bt_event *ev, size_t *input_p)
+{
+    const bt_trace *tr = bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev));
+    size_t input = SIZE_MAX;
+    if (tr != NULL && tr == s->last_trace) {
+        input = s->last_input;
+    } else {
+        /* map value: input + 1, or UINTPTR_MAX for a trace that is not one of the inputs */
+        glucx_an_key_t k = glucx_an_key((uint64_t)(uintptr_t)tr, 0, 0);
+        uintptr_t v = (uintptr_t)glucx_an_map_get(&s->trace_input, &k);
+        if (v != 0) {
+            input = v == UINTPTR_MAX ? SIZE_MAX : (size_t)(v - 1);
+        } else {
+            /* source.ctf.fs prefixes the name with the trace's hostname ("host/<name>") */
+            const char *name = tr ? bt_trace_get_name(tr) : NULL;
+            const char *at = name ? strstr(name, GLUCX_AN_TRACE_NAME_PREFIX) : NULL;
+            const size_t pl = sizeof(GLUCX_AN_TRACE_NAME_PREFIX) - 1;
+            if (at && (at == name || at[-1] == '/')) {
+                char *end = NULL;
+                unsigned long long i = strtoull(at + pl, &end, 10);
+                if (end != at + pl && *end == '\0' && i < s->ctl->ninputs)
+                    input = (size_t)i;
+            }
+            v = input == SIZE_MAX ? UINTPTR_MAX : (uintptr_t)input + 1;
+            (void)glucx_an_map_put(&s->trace_input, &k, (void *)v); /* OOM: looked up again */
+        }
+        s->last_trace = tr;
+        s->last_input = input;
+    }
+    *input_p = input;
+    return input < s->ctl->ninputs ? s->ctl->pidsets[input] : NULL;
+}
+
+static int pidset_has(const glucx_an_pidset_t *set, int64_t pid)
+{
+    size_t lo = 0, hi = set->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (set->pids[mid] == pid)
+            return 1;
+        if (set->pids[mid] < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+/* Whether the event belongs to a process its trace's list leaves out (counted in ctl). */
+static int left_out(sink_t *s, const evc_t *c, const bt_event *ev)
+{
+    if (!s->ctl || !s->ctl->pidsets || c->vpid_idx < 0)
+        return 0;
+    size_t input = SIZE_MAX;
+    const glucx_an_pidset_t *set = event_pidset(s, ev, &input);
+    if (!set)
+        return 0;
+    const bt_field *cc = bt_event_borrow_common_context_field_const(ev);
+    if (!cc)
+        return 0;
+    const bt_field *f =
+        bt_field_structure_borrow_member_field_by_index_const(cc, (uint64_t)c->vpid_idx);
+    int64_t vpid = c->ctx_vpid_signed ? bt_field_integer_signed_get_value(f)
+                                      : (int64_t)bt_field_integer_unsigned_get_value(f);
+    if (pidset_has(set, vpid))
+        return 0;
+    s->ctl->left_out_events++;
+    glucx_an_key_t k = glucx_an_key((uint64_t)input, (uint64_t)vpid, 0);
+    if (!glucx_an_map_get(&s->left_out_pids, &k)) {
+        s->ctl->left_out_processes++;
+        (void)glucx_an_map_put(&s->left_out_pids, &k, (void *)1); /* OOM: counted again later */
+    }
+    return 1;
+}
+
 /* ---- component methods ---------------------------------------------------------------------- */
 
 static const char *param_str(const bt_value *params, const char *key)
@@ -470,6 +554,8 @@ void glucx_an_sink_finalize(bt_self_component_sink *self)
     for (size_t i = 0; i < s->classes.cap; i++)
         free(s->classes.slots[i].val);
     glucx_an_map_free(&s->classes);
+    glucx_an_map_free(&s->trace_input);
+    glucx_an_map_free(&s->left_out_pids);
     free(s->alt_ids);
     free(s->alt_cost);
     free(s->out_dir);
@@ -573,6 +659,8 @@ bt_component_class_sink_consume_method_status glucx_an_sink_consume(bt_self_comp
                 glucx_an_engine_ignored(s->engine);
                 break;
             }
+            if (left_out(s, c, ev))
+                break; /* another job's process (glucx-analyze's process lists) */
             glucx_an_event_t e;
             if (convert(s, c, m, ev, &e) != 0 || glucx_an_engine_feed(s->engine, &e) != 0) {
                 rc = -1;

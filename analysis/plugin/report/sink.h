@@ -16,12 +16,30 @@
 
 #include "core/engine.h"
 
+/** The processes of one trace's job (glucx-trace record's DIR/glucx-pids): sorted, unique. */
+typedef struct glucx_an_pidset {
+    int64_t *pids; /**< ascending vpids; may be NULL when n == 0 (an empty list keeps nothing) */
+    size_t n;
+} glucx_an_pidset_t;
+
+/** Prefix of the trace-name parameter glucx-analyze gives source i ("<prefix><i>"; source.ctf.fs
+ *  then names the trace "<hostname>/<prefix><i>"): the sink finds an event's input index, hence
+ *  its process list, from its trace's name. */
+#define GLUCX_AN_TRACE_NAME_PREFIX "glucx-analyze-input-"
+
 /** Control block that glucx-analyze passes as initialisation data (borrowed by the sink). */
 typedef struct glucx_an_sink_ctl {
     glucx_an_engine_t *engine; /**< the tool's engine: the sink feeds it, the tool finishes it */
     int progress;              /**< draw a progress bar on stderr */
     int64_t range_begin_ns, range_end_ns; /**< the traces' time range (progress) */
     int ended;                            /**< set by the sink when the input ended normally */
+    /** Process lists by input index (@p ninputs entries, borrowed; NULL entry or NULL array:
+     *  no filter). A glucx event of input i whose vpid pidsets[i] does not hold is not fed to
+     *  the engine but counted below (events without a vpid context are kept). */
+    const glucx_an_pidset_t *const *pidsets;
+    size_t ninputs;
+    uint64_t left_out_events;    /**< out: events left out by the process lists */
+    uint64_t left_out_processes; /**< out: distinct (input, vpid) pairs left out */
 } glucx_an_sink_ctl_t;
 
 bt_component_class_initialize_method_status
