@@ -32,7 +32,8 @@
 #include <glucx/trace.h>
 
 #define DELAY_MS 20
-#define ARB (256 * 1024)
+/* 1 MiB blocks on 4 ranks: each travels as several ring segments with the same (seq, step) */
+#define ARB (4 * 1024 * 1024)
 
 static int64_t now_ns(void)
 {

@@ -156,6 +156,10 @@ def case_bytes(a):
         # the closing barrier sends zero-byte messages only
         check(l["bytes"] == want, "link %d->%d carried %d bytes, the ring moves %d" % (k[0], k[1], l["bytes"], want))
     check(barrier, "the barrier is missing from collective_groups")
+    # every send has its receive, also the ring's segments that share (seq, step) (FIFO match)
+    check(rep["trace"]["unmatched_sends"] == 0 and rep["trace"]["unmatched_recvs"] == 0,
+          "unmatched sends %d / receives %d in a complete trace" % (
+              rep["trace"]["unmatched_sends"], rep["trace"]["unmatched_recvs"]))
     check(len([l for l in links.values() if l["announced"]]) == n * (n - 1), "not every link announced")
     print("bytes: %d links checked" % len(links))
 
