@@ -1349,15 +1349,7 @@ static int process(glucx_an_engine_t *e, comm_st_t *c, const glucx_an_event_t *e
         free(rs->host);
         rs->host = strdup(ev->host);
         rs->package = ev->package;
-        rs->vpid = ev->vpid;
-        if (ev->vpid >= 0) {
-            glucx_an_key_t k = glucx_an_key((uint64_t)ev->vpid, 0, 0);
-            if (!glucx_an_map_get(&e->vpid_map, &k)) {
-                /* value: comm pointer; the rank is recovered from the comm's ranks */
-                if (glucx_an_map_put(&e->vpid_map, &k, c) != 0)
-                    return oom(e, "processes");
-            }
-        }
+        rs->vpid = ev->vpid; /* the process -> comm map is filled on arrival (note_process) */
         advance(e, rs, r, ev->ts);
         return 0;
     case GLUCX_AN_EV_LINK: {
@@ -1558,6 +1550,25 @@ static int buffer_event(glucx_an_engine_t *e, comm_st_t *c, const glucx_an_event
 
 /* ---- feed ---------------------------------------------------------------------------------- */
 
+/* Remember the first communicator (and rank) of the process that announced @p ev (comm_init)
+ * as soon as the event arrives, even while the comm's events are still buffered (mode not
+ * decided yet): the process's framework events, which name no communicator, need it at once
+ * (their first iteration_begin is what decides the mode). Key (vpid, 0): the comm; key
+ * (vpid, 1): the rank + 1 (a non-NULL value). */
+static int note_process(glucx_an_engine_t *e, comm_st_t *c, const glucx_an_event_t *ev)
+{
+    if (ev->vpid < 0 || ev->rank < 0)
+        return 0;
+    glucx_an_key_t k = glucx_an_key((uint64_t)ev->vpid, 0, 0);
+    glucx_an_key_t kr = glucx_an_key((uint64_t)ev->vpid, 1, 0);
+    if (glucx_an_map_get(&e->vpid_map, &k))
+        return 0;
+    if (glucx_an_map_put(&e->vpid_map, &k, c) != 0 ||
+        glucx_an_map_put(&e->vpid_map, &kr, (void *)(intptr_t)(ev->rank + 1)) != 0)
+        return oom(e, "processes");
+    return 0;
+}
+
 int glucx_an_engine_feed(glucx_an_engine_t *e, const glucx_an_event_t *ev)
 {
     if (ev->kind < 0 || ev->kind >= GLUCX_AN_EV_COUNT) {
@@ -1576,17 +1587,13 @@ int glucx_an_engine_feed(glucx_an_engine_t *e, const glucx_an_event_t *ev)
     if (ev->comm_id == 0 || ev->rank < 0) {
         /* framework events without a communicator: the process's first comm (by vpid) */
         comm_st_t *c = NULL;
+        int rank = -1;
         if (ev->vpid >= 0) {
             glucx_an_key_t k = glucx_an_key((uint64_t)ev->vpid, 0, 0);
+            glucx_an_key_t kr = glucx_an_key((uint64_t)ev->vpid, 1, 0);
             c = glucx_an_map_get(&e->vpid_map, &k);
+            rank = (int)(intptr_t)glucx_an_map_get(&e->vpid_map, &kr) - 1;
         }
-        int rank = -1;
-        if (c)
-            for (int r = 0; r < c->nalloc; r++)
-                if (c->ranks[r].seen && c->ranks[r].vpid == ev->vpid) {
-                    rank = r;
-                    break;
-                }
         if (!c || rank < 0) {
             e->ignored++;
             e->fw_orphans++;
@@ -1600,6 +1607,8 @@ int glucx_an_engine_feed(glucx_an_engine_t *e, const glucx_an_event_t *ev)
     comm_st_t *c = get_comm(e, p->comm_id);
     if (!c)
         return oom(e, "communicators");
+    if (p->kind == GLUCX_AN_EV_COMM_INIT && note_process(e, c, p) != 0)
+        return -1;
     if (c->mode == MODE_UNDECIDED) {
         if (p->kind == GLUCX_AN_EV_ITERATION_BEGIN || p->kind == GLUCX_AN_EV_ITERATION_END) {
             if (decide(e, c, MODE_MARKERS, 0) != 0)

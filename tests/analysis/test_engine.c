@@ -355,6 +355,45 @@ static void test_decision(void **state)
     json_decref(rep);
 }
 
+/* Framework markers that name no communicator (comm_id 0, rank -1, as glucx/trace.h emits them
+ * before the process has a glucx communicator of its own, e.g. over the Gloo shim) arriving
+ * while the communicator's mode is still undecided (its comm_init buffered): they belong to
+ * the process's communicator by vpid, decide the mode (markers) and are not dropped. */
+static void test_markers_without_comm(void **state)
+{
+    (void)state;
+    start("markers_without_comm");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    for (uint64_t k = 0; k < 3; k++) {
+        const int64_t t = 100 + (int64_t)k * 1000;
+        for (int r = 0; r < 2; r++) {
+            glucx_an_event_t b = ev(GLUCX_AN_EV_ITERATION_BEGIN, t, r);
+            b.comm_id = 0;
+            b.rank = -1;
+            b.id = k;
+            feed(b);
+        }
+        for (int r = 0; r < 2; r++) {
+            coll(GLUCX_AN_EV_COLL_BEGIN, t + 100, r, (uint32_t)k, 0, 64, 0);
+            coll(GLUCX_AN_EV_COLL_END, t + 300, r, (uint32_t)k, 0, 64, 0);
+        }
+        for (int r = 0; r < 2; r++) {
+            glucx_an_event_t x = ev(GLUCX_AN_EV_ITERATION_END, t + 500, r);
+            x.comm_id = 0;
+            x.rank = -1;
+            x.id = k;
+            feed(x);
+        }
+    }
+    json_t *rep = finish();
+    json_t *sum = json_object_get(rep, "summary");
+    assert_string_equal(json_string_value(json_object_get(sum, "iteration_source")), "markers");
+    assert_int_equal(geti(sum, "iterations"), 3);
+    assert_int_equal(geti(rank_of(rep, "ranks", 1), "duration_ns"), 3 * 500);
+    json_decref(rep);
+}
+
 /* no markers: (allreduce 8 B, allgather 16 B) x 5 on two ranks -> period 2, 5 iterations */
 static void test_inferred(void **state)
 {
@@ -787,6 +826,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_link),
         cmocka_unit_test(test_decision),
         cmocka_unit_test(test_inferred),
+        cmocka_unit_test(test_markers_without_comm),
         cmocka_unit_test(test_critical_path),
         cmocka_unit_test(test_cp_open_wait),
         cmocka_unit_test(test_cp_pipelined),
