@@ -103,22 +103,40 @@ static int32_t tp_root(const glucx_coll_args_t *a)
                : -1;
 }
 
+/* The alternatives of the last sched_decision this thread emitted: the cost functions depend
+ * only on the communicator's topology (fixed once it exists; trace_id names one creation of
+ * it), the collective and the size, so a loop of equal collectives evaluates them once. */
+typedef struct tp_alternatives {
+    uint64_t comm;
+    int coll;
+    size_t bytes;
+    int n; /* -1: empty */
+    int32_t ids[TP_MAX_ALGS];
+    uint64_t costs[TP_MAX_ALGS];
+} tp_alternatives_t;
+static _Thread_local tp_alternatives_t tp_last = {.n = -1};
+
 /* sched_decision: every algorithm of the collective with a finite predicted cost, cheapest
  * first, and the one chosen. Only called while the event is enabled. */
 static void tp_decision(const glucx_comm_t *comm, const glucx_coll_args_t *args, size_t bytes,
                         uint32_t seq, int kind, int chosen, const char *reason)
 {
-    int order[TP_MAX_ALGS];
-    double raw[TP_MAX_ALGS];
-    int32_t ids[TP_MAX_ALGS];
-    uint64_t costs[TP_MAX_ALGS];
-    const int n = glucx_select_by_cost(comm->topo, args->coll, bytes, order, raw, TP_MAX_ALGS);
-    for (int k = 0; k < n; k++) {
-        ids[k] = glucx_coll_tp_alg(args->coll, order[k]);
-        costs[k] = raw[k] <= 0 ? 0 : (uint64_t)llround(raw[k]);
+    tp_alternatives_t *a = &tp_last;
+    if (a->n < 0 || a->comm != comm->trace_id || a->coll != (int)args->coll || a->bytes != bytes) {
+        int order[TP_MAX_ALGS];
+        double raw[TP_MAX_ALGS];
+        const int n = glucx_select_by_cost(comm->topo, args->coll, bytes, order, raw, TP_MAX_ALGS);
+        for (int k = 0; k < n; k++) {
+            a->ids[k] = glucx_coll_tp_alg(args->coll, order[k]);
+            a->costs[k] = raw[k] <= 0 ? 0 : (uint64_t)llround(raw[k]);
+        }
+        a->comm = comm->trace_id;
+        a->coll = (int)args->coll;
+        a->bytes = bytes;
+        a->n = n;
     }
     GLUCX_TP(sched_decision, comm->trace_id, comm->rank, seq, kind,
-             glucx_coll_tp_alg(args->coll, chosen), (uint32_t)n, ids, costs, reason);
+             glucx_coll_tp_alg(args->coll, chosen), (uint32_t)a->n, a->ids, a->costs, reason);
 }
 
 static glucx_status_t execute_run(glucx_comm_t *comm, const glucx_coll_args_t *args,

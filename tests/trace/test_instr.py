@@ -322,6 +322,29 @@ def case_c(a, n):
             check(x["reason"] == "override" and e["alg"] == ALG["ring"],
                   "--algo ring collective %s: %s" % (k, x))
     check(len(dec) == len(ev["coll_begin"]), "sched_decision without a collective")
+    # the predicted costs depend on (communicator, collective, size) only (libglucx reuses them
+    # for a repeated collective): equal for equal keys, growing with the size
+    by_size = collections.defaultdict(dict)
+    begin_of = {(e["comm_id"], e["rank"], e["seq"]): e for e in ev["coll_begin"]}
+    for k, ds in dec.items():
+        b = begin_of.get(k)
+        for x in ds:
+            if b is None or x["kind"] != 0:
+                continue
+            costs = dict(zip(x["alt_ids"], x["alt_cost_ns"]))
+            key = (b["comm_id"], b["rank"], b["coll"])
+            old = by_size[key].setdefault(b["bytes"], costs)
+            check(old == costs, "collective %s, %d bytes: predicted costs %s, earlier %s"
+                  % (key, b["bytes"], costs, old))
+    for key, sizes in by_size.items():
+        ordered = [sizes[b] for b in sorted(sizes)]
+        for lo, hi in zip(ordered, ordered[1:]):
+            for alg in set(lo) & set(hi):
+                check(hi[alg] >= lo[alg], "collective %s: algorithm %d predicted cheaper for "
+                      "more bytes: %s" % (key, alg, ordered))
+        if len(ordered) > 1:
+            check(any(c != ordered[0] for c in ordered[1:]),
+                  "collective %s: the same predicted costs for every size %s" % (key, sorted(sizes)))
 
     # transfers of collectives carry their collective's seq and the tag layout
     for e in ev["send_begin"] + ev["recv_begin"]:
