@@ -899,13 +899,8 @@ static int run_command(char **argv, const char *provider, const char *fork_helpe
             on_request(session, o);
         }
         if (r == 0) {
-            if (!concurrent_seen && polls % 10 == 9 && concurrent_sessions(session) > 0) {
-                concurrent_seen = 1;
-                msg("note: another glucx-trace session started recording; this trace will "
-                    "also hold its command's events (LTTng records every traced process of the "
-                    "user in each session): glucx-analyze leaves them out (" PIDS_FILE
-                    " lists this command's processes), babeltrace2 shows them");
-            }
+            if (!concurrent_seen && polls % 10 == 9)
+                warn_concurrent_sessions(session); /* once, when one appears */
             sleep_ms(100);
             continue;
         }

@@ -749,14 +749,7 @@ int main(int argc, char **argv)
     const glucx_an_pidset_t **pidsets = NULL;
     if (load_pid_files(&traces, eng, &pid_files, &pidsets) != 0) {
         fprintf(stderr, "glucx-analyze: out of memory reading the process lists (%s)\n", PIDS_FILE);
-        free(pidsets);
-        free_pid_files(&pid_files);
-        glucx_an_engine_destroy(eng);
-        for (size_t i = 0; i < traces.n; i++)
-            free(traces.v[i]);
-        free(traces.v);
-        free(paths);
-        return 1;
+        goto out; /* rc is 1 */
     }
     glucx_an_sink_ctl_t ctl = {.engine = eng,
                                .progress = want_progress && isatty(2),

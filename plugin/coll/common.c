@@ -170,27 +170,6 @@ static void trace_xfer_ends(const glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, i
     }
 }
 
-/* Whether a wait for reqs[0..n) would block (EVENTS.md, wait_begin). Complete requests do not
- * block. A wait for sends only first gets one non-blocking progress pass, which the wait would
- * make first anyway: it mostly handles the acknowledgements that arrived since the last progress
- * (the common case: a ring's last sends, done long ago). A wait with receives gets none, so the
- * progress that moves their data stays inside the wait's events. */
-static int would_block(glucx_tx_t *tx, const glucx_tx_req_t *reqs, int n)
-{
-    int pending = 0, recvs = 0;
-    for (int i = 0; i < n; i++) {
-        pending += !glucx_tx_req_done(&reqs[i]);
-        recvs += reqs[i].is_recv;
-    }
-    if (pending == 0 || recvs > 0)
-        return pending > 0;
-    tx->ops->progress(tx);
-    for (int i = 0; i < n; i++)
-        if (!glucx_tx_req_done(&reqs[i]))
-            return 1;
-    return 0;
-}
-
 static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n);
 
 /* Traced as EVENTS.md says: wait_begin/wait_end only when the wait has to block (its requests
@@ -198,8 +177,8 @@ static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n
  * wait_end, so that the analysis knows which wait observed which message. */
 glucx_status_t glucx_coll_waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n)
 {
-    const int blocks =
-        (GLUCX_TP_ON(wait_begin) || GLUCX_TP_ON(wait_end)) && would_block(ctx->tx, reqs, n);
+    const int blocks = (GLUCX_TP_ON(wait_begin) || GLUCX_TP_ON(wait_end)) &&
+                       glucx_tx_would_block(ctx->tx, reqs, n);
     if (blocks)
         GLUCX_TP(wait_begin, ctx->trace_comm, ctx->rank, GLUCX_TP_WAIT_COLL, ctx->trace_seq, 0,
                  (uint32_t)n, GLUCX_INPROGRESS);

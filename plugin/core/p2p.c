@@ -339,17 +339,12 @@ static glucx_status_t coll_wait(glucx_request_t *req, int64_t deadline)
 
 static glucx_status_t request_wait(glucx_request_t *req, int64_t deadline, int64_t timeout_ms);
 
-/* Whether req is complete, so that a wait on it does not block (EVENTS.md, wait_begin). A send
- * first gets one non-blocking progress pass (which the wait would make first anyway); a receive
- * none, so the progress that moves its data stays inside the wait's events. */
+/* Whether a wait on req does not block (EVENTS.md, wait_begin): glucx_tx_would_block for a
+ * point-to-point request, its completion for a started collective. */
 static int request_done(glucx_request_t *req)
 {
-    if (req->kind != GLUCX_REQ_COLL) {
-        if (glucx_tx_req_done(&req->tx) || req->tx.is_recv)
-            return glucx_tx_req_done(&req->tx);
-        req->comm->tx->ops->progress(req->comm->tx);
-        return glucx_tx_req_done(&req->tx);
-    }
+    if (req->kind != GLUCX_REQ_COLL)
+        return !glucx_tx_would_block(req->comm->tx, &req->tx, 1);
     pthread_mutex_lock(&req->lock);
     int done = req->coll_done;
     pthread_mutex_unlock(&req->lock);

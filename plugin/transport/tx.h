@@ -123,6 +123,30 @@ static inline int glucx_tx_req_done(const glucx_tx_req_t *req)
     return atomic_load_explicit(&((glucx_tx_req_t *)req)->done, memory_order_acquire);
 }
 
+/**
+ * Whether a wait for reqs[0..n) would block; what decides if the wait is traced (EVENTS.md,
+ * wait_begin). Complete requests do not block. A wait for sends only first gets one
+ * non-blocking progress pass, which the wait would make first anyway: it mostly delivers the
+ * acknowledgements that arrived since the last progress (a ring's last sends, done long ago). A
+ * wait with a receive gets none, so the progress that moves its data stays inside the wait.
+ * Call it from a thread that may drive tx's progress (any waiting thread may).
+ */
+static inline int glucx_tx_would_block(glucx_tx_t *tx, const glucx_tx_req_t *reqs, int n)
+{
+    int pending = 0, recvs = 0;
+    for (int i = 0; i < n; i++) {
+        pending += !glucx_tx_req_done(&reqs[i]);
+        recvs += reqs[i].is_recv;
+    }
+    if (pending == 0 || recvs > 0)
+        return pending > 0;
+    tx->ops->progress(tx);
+    for (int i = 0; i < n; i++)
+        if (!glucx_tx_req_done(&reqs[i]))
+            return 1;
+    return 0;
+}
+
 /** Failure status of tx, GLUCX_OK while healthy. */
 static inline glucx_status_t glucx_tx_failure(const glucx_tx_t *tx)
 {
