@@ -28,6 +28,19 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def time_scale():
+    """The suite's one time-scale factor, GLUCX_TEST_TIME_SCALE (default 1; tests/README.md):
+    every deadline a test sets for another process is a base value for a loaded 2-core machine
+    times this factor. Raises ValueError on a value that is not a positive number."""
+    raw = os.environ.get("GLUCX_TEST_TIME_SCALE", "")
+    if not raw:
+        return 1.0
+    value = float(raw)
+    if not 0 < value < 1000:
+        raise ValueError(f"GLUCX_TEST_TIME_SCALE={raw}: expected a number in (0, 1000)")
+    return value
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that was free a moment ago (the store binds it soon after)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
