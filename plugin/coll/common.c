@@ -172,6 +172,28 @@ static void trace_xfer_ends(const glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, i
 
 static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n);
 
+/* How often a blocked collective looks for a peer that runs another collective under the same
+ * sequence number. Ranks that call different collectives post receives that match none of the
+ * peers' messages (other steps, other partners), so the signature check never runs: without this
+ * look they would only meet their timeout. */
+#define CHECK_FOREIGN_NS 100000000LL
+
+/* A message that arrived for this collective's sequence number and matches no receive: a peer
+ * signs every message of one call alike, so the first one from each peer tells what it runs. */
+static glucx_status_t check_foreign(glucx_coll_ctx_t *ctx)
+{
+    const uint64_t ignore =
+        GLUCX_COLL_TAG_SIG_MASK | ((uint64_t)GLUCX_COLL_STEP_MAX << GLUCX_COLL_TAG_STEP_SHIFT);
+    for (int p = 0; p < ctx->size; p++) {
+        uint64_t tag = 0;
+        if (p != ctx->rank &&
+            ctx->tx->ops->probe(ctx->tx, p, glucx_coll_tag(ctx, 0), ignore, &tag) &&
+            (tag & GLUCX_COLL_TAG_SIG_MASK) != ctx->sig)
+            return sig_mismatch(ctx, p, (uint16_t)(tag & GLUCX_COLL_TAG_SIG_MASK));
+    }
+    return GLUCX_OK;
+}
+
 /* Traced as EVENTS.md says: wait_begin/wait_end only when the wait has to block (its requests
  * are not all complete on entry); the requests' send_end/recv_end inside the wait, before its
  * wait_end, so that the analysis knows which wait observed which message. */
@@ -207,7 +229,22 @@ static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n
     for (int i = 0; i < n; i++)
         pp[i] = &reqs[i];
 
-    glucx_status_t st = ctx->tx->ops->wait(ctx->tx, pp, n, ctx->deadline_ns);
+    glucx_status_t st;
+    for (;;) {
+        /* The wait is cut in slices only to look for a foreign collective in between. */
+        int64_t until = ctx->deadline_ns;
+        if (ctx->tx->ops->probe != NULL && glucx_now_ns() < until - CHECK_FOREIGN_NS)
+            until = glucx_now_ns() + CHECK_FOREIGN_NS;
+        st = ctx->tx->ops->wait(ctx->tx, pp, n, until);
+        if (st != GLUCX_ERR_TIMEOUT || until >= ctx->deadline_ns)
+            break;
+        st = check_foreign(ctx);
+        if (st != GLUCX_OK) {
+            if (pp != ptrs)
+                free(pp);
+            return st; /* failed and recorded by sig_mismatch */
+        }
+    }
     if (pp != ptrs)
         free(pp);
 
@@ -227,6 +264,10 @@ static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n
 
     for (int i = 0; i < n; i++) {
         glucx_tx_req_t *r = &reqs[i];
+        /* Another collective (or dtype, op...) explains a wrong length best: say that first. */
+        if (r->is_recv && (r->status == GLUCX_OK || r->status == GLUCX_ERR_TRUNCATED) &&
+            (r->tag & GLUCX_COLL_TAG_SIG_MASK) != ctx->sig)
+            return sig_mismatch(ctx, r->peer, (uint16_t)(r->tag & GLUCX_COLL_TAG_SIG_MASK));
         if (r->status == GLUCX_ERR_TRUNCATED)
             return glucx_coll_fail(ctx, GLUCX_ERR_MISMATCH,
                                    "rank %d sent more than the %zu bytes expected (%zu elements "

@@ -334,10 +334,14 @@ static void *coll_thread(void *arg)
         glucx_status_t st = execute(comm, &job->args, job->algorithm[0] ? job->algorithm : NULL,
                                     effective_timeout(comm, &job->opts), job->seq);
         glucx_comm_record_error(comm, st);
+        /* The collective is over on this rank before anyone learns it: a destroy that follows
+         * the caller's wait must not find the thread busy and fail the peers (issue 13). */
+        pthread_mutex_lock(&comm->lock);
+        comm->thread_busy = 0;
+        pthread_mutex_unlock(&comm->lock);
         job_complete(job, st);
         free(job);
         pthread_mutex_lock(&comm->lock);
-        comm->thread_busy = 0;
     }
     pthread_mutex_unlock(&comm->lock);
     return NULL;

@@ -82,6 +82,14 @@ typedef struct glucx_tx_ops {
     /** Cancel an unmatched receive (it completes with GLUCX_ERR_ABORTED); no-op otherwise. */
     void (*cancel)(glucx_tx_t *tx, glucx_tx_req_t *req);
     /**
+     * Look, without taking it, for a message from peer that arrived and matches no posted
+     * receive and whose tag matches tag on the bits outside ignore_mask (and outside the source
+     * bits). @return 1 and its full wire tag in *tag_p (may be NULL) if there is one, else 0.
+     * Used to find a peer that runs another collective under the same sequence number. Never
+     * blocks; thread-safe. May be NULL (the transport cannot look).
+     */
+    int (*probe)(glucx_tx_t *tx, int peer, uint64_t tag, uint64_t ignore_mask, uint64_t *tag_p);
+    /**
      * Fail the transport with status and text: send the text as a failure notice to every peer
      * (best effort, bounded time), then complete every outstanding request with status. After
      * it returns no request buffer is touched again. Idempotent: the first failure wins.

@@ -171,6 +171,7 @@ static void free_tx(glucx_ucx_tx_t *tx)
     free(tx->eps);
     free(tx->peers);
     free(tx->ep_failed);
+    free(tx->departed);
     free(tx->desc);
     free(tx->blob);
     free(tx->local);
@@ -180,6 +181,26 @@ static void free_tx(glucx_ucx_tx_t *tx)
     free(tx->chk);
     free(tx->pfd_rank);
     free(tx);
+}
+
+/* Control messages that arrived after the control receive was cancelled (a peer's leave or
+ * notice crossing this rank's own teardown) are taken, so that destroying the worker does not
+ * warn about unexpected messages. They are small (eager): each completes in place, without
+ * progress (the worker is no longer progressed: see teardown). */
+static void drain_ctrl(glucx_ucx_tx_t *tx)
+{
+    for (int i = 0; i < 4 * tx->base.size + 16; i++) {
+        ucp_tag_recv_info_t info;
+        ucp_tag_message_h msg =
+            ucp_tag_probe_nb(tx->worker, GLUCX_TX_TAG_CTRL, GLUCX_TX_TAG_CTRL, 1, &info);
+        if (msg == NULL)
+            return;
+        ucp_request_param_t param = {.op_attr_mask = 0};
+        void *r =
+            ucp_tag_msg_recv_nbx(tx->worker, &tx->ctrl_buf, sizeof(tx->ctrl_buf), msg, &param);
+        if (UCS_PTR_IS_PTR(r))
+            ucp_request_free(r); /* UCX releases it when done; ctrl_buf outlives the worker */
+    }
 }
 
 static void ucx_destroy(glucx_tx_t *base)
@@ -198,6 +219,8 @@ static void ucx_destroy(glucx_tx_t *base)
         while (tx->ctrl_req != NULL && glucx_now_ns() < deadline)
             ucp_worker_progress(tx->worker);
     }
+    if (tx->ctrl_req == NULL)
+        drain_ctrl(tx);
     ucp_worker_release_address(tx->worker, tx->addr);
     ucp_worker_destroy(tx->worker);
     pthread_cond_destroy(&tx->cond);
@@ -246,6 +269,7 @@ static const glucx_tx_ops_t ucx_ops = {
     .wait_any = glucx_ucx_wait_any,
     .wake = glucx_ucx_wake,
     .cancel = glucx_ucx_cancel,
+    .probe = glucx_ucx_probe,
     .fail = glucx_ucx_fail,
     .describe_peer = ucx_describe_peer,
     .destroy = ucx_destroy,
@@ -277,6 +301,8 @@ glucx_status_t glucx_tx_ucx_create(glucx_ucx_context_t *uctx, int rank, int size
     tx->eps = calloc((size_t)size, sizeof(*tx->eps));
     tx->peers = calloc((size_t)size, sizeof(*tx->peers));
     tx->ep_failed = calloc((size_t)size, 1);
+    tx->departed = calloc((size_t)size, 1);
+    tx->suspect_rank = -1;
     tx->desc = calloc((size_t)size, sizeof(*tx->desc));
     tx->local = calloc((size_t)size, 1);
     tx->pid = calloc((size_t)size, sizeof(*tx->pid));
@@ -284,9 +310,9 @@ glucx_status_t glucx_tx_ucx_create(glucx_ucx_context_t *uctx, int rank, int size
     tx->pfds = calloc((size_t)size + 1, sizeof(*tx->pfds));
     tx->chk = calloc((size_t)size, sizeof(*tx->chk));
     tx->pfd_rank = calloc((size_t)size, sizeof(*tx->pfd_rank));
-    if (tx->eps == NULL || tx->peers == NULL || tx->ep_failed == NULL || tx->desc == NULL ||
-        tx->local == NULL || tx->pid == NULL || tx->pidfd == NULL || tx->pfds == NULL ||
-        tx->chk == NULL || tx->pfd_rank == NULL) {
+    if (tx->eps == NULL || tx->peers == NULL || tx->ep_failed == NULL || tx->departed == NULL ||
+        tx->desc == NULL || tx->local == NULL || tx->pid == NULL || tx->pidfd == NULL ||
+        tx->pfds == NULL || tx->chk == NULL || tx->pfd_rank == NULL) {
         st = glucx_error(GLUCX_ERR_NO_MEMORY, "ucx create: out of memory for %d peers", size);
         goto err_free;
     }

@@ -83,8 +83,13 @@
  *   peer failure seen locally (endpoint error, a request ended with an error) waits 100 ms for a
  *   notice that explains it before it becomes the failure ("rank N failed: <UCX status>");
  *   requests UCX ended with an error meanwhile complete with the final status.
- * - destroy() of a healthy transport flushes its endpoints (<= 1 s) so sends already complete
- *   locally reach their peers, then closes them without notices.
+ * - destroy() of a healthy transport first sends each peer a leave (GLUCX_UCX_CTRL_LEAVE), then
+ *   flushes its endpoints (<= 1 s) so sends already complete locally (and the leaves) reach their
+ *   peers, then closes them without notices. A peer that got the leave treats that endpoint's
+ *   close and that process's exit as expected, and fails only when it waits (an unmatched
+ *   single-source receive) or sends to the departed rank (docs/architecture.md, Orderly leave).
+ * - probe() looks for an unexpected message (ucp_tag_probe_nb, not removed), for the collective
+ *   layer's check for a peer running another collective.
  */
 #ifndef GLUCX_TRANSPORT_UCX_H
 #define GLUCX_TRANSPORT_UCX_H

@@ -29,6 +29,9 @@
 #define GLUCX_UCX_CTRL_KIND_MASK UINT64_C(0xff)
 #define GLUCX_UCX_CTRL_NOTICE UINT64_C(0) /**< failure notice (glucx_ucx_notice_t) */
 #define GLUCX_UCX_CTRL_HELLO UINT64_C(1)  /**< connect handshake (glucx_ucx_hello_t) */
+/** Orderly leave: the sender destroyed its healthy transport (glucx_ucx_notice_t, status 0, no
+ * text). Taken by the same posted receive as notices (its kind differs only in this bit). */
+#define GLUCX_UCX_CTRL_LEAVE UINT64_C(2)
 
 /** Poll this long (progressing) before sleeping on the worker's event descriptor (default of
  * GLUCX_SPIN_US). */
@@ -60,6 +63,8 @@ enum glucx_ucx_req_kind {
     GLUCX_UCX_REQ_PROBE_RECV = 4, /**< receive from a subset, probed and being received */
     GLUCX_UCX_REQ_CANCELING = 5,  /**< GLUCX_UCX_REQ_RECV the caller asked to cancel */
     GLUCX_UCX_REQ_PARKED = 6,     /**< UCX ended it with a peer error: completes at the failure */
+    GLUCX_UCX_REQ_DEPARTED = 7,   /**< GLUCX_UCX_REQ_RECV from a peer that left: being cancelled
+                                       (a cancellation means it can never match: the failure) */
 };
 #define GLUCX_UCX_KIND_BITS UINT64_C(7)
 
@@ -134,6 +139,10 @@ typedef struct glucx_ucx_tx {
     glucx_ucx_peer_t *peers;  /**< [size] */
     unsigned char *ep_failed; /**< [size] 1: UCX reported the endpoint dead; 2: the (local)
                                    peer's process exited */
+    unsigned char *departed;  /**< [size] 1: the peer left in order (GLUCX_UCX_CTRL_LEAVE): it
+                                   sends nothing more; its endpoint closing is no failure */
+    int leave_pending;        /**< a leave arrived: check receives from departed peers */
+    int ctrl_repost;          /**< the control receive completed with a leave: post it again */
     char (*desc)[GLUCX_UCX_DESC_LEN];
     int connected;
 
@@ -172,6 +181,8 @@ typedef struct glucx_ucx_tx {
     /** A peer failure seen locally, not yet the failure (0: none); see glucx_ucx_suspect. */
     _Atomic int64_t suspect_at_ns;
     glucx_status_t suspect_status;
+    int suspect_rank; /**< the peer whose endpoint error or exit is suspected (-1: a request
+                           failed): an orderly leave of that peer withdraws the suspicion */
     char suspect_text[512];
     atomic_int fail_pending; /**< failure recorded, teardown not run yet */
     int in_teardown;
@@ -200,6 +211,8 @@ glucx_status_t glucx_ucx_send_raw(glucx_ucx_tx_t *tx, int peer, uint64_t wire_ta
                                   size_t bytes, glucx_tx_req_t *req);
 glucx_status_t glucx_ucx_recv_raw(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, uint64_t mask,
                                   void *buf, size_t bytes, glucx_tx_req_t *req);
+/** Probe for an unexpected message (tx.h probe op). */
+int glucx_ucx_probe(glucx_tx_t *tx, int peer, uint64_t tag, uint64_t ignore_mask, uint64_t *tag_p);
 /** Match pending subset receives against unexpected messages. Lock held. */
 int glucx_ucx_probe_all(glucx_ucx_tx_t *tx);
 /** (Re)post the failure-notice receive. Lock held. */
@@ -245,6 +258,18 @@ int glucx_ucx_record_failure(glucx_ucx_tx_t *tx, glucx_status_t status, int flag
  */
 void glucx_ucx_suspect(glucx_ucx_tx_t *tx, glucx_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/**
+ * As glucx_ucx_suspect, for the endpoint error or the exit of @p rank: withdrawn when that peer's
+ * orderly leave arrives within the grace period (its endpoint closing is then expected).
+ */
+void glucx_ucx_suspect_peer(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const char *fmt,
+                            ...) __attribute__((format(printf, 4, 5)));
+/**
+ * After a leave arrived: cancel the unmatched receives whose only source left (a cancelled one
+ * can never match: all the peer sent arrived before its leave, in order), which fails the
+ * transport. Lock held, outside callbacks.
+ */
+void glucx_ucx_leave_check(glucx_ucx_tx_t *tx);
 /** Run the pending teardown if any (lock held, not inside a UCX callback). */
 void glucx_ucx_teardown_if_pending(glucx_ucx_tx_t *tx);
 /** One non-blocking progress round with the lock held; returns events. */

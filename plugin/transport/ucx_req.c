@@ -161,6 +161,16 @@ static void send_cb(void *request, ucs_status_t status, void *user_data)
 static void recv_done(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, ucs_status_t status,
                       const ucp_tag_recv_info_t *info)
 {
+    if (status == UCS_ERR_CANCELED && glucx_ucx_req_kind(req) == GLUCX_UCX_REQ_DEPARTED) {
+        /* Unmatched after its source left: nothing will ever match it (glucx_ucx_leave_check). */
+        glucx_ucx_record_failure(tx, GLUCX_ERR_ABORTED, GLUCX_UCX_FAIL_NOTIFY, -1, NULL,
+                                 "rank %d destroyed its communicator before sending what rank %d "
+                                 "waits for (a receive of %zu bytes, tag 0x%llx)",
+                                 req->peer, tx->base.rank, req->posted,
+                                 (unsigned long long)(req->tag & ~GLUCX_TX_TAG_SRC_MASK));
+        glucx_ucx_complete(tx, req, GLUCX_ERR_ABORTED, -1, 0, 0);
+        return;
+    }
     if (park_on_error(tx, req, status))
         return;
     if ((status == UCS_OK || status == UCS_ERR_MESSAGE_TRUNCATED) && info != NULL) {
@@ -184,21 +194,39 @@ static void ctrl_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_
                     void *user_data)
 {
     glucx_ucx_tx_t *tx = user_data;
+    /* info lives in the request: read it before the request goes back to UCX's pool */
+    const uint64_t sender_tag = info != NULL ? info->sender_tag : 0;
+    const size_t length = info != NULL ? info->length : 0;
     tx->ctrl_req = NULL;
     ucp_request_free(request);
     if (status != UCS_OK && status != UCS_ERR_MESSAGE_TRUNCATED)
         return; /* cancelled at teardown */
-    int src = SRC_OF(info->sender_tag);
     glucx_ucx_notice_t *n = &tx->ctrl_buf;
+    if ((sender_tag & GLUCX_UCX_CTRL_KIND_MASK) == GLUCX_UCX_CTRL_LEAVE && n->status == GLUCX_OK &&
+        n->rank == SRC_OF(sender_tag) && n->rank < tx->base.size) {
+        /* An orderly leave: a suspicion about that peer's endpoint or
+         * exit is withdrawn; its receives are checked, and the control receive posted again,
+         * outside this callback. */
+        const int src = n->rank;
+        tx->departed[src] = 1;
+        pthread_mutex_lock(&tx->fail_lock);
+        if (tx->suspect_at_ns != 0 && tx->suspect_rank == src)
+            tx->suspect_at_ns = 0;
+        pthread_mutex_unlock(&tx->fail_lock);
+        glucx_debug("ucx: rank %d: rank %d left", tx->base.rank, src);
+        tx->leave_pending = 1;
+        tx->ctrl_repost = 1;
+        return;
+    }
+    int src = SRC_OF(sender_tag);
     n->text[sizeof(n->text) - 1] = '\0';
     glucx_status_t st = (glucx_status_t)n->status;
-    if (info->length < offsetof(glucx_ucx_notice_t, text) || st >= GLUCX_OK ||
+    if (length < offsetof(glucx_ucx_notice_t, text) || st >= GLUCX_OK ||
         strcmp(glucx_status_string(st), "unknown status") == 0)
         st = GLUCX_ERR_PEER_FAILED; /* a notice we cannot read still means the peer failed */
-    const char *text = info->length > offsetof(glucx_ucx_notice_t, text) ? n->text : "(no text)";
+    const char *text = length > offsetof(glucx_ucx_notice_t, text) ? n->text : "(no text)";
     int origin = src;
-    if (info->length >= offsetof(glucx_ucx_notice_t, text) && n->rank >= 0 &&
-        n->rank < tx->base.size)
+    if (length >= offsetof(glucx_ucx_notice_t, text) && n->rank >= 0 && n->rank < tx->base.size)
         origin = n->rank;
     /* Forwarded at teardown (see send_notices), in the origin's words. */
     glucx_ucx_record_failure(tx, st, GLUCX_UCX_FAIL_NOTIFY, origin, text, "rank %d reported: %s",
@@ -215,9 +243,13 @@ glucx_status_t glucx_ucx_post_ctrl(glucx_ucx_tx_t *tx)
     };
     static char posting; /* marks "callback not run yet" */
     tx->ctrl_req = &posting;
-    void *r = ucp_tag_recv_nbx(tx->worker, &tx->ctrl_buf, sizeof(tx->ctrl_buf),
-                               GLUCX_TX_TAG_CTRL | GLUCX_UCX_CTRL_NOTICE,
-                               GLUCX_TX_TAG_CTRL | GLUCX_UCX_CTRL_KIND_MASK, &param);
+    /* No stale payload can pass for a leave (status 0) or a notice. */
+    tx->ctrl_buf.status = INT32_MIN;
+    tx->ctrl_buf.rank = -1;
+    /* Notices and leaves (kinds 0 and 2), not the handshake (1). */
+    void *r = ucp_tag_recv_nbx(
+        tx->worker, &tx->ctrl_buf, sizeof(tx->ctrl_buf), GLUCX_TX_TAG_CTRL | GLUCX_UCX_CTRL_NOTICE,
+        GLUCX_TX_TAG_CTRL | (GLUCX_UCX_CTRL_KIND_MASK & ~GLUCX_UCX_CTRL_LEAVE), &param);
     if (UCS_PTR_IS_ERR(r)) {
         tx->ctrl_req = NULL;
         return glucx_error(glucx_ucx_status(UCS_PTR_STATUS(r)),
@@ -258,6 +290,15 @@ static glucx_status_t send_locked(glucx_ucx_tx_t *tx, int peer, uint64_t wire_ta
 {
     if (glucx_tx_failure(&tx->base) != GLUCX_OK)
         return post_failed(tx, req, "isend", peer);
+    if (tx->connected && tx->departed[peer]) {
+        /* It receives nothing more: a send to it would be lost without a word. */
+        glucx_ucx_record_failure(tx, GLUCX_ERR_ABORTED, GLUCX_UCX_FAIL_NOTIFY, -1, NULL,
+                                 "rank %d destroyed its communicator: rank %d cannot send it %zu "
+                                 "bytes (tag 0x%llx)",
+                                 peer, tx->base.rank, bytes,
+                                 (unsigned long long)(wire_tag & ~GLUCX_TX_TAG_SRC_MASK));
+        return post_failed(tx, req, "isend", peer);
+    }
     if (!tx->connected || tx->eps[peer] == NULL) {
         req->status = GLUCX_ERR_INVALID_ARG;
         atomic_store_explicit(&req->done, 1, memory_order_release);
@@ -339,8 +380,34 @@ static glucx_status_t recv_locked(glucx_ucx_tx_t *tx, uint64_t tag, uint64_t mas
                            (unsigned long long)tag, ucs_status_string(us));
     } else if (r != NULL && !glucx_tx_req_done(req)) {
         req->impl = r;
+        /* From a peer that left: everything it sent is here already, so unless this matched a
+         * message now, it never will (the cancellation fails the transport; see recv_done). */
+        if (req->peer >= 0 && req->peer < tx->base.size && tx->departed[req->peer]) {
+            req->impl_data[3] = GLUCX_UCX_REQ_DEPARTED;
+            ucp_request_cancel(tx->worker, r);
+        }
     }
     return GLUCX_OK;
+}
+
+int glucx_ucx_probe(glucx_tx_t *base, int peer, uint64_t tag, uint64_t ignore_mask, uint64_t *tag_p)
+{
+    glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
+    if (peer < 0 || peer >= base->size || (tag & GLUCX_TX_TAG_CTRL))
+        return 0;
+    uint64_t ignore = ignore_mask & ~(GLUCX_TX_TAG_SRC_MASK | GLUCX_TX_TAG_CTRL);
+    uint64_t wire = (tag & ~(GLUCX_TX_TAG_SRC_MASK | ignore)) | SRC_BITS(peer);
+    ucp_tag_recv_info_t info;
+    int found = 0;
+    pthread_mutex_lock(&tx->lock);
+    if (!atomic_load_explicit(&tx->torn_down, memory_order_acquire) &&
+        ucp_tag_probe_nb(tx->worker, wire, ~ignore, 0, &info) != NULL) {
+        found = 1;
+        if (tag_p != NULL)
+            *tag_p = info.sender_tag;
+    }
+    pthread_mutex_unlock(&tx->lock);
+    return found;
 }
 
 glucx_status_t glucx_ucx_recv_raw(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, uint64_t mask,

@@ -62,17 +62,16 @@ int glucx_ucx_record_failure(glucx_ucx_tx_t *tx, glucx_status_t status, int flag
     return first;
 }
 
-void glucx_ucx_suspect(glucx_ucx_tx_t *tx, glucx_status_t status, const char *fmt, ...)
+static void suspect_v(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const char *fmt,
+                      va_list ap)
 {
     int first = 0;
     pthread_mutex_lock(&tx->fail_lock);
     if (tx->suspect_at_ns == 0 &&
         atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0) {
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(tx->suspect_text, sizeof(tx->suspect_text), fmt, ap);
-        va_end(ap);
         tx->suspect_status = status;
+        tx->suspect_rank = rank;
         tx->suspect_at_ns = glucx_now_ns();
         first = 1;
     }
@@ -81,6 +80,23 @@ void glucx_ucx_suspect(glucx_ucx_tx_t *tx, glucx_status_t status, const char *fm
         glucx_debug("ucx: rank %d: suspects a peer failure: %s", tx->base.rank, tx->suspect_text);
         ucp_worker_signal(tx->worker);
     }
+}
+
+void glucx_ucx_suspect(glucx_ucx_tx_t *tx, glucx_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    suspect_v(tx, -1, status, fmt, ap);
+    va_end(ap);
+}
+
+void glucx_ucx_suspect_peer(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const char *fmt,
+                            ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    suspect_v(tx, rank, status, fmt, ap);
+    va_end(ap);
 }
 
 /* The suspicion becomes the failure once its grace period is over. @return when it will (or
@@ -112,10 +128,12 @@ void glucx_ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
     glucx_ucx_tx_t *tx = peer->tx;
     (void)ep;
     tx->ep_failed[peer->rank] = 1;
-    glucx_ucx_suspect(tx,
-                      glucx_ucx_status(status) == GLUCX_ERR_TRANSPORT ? GLUCX_ERR_TRANSPORT
-                                                                      : GLUCX_ERR_PEER_FAILED,
-                      "rank %d failed: %s", peer->rank, ucs_status_string(status));
+    if (tx->departed[peer->rank])
+        return; /* it left in order: its endpoint closing is expected */
+    glucx_ucx_suspect_peer(tx, peer->rank,
+                           glucx_ucx_status(status) == GLUCX_ERR_TRANSPORT ? GLUCX_ERR_TRANSPORT
+                                                                           : GLUCX_ERR_PEER_FAILED,
+                           "rank %d failed: %s", peer->rank, ucs_status_string(status));
 }
 
 /* A local peer's process is gone (kill(pid, 0) fails with ESRCH, or it is a zombie). */
@@ -143,7 +161,9 @@ static void peer_exited(glucx_ucx_tx_t *tx, int r)
     for (int i = 0; i < 256 && ucp_worker_progress(tx->worker) > 0; i++)
         ;
     tx->ep_failed[r] = 2;
-    glucx_ucx_suspect(tx, GLUCX_ERR_PEER_FAILED, "rank %d (pid %d) exited", r, tx->pid[r]);
+    if (tx->departed[r])
+        return; /* it left in order before it exited */
+    glucx_ucx_suspect_peer(tx, r, GLUCX_ERR_PEER_FAILED, "rank %d (pid %d) exited", r, tx->pid[r]);
 }
 
 void glucx_ucx_check_peers(glucx_ucx_tx_t *tx)
@@ -215,7 +235,8 @@ static void send_notices(glucx_ucx_tx_t *tx)
     uint64_t tag = GLUCX_TX_TAG_CTRL | GLUCX_UCX_CTRL_NOTICE |
                    ((uint64_t)tx->base.rank << GLUCX_TX_TAG_SRC_SHIFT);
     for (int p = 0; p < tx->base.size; p++) {
-        if (p == tx->base.rank || p == tx->notice_origin || tx->eps[p] == NULL || tx->ep_failed[p])
+        if (p == tx->base.rank || p == tx->notice_origin || tx->eps[p] == NULL ||
+            tx->ep_failed[p] || tx->departed[p])
             continue;
         ucp_request_param_t param = {
             .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
@@ -234,6 +255,54 @@ static void send_notices(glucx_ucx_tx_t *tx)
     for (int i = 0; i < 16; i++)
         ucp_worker_progress(tx->worker);
     /* Unsent notices are cancelled by the force-close below (their callback frees them). */
+}
+
+/* Healthy destroy: tell every peer that this rank leaves, ahead of its endpoints closing (same
+ * connection, in order), so a peer still waiting for a message this rank will never send fails at
+ * once instead of at its timeout, and a peer whose endpoint sees the close does not take it for a
+ * failure. Everything this rank sent before arrives before the leave. */
+static void send_leaves(glucx_ucx_tx_t *tx)
+{
+    static const size_t head = offsetof(glucx_ucx_notice_t, text);
+    glucx_ucx_notice_t *n = &tx->notice_buf;
+    memset(n, 0, sizeof(*n));
+    n->status = GLUCX_OK;
+    n->rank = tx->base.rank;
+    uint64_t tag = GLUCX_TX_TAG_CTRL | GLUCX_UCX_CTRL_LEAVE |
+                   ((uint64_t)tx->base.rank << GLUCX_TX_TAG_SRC_SHIFT);
+    for (int p = 0; p < tx->base.size; p++) {
+        if (p == tx->base.rank || tx->eps[p] == NULL || tx->ep_failed[p] || tx->departed[p])
+            continue;
+        ucp_request_param_t param = {
+            .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+            .cb.send = notice_cb,
+            .user_data = tx,
+        };
+        void *r = ucp_tag_send_nbx(tx->eps[p], n, head, tag, &param);
+        if (UCS_PTR_IS_PTR(r))
+            tx->notices_pending++;
+    }
+    /* The flush that follows delivers them; wait here only so notice_buf outlives them. */
+    int64_t deadline = glucx_now_ns() + GLUCX_UCX_NOTICE_WAIT_NS;
+    while (tx->notices_pending > 0 && glucx_now_ns() < deadline)
+        ucp_worker_progress(tx->worker);
+}
+
+void glucx_ucx_leave_check(glucx_ucx_tx_t *tx)
+{
+    tx->leave_pending = 0;
+    if (atomic_load_explicit(&tx->base.failed, memory_order_relaxed) != 0)
+        return;
+    glucx_tx_req_t *next;
+    for (glucx_tx_req_t *req = tx->outstanding; req != NULL; req = next) {
+        next = (glucx_tx_req_t *)req->impl_data[0];
+        if (glucx_ucx_req_kind(req) == GLUCX_UCX_REQ_RECV && req->impl != NULL && req->peer >= 0 &&
+            req->peer < tx->base.size && tx->departed[req->peer]) {
+            /* Completes with UCS_ERR_CANCELED (the failure) if unmatched; goes on if matched. */
+            req->impl_data[3] = GLUCX_UCX_REQ_DEPARTED;
+            ucp_request_cancel(tx->worker, req->impl);
+        }
+    }
 }
 
 /* A request UCX may never complete after a force close: on an endpoint without error handling
@@ -269,6 +338,8 @@ static void teardown(glucx_ucx_tx_t *tx)
 
     void **closing = calloc((size_t)size, sizeof(void *));
     void **flushing = calloc((size_t)size, sizeof(void *));
+    if (tx->connected && tx->fail_quiet)
+        send_leaves(tx);
     if (tx->connected && tx->fail_quiet && flushing != NULL) {
         /* Healthy destroy: let sends already handed to UCX reach their peers first. */
         for (int p = 0; p < size; p++) {
@@ -286,7 +357,9 @@ static void teardown(glucx_ucx_tx_t *tx)
     for (glucx_tx_req_t *req = tx->outstanding; req != NULL; req = next) {
         next = (glucx_tx_req_t *)req->impl_data[0];
         int kind = glucx_ucx_req_kind(req);
-        if ((kind == GLUCX_UCX_REQ_RECV || kind == GLUCX_UCX_REQ_CANCELING) && req->impl != NULL) {
+        if ((kind == GLUCX_UCX_REQ_RECV || kind == GLUCX_UCX_REQ_CANCELING ||
+             kind == GLUCX_UCX_REQ_DEPARTED) &&
+            req->impl != NULL) {
             ucp_request_cancel(tx->worker, req->impl);
         } else if (kind == GLUCX_UCX_REQ_PARKED) {
             glucx_ucx_complete(tx, req, failed, -1, 0, 0);
@@ -395,6 +468,12 @@ int glucx_ucx_progress_locked(glucx_ucx_tx_t *tx)
     }
     if (tx->probe_head != NULL)
         n += glucx_ucx_probe_all(tx);
+    if (tx->ctrl_repost && atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0) {
+        tx->ctrl_repost = 0;
+        glucx_ucx_post_ctrl(tx); /* on error, notices go unheard; the timeout still holds */
+    }
+    if (tx->leave_pending)
+        glucx_ucx_leave_check(tx);
     glucx_ucx_teardown_if_pending(tx);
     return n;
 }

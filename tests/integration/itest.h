@@ -156,6 +156,9 @@ const char *const *itest_algs(glucx_coll_t coll);
 
 int itest_case_coll(const itest_env_t *env, int rank, int size);
 int itest_case_callback(const itest_env_t *env, int rank, int size);
+int itest_case_destroy_after(const itest_env_t *env, int rank, int size);
+int itest_case_early_destroy(const itest_env_t *env, int rank, int size);
+int itest_case_kind_mismatch(const itest_env_t *env, int rank, int size);
 int itest_case_p2p(const itest_env_t *env, int rank, int size);
 int itest_case_mismatch(const itest_env_t *env, int rank, int size);
 int itest_case_killed(const itest_env_t *env, int rank, int size);

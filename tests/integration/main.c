@@ -32,6 +32,9 @@ static const case_entry_t cases[] = {
     {"twostep_wake", itest_case_twostep_wake, NULL},
     {"twostep_stats", itest_case_twostep_stats, NULL},
     {"callback", itest_case_callback, NULL},
+    {"destroy_after", itest_case_destroy_after, NULL},
+    {"early_destroy", itest_case_early_destroy, NULL},
+    {"kind_mismatch", itest_case_kind_mismatch, NULL},
 };
 
 typedef struct run_arg {
