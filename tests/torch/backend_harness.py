@@ -45,14 +45,16 @@ def rank_env(port, backend, extra=None):
     return env
 
 
-def spawn(job, world, out, params=None, timeout_s=120, backend=BACKEND, extra_env=None):
-    """Run backend_jobs.<job>(ctx, backend=..., **params) on `world` spawned ranks.
+def spawn(job, world, out, params=None, timeout_s=120, backend=BACKEND, extra_env=None,
+          jobs_module="backend_jobs"):
+    """Run <jobs_module>.<job>(ctx, backend=..., **params) on `world` spawned ranks
+    (jobs_module: backend_jobs by default).
 
     Ranks still alive after timeout_s seconds are killed (SIGKILL by PID) and listed as hung.
     """
     params = dict(params or {})
     params.setdefault("backend", backend)
-    launch = spawn_job("backend_jobs", job, world, out, rank_env(free_port(), backend, extra_env),
+    launch = spawn_job(jobs_module, job, world, out, rank_env(free_port(), backend, extra_env),
                        [], params, timeout_s, f"spawn {job} on backend {backend}")
     launch.backend_under_test = backend
     return launch
