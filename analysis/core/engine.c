@@ -113,6 +113,8 @@ static int process(glucx_an_engine_t *e, comm_st_t *c, const glucx_an_event_t *e
     int r = ev->rank;
     if (glucx_an_iter_whole(e, c, rs, r, ev->ts) != 0)
         return -1;
+    if (ev->kind == GLUCX_AN_EV_ERROR || ev->kind == GLUCX_AN_EV_COLL_END)
+        glucx_an_fail_event(e, c, ev);
     switch (ev->kind) {
     case GLUCX_AN_EV_COMM_INIT:
         free(rs->host);

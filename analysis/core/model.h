@@ -13,6 +13,7 @@
  *   collectives.c    collectives, groups, stragglers, schedule decisions and their savings
  *   messages.c       send/receive matching, waits a message completes in, late sender/receiver
  *   critical_path.c  the critical path of an iteration
+ *   failures.c       whether the run failed, and its first error
  *   timeline.c       timeline.json (Chrome / Perfetto trace events)
  *   verdict.c        the one-sentence verdict
  *   report.c         report.json, report.txt, report.html: reads results, computes nothing
@@ -235,12 +236,35 @@ typedef struct iter_result {
     int64_t cp_by_kind[SEG_NKINDS];
 } iter_result_t;
 
+/* ---- a failed run -------------------------------------------------------------------------- */
+
+typedef struct fail_ev { /* the earliest failure event of one kind */
+    int seen;
+    int64_t ts;
+    uint64_t comm_id;
+    int32_t rank;
+    int status;     /* glucx_status_t */
+    int coll;       /* coll_end: the collective */
+    uint32_t seq;   /* coll_end: its seq */
+    char text[512]; /* error: its text (cut to fit) */
+} fail_ev_t;
+
+typedef struct failure_st { /* the run failed when either was seen (METRICS.md, "Verdict") */
+    fail_ev_t error;        /* the earliest error event */
+    fail_ev_t coll_end;     /* the earliest coll_end whose status is not OK */
+} failure_st_t;
+
 /* ---- the verdict --------------------------------------------------------------------------- */
 
 typedef struct verdict_st {
     const char *kind; /* report.schema.json verdict.bottleneck */
     char subject[160];
     double cost_ns, share; /* per iteration; share of the mean iteration */
+    /* a failed run (kind "failed"): when, from the trace's first event, and the failure event
+     * named (e->fail's, with which kind of event it is: "error" or "coll_end") */
+    int64_t fail_ns;
+    const fail_ev_t *fail;
+    const char *fail_event;
 } verdict_st_t;
 
 typedef struct strlist {
@@ -287,6 +311,8 @@ struct glucx_an_engine {
     /* decisions (collectives.c, at the end): savings over all, the largest one described */
     int64_t dec_saving, dec_best_saving;
     char dec_subject[160];
+    /* failures (failures.c) */
+    failure_st_t fail;
     /* the verdict (verdict.c) */
     verdict_st_t vd;
     char verdict[1024];
@@ -473,6 +499,16 @@ void glucx_an_msgs_free(glucx_an_engine_t *e);
  * to its link's cp_ns. 0, or -1 when out of memory. */
 int glucx_an_cp_walk(glucx_an_engine_t *e, comm_st_t *c, iter_t *it, segs_t *s, int64_t *start_p,
                      int64_t *end_p);
+
+/* ---- failures.c ---------------------------------------------------------------------------- */
+
+/* An error event, or a coll_end (of rank ev->rank of @p c) whose status is not OK, shows the run
+ * failed: remember the earliest of each kind (events may come out of time order across
+ * communicators, as a communicator's events are held back until its iterations are decided). */
+void glucx_an_fail_event(glucx_an_engine_t *e, const comm_st_t *c, const glucx_an_event_t *ev);
+/* Whether the run failed; if so *ts_p is its first failure event's time and *first_p the
+ * failure event the verdict names: the earliest error event, else the earliest failed coll_end. */
+int glucx_an_failed(const glucx_an_engine_t *e, int64_t *ts_p, const fail_ev_t **first_p);
 
 /* ---- timeline.c ---------------------------------------------------------------------------- */
 

@@ -201,6 +201,17 @@ static json_t *verdict_json(const glucx_an_engine_t *e)
     json_object_set_new(v, "cost_ns",
                         json_integer((json_int_t)(vd->cost_ns > 0 ? vd->cost_ns : 0)));
     json_object_set_new(v, "share", jreal(vd->share));
+    if (vd->fail) {
+        char hex[24];
+        json_t *f = json_object();
+        json_object_set_new(f, "time_ns", json_integer(vd->fail_ns));
+        json_object_set_new(f, "event", json_string(vd->fail_event));
+        json_object_set_new(f, "comm_id", json_string(glucx_an_comm_hex(vd->fail->comm_id, hex)));
+        json_object_set_new(f, "rank", json_integer(vd->fail->rank));
+        json_object_set_new(f, "status", json_string(glucx_an_status_name(vd->fail->status)));
+        json_object_set_new(f, "text", json_string(vd->fail->text));
+        json_object_set_new(v, "failure", f);
+    }
     return v;
 }
 

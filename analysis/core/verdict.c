@@ -1,11 +1,55 @@
 /*
- * The verdict (METRICS.md, "Verdict"): the one bottleneck that costs the most per iteration,
- * tried in order (straggler, schedule decisions, exposed communication and its link, compute,
- * idle), as a sentence and as (kind, subject, cost, share). Runs once every analyzer is done.
+ * The verdict (METRICS.md, "Verdict"): that the run failed, when the trace shows it did
+ * (failures.c); else the one bottleneck that costs the most per iteration, tried in order
+ * (straggler, schedule decisions, exposed communication and its link, compute, idle), as a
+ * sentence and as (kind, subject, cost, share). Runs once every analyzer is done.
  */
+#include <ctype.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "model.h"
+
+/* A failed run: its verdict says when it failed and what its first error was, and no more: a
+ * bottleneck measured on iterations the failure cut short would be meaningless. 1 if failed. */
+static int failed_sentence(glucx_an_engine_t *e)
+{
+    verdict_st_t *v = &e->vd;
+    int64_t ts;
+    const fail_ev_t *f;
+    if (!glucx_an_failed(e, &ts, &f))
+        return 0;
+    v->kind = "failed";
+    v->fail = f;
+    v->fail_event = f == &e->fail.error ? "error" : "coll_end";
+    v->fail_ns = ts - e->t_first;
+    /* a rank number alone is ambiguous when the trace has several communicators */
+    const comm_st_t *c = NULL;
+    for (size_t i = 0; i < e->ncomms && e->ncomms > 1; i++)
+        if (e->comms[i]->id == f->comm_id)
+            c = e->comms[i];
+    char hex[24];
+    if (c)
+        snprintf(v->subject, sizeof(v->subject), "rank %d of comm %s", f->rank,
+                 c->name && *c->name ? c->name : glucx_an_comm_hex(c->id, hex));
+    else
+        snprintf(v->subject, sizeof(v->subject), "rank %d", f->rank);
+    char when[32];
+    glucx_an_fmt_ns((double)v->fail_ns, when, sizeof(when));
+    if (f == &e->fail.error) {
+        /* the error's own text, without a final full stop: the sentence adds one */
+        size_t n = strlen(f->text);
+        while (n > 0 && (f->text[n - 1] == '.' || isspace((unsigned char)f->text[n - 1])))
+            n--;
+        snprintf(e->verdict, sizeof(e->verdict), "The run failed at %s: %s reported %s%s%.*s.",
+                 when, v->subject, glucx_an_status_name(f->status), n ? ": " : "", (int)n, f->text);
+    } else {
+        snprintf(e->verdict, sizeof(e->verdict),
+                 "The run failed at %s: %s ended %s seq %" PRIu32 " with %s.", when, v->subject,
+                 glucx_an_coll_name(f->coll), f->seq, glucx_an_status_name(f->status));
+    }
+    return 1;
+}
 
 void glucx_an_verdict(glucx_an_engine_t *e)
 {
@@ -17,6 +61,9 @@ void glucx_an_verdict(glucx_an_engine_t *e)
     double n_it = (double)e->iterations;
     double mean_it = n_it > 0 ? (double)e->iter_time_sum / n_it : 0;
     double rank_time = (double)e->tot.duration;
+    v->fail = NULL;
+    if (failed_sentence(e))
+        goto out;
     if (e->iterations == 0 || mean_it <= 0 || rank_time <= 0) {
         snprintf(e->verdict, sizeof(e->verdict), "No iteration could be measured: %s.",
                  e->events == 0 ? "the trace has no glucx events"
