@@ -1,7 +1,10 @@
 /*
- * Outputs of the analysis: report.json (analysis/report.schema.json), report.txt and the
- * verdict; report.html from the dashboard template. The long lists come from the engine's
- * temporary files, so writing needs no more memory than the aggregates.
+ * The report: report.json (analysis/report.schema.json), report.txt and report.html from the
+ * dashboard template. It reads what the analyzers left (the model's results and the temporary
+ * record files) and computes nothing of its own beyond unit conversions and ratios for display;
+ * the long lists come from the temporary files, so writing needs no more memory than the
+ * aggregates. The iterations list is appended to as iterations close
+ * (glucx_an_report_iteration).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,7 +16,7 @@
 
 #include <jansson.h>
 
-#include "engine_impl.h"
+#include "model.h"
 #include "wbuf.h"
 
 #ifndef GLUCX_ANALYSIS_VERSION
@@ -25,33 +28,6 @@ static json_t *jreal(double x)
     return isfinite(x) ? json_real(x) : json_null();
 }
 
-static const char *fmt_ns(double ns, char *buf, size_t len)
-{
-    double a = fabs(ns);
-    if (a >= 1e9)
-        snprintf(buf, len, "%.2f s", ns / 1e9);
-    else if (a >= 1e6)
-        snprintf(buf, len, "%.1f ms", ns / 1e6);
-    else if (a >= 1e3)
-        snprintf(buf, len, "%.1f us", ns / 1e3);
-    else
-        snprintf(buf, len, "%.0f ns", ns);
-    return buf;
-}
-
-static const char *fmt_bytes(uint64_t b, char *buf, size_t len)
-{
-    if (b >= (1u << 30) && b % (1u << 30) == 0)
-        snprintf(buf, len, "%" PRIu64 " GiB", b >> 30);
-    else if (b >= (1u << 20) && b % (1u << 20) == 0)
-        snprintf(buf, len, "%" PRIu64 " MiB", b >> 20);
-    else if (b >= 1024 && b % 1024 == 0)
-        snprintf(buf, len, "%" PRIu64 " KiB", b >> 10);
-    else
-        snprintf(buf, len, "%" PRIu64 " B", b);
-    return buf;
-}
-
 static json_t *strlist_json(const strlist_t *l)
 {
     json_t *a = json_array();
@@ -60,228 +36,182 @@ static json_t *strlist_json(const strlist_t *l)
     return a;
 }
 
-static int64_t link_busy_total(const link_st_t *l)
+static void bd_json_fields(json_t *o, const bd_t *b)
 {
-    return l->busy_committed + glucx_an_ivl_len(&l->busy);
+    json_object_set_new(o, "duration_ns", json_integer(b->duration));
+    json_object_set_new(o, "compute_ns", json_integer(b->compute));
+    json_object_set_new(o, "communication_ns", json_integer(b->comm));
+    json_object_set_new(o, "overlap_ns", json_integer(b->overlap));
+    json_object_set_new(o, "overlap_share",
+                        b->comm > 0 ? json_real((double)b->overlap / (double)b->comm)
+                                    : json_null());
+    json_object_set_new(o, "exposed_communication_ns", json_integer(b->comm - b->overlap));
+    json_object_set_new(o, "wait_ns", json_integer(b->wait));
+    json_object_set_new(o, "wait_late_sender_ns", json_integer(b->late_sender));
+    json_object_set_new(o, "wait_late_receiver_ns", json_integer(b->late_receiver));
+    json_object_set_new(o, "idle_ns", json_integer(b->idle));
 }
 
-static group_st_t *find_group(glucx_an_engine_t *e, uint64_t comm, int coll, int alg,
-                              uint64_t bytes)
+/* ---- the iterations list, appended to as iterations close ---------------------------------- */
+
+static const char *const seg_kinds[SEG_NKINDS] = {"compute", "communication", "wait", "idle",
+                                                  "transfer"};
+
+static void wb_bd(wbuf_t *w, const bd_t *b)
 {
-    glucx_an_key_t k = glucx_an_group_key(comm, coll, alg, bytes);
-    return glucx_an_map_get(&e->groups, &k);
+    wb_lit(w, "\"duration_ns\":");
+    wb_i64(w, b->duration);
+    wb_lit(w, ",\"compute_ns\":");
+    wb_i64(w, b->compute);
+    wb_lit(w, ",\"communication_ns\":");
+    wb_i64(w, b->comm);
+    wb_lit(w, ",\"overlap_ns\":");
+    wb_i64(w, b->overlap);
+    wb_lit(w, ",\"overlap_share\":");
+    if (b->comm > 0)
+        wb_ratio(w, (double)b->overlap / (double)b->comm);
+    else
+        wb_lit(w, "null");
+    wb_lit(w, ",\"exposed_communication_ns\":");
+    wb_i64(w, b->comm - b->overlap);
+    wb_lit(w, ",\"wait_ns\":");
+    wb_i64(w, b->wait);
+    wb_lit(w, ",\"wait_late_sender_ns\":");
+    wb_i64(w, b->late_sender);
+    wb_lit(w, ",\"wait_late_receiver_ns\":");
+    wb_i64(w, b->late_receiver);
+    wb_lit(w, ",\"idle_ns\":");
+    wb_i64(w, b->idle);
 }
 
-/* ---- decisions (two passes: the verdict needs the savings first) --------------------------- */
-
-typedef struct dec_view {
-    dec_rec_t h;
-    int32_t *ids;
-    uint64_t *cost;
-    char *reason;
-} dec_view_t;
-
-static int read_dec(FILE *f, dec_view_t *d)
+static void wb_opt(wbuf_t *w, int64_t v)
 {
-    if (fread(&d->h, sizeof(d->h), 1, f) != 1)
-        return 0;
-    d->ids = calloc(d->h.nalt + 1, sizeof(int32_t));
-    d->cost = calloc(d->h.nalt + 1, sizeof(uint64_t));
-    d->reason = calloc(d->h.reason_len + 1, 1);
-    if (!d->ids || !d->cost || !d->reason ||
-        fread(d->ids, sizeof(int32_t), d->h.nalt, f) != d->h.nalt ||
-        fread(d->cost, sizeof(uint64_t), d->h.nalt, f) != d->h.nalt ||
-        fread(d->reason, 1, d->h.reason_len, f) != d->h.reason_len) {
-        free(d->ids);
-        free(d->cost);
-        free(d->reason);
+    if (v >= 0)
+        wb_i64(w, v);
+    else
+        wb_lit(w, "null");
+}
+
+int glucx_an_report_iteration(glucx_an_engine_t *e, const comm_st_t *c, const iter_t *it,
+                              const iter_result_t *res)
+{
+    char hex[24];
+    wbuf_t *w = e->w_it;
+    /* beyond the list limit the iteration still counts everywhere but is not listed: the
+     * record goes to a scratch buffer that is dropped */
+    int listed = e->list_limit < 0 || e->n_iters_out < (uint64_t)e->list_limit;
+    wbuf_t scratch;
+    if (!listed) {
+        scratch.f = NULL;
+        scratch.n = 0;
+        scratch.err = 0;
+        w = &scratch;
+    }
+    if (e->n_iters_out && listed)
+        wb_lit(w, ",\n");
+    wb_lit(w, "{\"index\":");
+    wb_u64(w, it->index);
+    wb_lit(w, ",\"comm_id\":\"");
+    wb_str(w, glucx_an_comm_hex(c->id, hex));
+    wb_lit(w, "\",\"start_ns\":");
+    wb_i64(w, res->start);
+    wb_lit(w, ",\"end_ns\":");
+    wb_i64(w, res->end);
+    wb_lit(w, ",\"duration_ns\":");
+    wb_i64(w, res->end - res->start);
+    wb_str(w, res->complete ? ",\"complete\":true" : ",\"complete\":false");
+    wb_lit(w, ",\"collectives\":");
+    wb_u64(w, it->ncoll);
+    wb_lit(w, ",\"ranks\":[");
+    int first = 1;
+    for (int r = 0; r < it->nr; r++) {
+        const riter_t *ri = &it->r[r];
+        if (!ri->begun)
+            continue;
+        wb_str(w, first ? "{\"rank\":" : ",{\"rank\":");
+        first = 0;
+        wb_i64(w, r);
+        wb_lit(w, ",\"start_ns\":");
+        wb_i64(w, ri->start);
+        wb_lit(w, ",\"end_ns\":");
+        wb_i64(w, ri->end);
+        wb_lit(w, ",");
+        wb_bd(w, &ri->bd);
+        wb_lit(w, "}");
+    }
+    wb_lit(w, "],\"totals\":{");
+    wb_bd(w, &res->tot);
+    wb_lit(w, "}");
+    const segs_t *s = res->cp;
+    wb_lit(w, ",\"critical_path\":{\"length_ns\":");
+    wb_i64(w, res->cp_end - res->cp_start);
+    wb_str(w, s->truncated ? ",\"truncated\":true" : ",\"truncated\":false");
+    wb_lit(w, ",\"by_kind\":{");
+    first = 1;
+    for (int k = 0; k < SEG_NKINDS; k++) {
+        if (!res->cp_by_kind[k])
+            continue;
+        wb_str(w, first ? "\"" : ",\"");
+        first = 0;
+        wb_str(w, seg_kinds[k]);
+        wb_lit(w, "\":");
+        wb_i64(w, res->cp_by_kind[k]);
+    }
+    wb_lit(w, "},\"segments\":[");
+    for (size_t i = s->n; i-- > 0;) {
+        const seg_t *g = &s->v[i];
+        wb_str(w, i + 1 == s->n ? "{\"rank\":" : ",{\"rank\":");
+        wb_i64(w, g->rank);
+        wb_lit(w, ",\"kind\":\"");
+        wb_str(w, seg_kinds[g->kind]);
+        wb_lit(w, "\",\"start_ns\":");
+        wb_i64(w, g->a);
+        wb_lit(w, ",\"end_ns\":");
+        wb_i64(w, g->b);
+        wb_lit(w, ",\"link\":");
+        wb_opt(w, g->link);
+        wb_lit(w, ",\"peer\":");
+        wb_opt(w, g->peer);
+        wb_lit(w, ",\"seq\":");
+        wb_opt(w, g->seq);
+        wb_lit(w, "}");
+    }
+    wb_lit(w, "]}}");
+    if (w->err) {
+        snprintf(e->err, sizeof(e->err), "cannot write iteration records in %s: %s", e->dir,
+                 strerror(errno));
         return -1;
     }
-    return 1;
+    if (listed)
+        e->n_iters_out++;
+    else
+        w->n = 0; /* never flushed: scratch.f is NULL */
+    return 0;
 }
 
-static void free_dec(dec_view_t *d)
+/* ---- the verdict ----------------------------------------------------------------------------- */
+
+static json_t *verdict_json(const glucx_an_engine_t *e)
 {
-    free(d->ids);
-    free(d->cost);
-    free(d->reason);
-}
-
-typedef struct dec_eval {
-    int64_t predicted; /* -1 none */
-    int best_idx;
-    int64_t saving;
-    int source; /* 0 none 1 model 2 measured */
-} dec_eval_t;
-
-static dec_eval_t eval_dec(glucx_an_engine_t *e, const dec_view_t *d)
-{
-    dec_eval_t v = {-1, -1, 0, 0};
-    for (uint32_t i = 0; i < d->h.nalt; i++) {
-        if (d->ids[i] == d->h.chosen)
-            v.predicted = (int64_t)d->cost[i];
-        if (v.best_idx < 0 || d->cost[i] < d->cost[v.best_idx])
-            v.best_idx = (int)i;
-    }
-    if (d->h.measured < 0)
-        return v;
-    /* measured alternatives of the same collective and size win over the model */
-    int64_t best_meas = -1;
-    for (uint32_t i = 0; i < d->h.nalt; i++) {
-        if (d->ids[i] == d->h.alg_ran)
-            continue;
-        group_st_t *g = find_group(e, d->h.comm_id, d->h.coll, d->ids[i], d->h.bytes);
-        if (g && g->count) {
-            int64_t mean = g->sum / (int64_t)g->count;
-            if (best_meas < 0 || mean < best_meas)
-                best_meas = mean;
-        }
-    }
-    if (best_meas >= 0) {
-        if (best_meas < d->h.measured) {
-            v.saving = d->h.measured - best_meas;
-            v.source = 2;
-        }
-        return v;
-    }
-    if (v.best_idx >= 0 && d->ids[v.best_idx] != d->h.chosen && v.predicted > 0) {
-        double s =
-            (double)d->h.measured * (1.0 - (double)d->cost[v.best_idx] / (double)v.predicted);
-        if (s > 0) {
-            v.saving = (int64_t)s;
-            v.source = 1;
-        }
-    }
-    return v;
-}
-
-/* ---- the verdict ---------------------------------------------------------------------------- */
-
-typedef struct verdict_in {
-    int64_t decision_saving;
-    char decision_subject[160];
-    int64_t decision_best_saving;
-} verdict_in_t;
-
-static json_t *make_verdict(glucx_an_engine_t *e, const verdict_in_t *vin)
-{
-    char b1[32], b2[32], b3[32];
-    const char *kind = "none";
-    char subject[160] = "";
-    double cost = 0;
-    double n_it = (double)e->iterations;
-    double mean_it = n_it > 0 ? (double)e->iter_time_sum / n_it : 0;
-    double rank_time = (double)e->tot.duration;
+    const verdict_st_t *vd = &e->vd;
     json_t *v = json_object();
-    if (e->iterations == 0 || mean_it <= 0 || rank_time <= 0) {
-        snprintf(e->verdict, sizeof(e->verdict), "No iteration could be measured: %s.",
-                 e->events == 0 ? "the trace has no glucx events"
-                                : "the trace has no collective, communication or iteration events "
-                                  "with a duration");
-        goto out;
-    }
-    double exposed_sh = (double)(e->tot.comm - e->tot.overlap) / rank_time;
-    double compute_sh = (double)e->tot.compute / rank_time;
-    double idle_sh = (double)e->tot.idle / rank_time;
-    /* top straggler and the link with most critical-path time */
-    rank_st_t *top = NULL;
-    int top_rank = -1;
-    link_st_t *tl = NULL;
-    for (size_t i = 0; i < e->ncomms; i++) {
-        comm_st_t *c = e->comms[i];
-        for (int r = 0; r < c->nalloc; r++)
-            if (c->ranks[r].seen && (!top || c->ranks[r].lateness > top->lateness)) {
-                top = &c->ranks[r];
-                top_rank = r;
-            }
-        for (size_t k = 0; k < c->nlinks; k++)
-            if (!tl || c->links[k]->cp_ns > tl->cp_ns)
-                tl = c->links[k];
-    }
-    double strag = top ? (double)top->lateness / n_it : 0;
-    double exposed = exposed_sh * mean_it;
-    double dec = (double)vin->decision_saving / n_it;
-    double link_cp = tl ? (double)tl->cp_ns / n_it : 0;
-    if (strag >= 0.05 * mean_it && strag >= 0.5 * exposed) {
-        kind = "straggler";
-        snprintf(subject, sizeof(subject), "rank %d", top_rank);
-        cost = strag;
-        snprintf(e->verdict, sizeof(e->verdict),
-                 "Rank %d is the straggler: the other ranks wait %s for it in each iteration, "
-                 "%.0f%% of the %s iteration.",
-                 top_rank, fmt_ns(strag, b1, sizeof(b1)), 100 * strag / mean_it,
-                 fmt_ns(mean_it, b2, sizeof(b2)));
-    } else if (dec >= 0.05 * mean_it) {
-        kind = "decision";
-        snprintf(subject, sizeof(subject), "%s", vin->decision_subject);
-        cost = dec;
-        snprintf(e->verdict, sizeof(e->verdict),
-                 "Algorithm choices cost %s per iteration (%.0f%% of the %s iteration); the "
-                 "largest: %s.",
-                 fmt_ns(dec, b1, sizeof(b1)), 100 * dec / mean_it, fmt_ns(mean_it, b2, sizeof(b2)),
-                 vin->decision_subject);
-    } else if (exposed_sh >= 0.10) {
-        cost = exposed;
-        if (tl && link_cp >= 0.3 * exposed) {
-            kind = "link";
-            snprintf(subject, sizeof(subject), "link %d->%d", tl->src, tl->dst);
-            int64_t busy = link_busy_total(tl);
-            double ach = busy > 0 ? (double)tl->bytes / (double)busy * 1e9 : 0;
-            char eff[64] = "";
-            if (tl->bw > 0 && ach > 0)
-                snprintf(eff, sizeof(eff), " at %.0f%% of its nominal bandwidth",
-                         100 * ach / tl->bw);
-            snprintf(e->verdict, sizeof(e->verdict),
-                     "Communication is exposed for %s per iteration (%.0f%% of the %s "
-                     "iteration); link %d->%d (dimension %d) carries %s of it on the critical "
-                     "path%s.",
-                     fmt_ns(exposed, b1, sizeof(b1)), 100 * exposed_sh,
-                     fmt_ns(mean_it, b2, sizeof(b2)), tl->src, tl->dst, tl->dim,
-                     fmt_ns(link_cp, b3, sizeof(b3)), eff);
-        } else {
-            kind = "exposed_communication";
-            snprintf(subject, sizeof(subject), "communication");
-            snprintf(e->verdict, sizeof(e->verdict),
-                     "Exposed communication costs %s per iteration, %.0f%% of the %s iteration "
-                     "(%.0f%% of communication is hidden under compute).",
-                     fmt_ns(exposed, b1, sizeof(b1)), 100 * exposed_sh,
-                     fmt_ns(mean_it, b2, sizeof(b2)),
-                     e->tot.comm > 0 ? 100.0 * (double)e->tot.overlap / (double)e->tot.comm : 0.0);
-        }
-    } else if (compute_sh >= 0.5) {
-        kind = "compute";
-        snprintf(subject, sizeof(subject), "compute");
-        cost = compute_sh * mean_it;
-        snprintf(e->verdict, sizeof(e->verdict),
-                 "Compute-bound: compute takes %.0f%% of each rank's time; exposed communication "
-                 "costs only %s per iteration (%.0f%% of the %s iteration).",
-                 100 * compute_sh, fmt_ns(exposed, b1, sizeof(b1)), 100 * exposed_sh,
-                 fmt_ns(mean_it, b2, sizeof(b2)));
-    } else if (idle_sh >= 0.3) {
-        kind = "idle";
-        snprintf(subject, sizeof(subject), "idle");
-        cost = idle_sh * mean_it;
-        snprintf(e->verdict, sizeof(e->verdict),
-                 "Ranks are idle (neither computing nor communicating as traced) %.0f%% of the "
-                 "%s iteration: the time goes to untraced work.",
-                 100 * idle_sh, fmt_ns(mean_it, b1, sizeof(b1)));
-    } else {
-        snprintf(e->verdict, sizeof(e->verdict),
-                 "No single bottleneck: per %s iteration, compute %.0f%%, exposed communication "
-                 "%.0f%%, idle %.0f%%.",
-                 fmt_ns(mean_it, b1, sizeof(b1)), 100 * compute_sh, 100 * exposed_sh,
-                 100 * idle_sh);
-    }
-out:
-    if (e->partial.n) {
-        size_t l = strlen(e->verdict);
-        snprintf(e->verdict + l, sizeof(e->verdict) - l, " (Partial report: %s.)", e->partial.v[0]);
-    }
     json_object_set_new(v, "sentence", json_string(e->verdict));
-    json_object_set_new(v, "bottleneck", json_string(kind));
-    json_object_set_new(v, "subject", json_string(subject));
-    json_object_set_new(v, "cost_ns", json_integer((json_int_t)(cost > 0 ? cost : 0)));
-    json_object_set_new(v, "share", jreal(mean_it > 0 ? cost / mean_it : 0));
+    json_object_set_new(v, "bottleneck", json_string(vd->kind));
+    json_object_set_new(v, "subject", json_string(vd->subject));
+    json_object_set_new(v, "cost_ns",
+                        json_integer((json_int_t)(vd->cost_ns > 0 ? vd->cost_ns : 0)));
+    json_object_set_new(v, "share", jreal(vd->share));
+    if (vd->fail) {
+        char hex[24];
+        json_t *f = json_object();
+        json_object_set_new(f, "time_ns", json_integer(vd->fail_ns));
+        json_object_set_new(f, "event", json_string(vd->fail_event));
+        json_object_set_new(f, "comm_id", json_string(glucx_an_comm_hex(vd->fail->comm_id, hex)));
+        json_object_set_new(f, "rank", json_integer(vd->fail->rank));
+        json_object_set_new(f, "status", json_string(glucx_an_status_name(vd->fail->status)));
+        json_object_set_new(f, "text", json_string(vd->fail->text));
+        json_object_set_new(v, "failure", f);
+    }
     return v;
 }
 
@@ -310,7 +240,7 @@ static json_t *link_json(glucx_an_engine_t *e, const comm_st_t *c, const link_st
 {
     char hex[24];
     json_t *o = json_object();
-    int64_t busy = link_busy_total(l);
+    int64_t busy = l->busy_ns;
     double ach = busy > 0 ? (double)l->bytes / (double)busy * 1e9 : NAN;
     json_object_set_new(o, "link_id", json_integer(c->size > 0 ? l->src * c->size + l->dst : -1));
     json_object_set_new(o, "comm_id", json_string(glucx_an_comm_hex(c->id, hex)));
@@ -408,18 +338,16 @@ static void coll_write(wbuf_t *w, const coll_rec_t *r)
     wb_kint(w, "span_ns", r->span);
     wb_kopt(w, "last_rank", r->last_rank, r->last_rank >= 0);
     wb_kint(w, "lateness_ns", r->lateness);
-    double algbw = r->time > 0 ? (double)r->bytes / (double)r->time * 1e9 : NAN;
-    double f = glucx_an_busbw_factor(r->coll, r->nranks);
     wb_lit(w, ",\"algbw_Bps\":");
-    wb_num(w, r->gloo ? NAN : algbw);
+    wb_num(w, r->algbw_Bps);
     wb_lit(w, ",\"busbw_Bps\":");
-    wb_num(w, r->gloo ? algbw : algbw * f);
+    wb_num(w, r->busbw_Bps);
     wb_kstr(w, "status", r->status == 99 ? "INCOMPLETE" : glucx_an_status_name(r->status));
     wb_kstr(w, "source", r->gloo ? "gloo_slot" : "coll_events");
     wb_lit(w, "}");
 }
 
-static void dec_write(glucx_an_engine_t *e, wbuf_t *w, const dec_view_t *d, const dec_eval_t *v)
+static void dec_write(const glucx_an_engine_t *e, wbuf_t *w, const dec_view_t *d)
 {
     char hex[24];
     wb_lit(w, "{\"comm_id\":\"");
@@ -437,25 +365,25 @@ static void dec_write(glucx_an_engine_t *e, wbuf_t *w, const dec_view_t *d, cons
         wb_str(w, glucx_an_alg_name(d->ids[i]));
         wb_lit(w, "\"");
         wb_kint(w, "predicted_ns", (int64_t)d->cost[i]);
-        group_st_t *g = find_group(e, d->h.comm_id, d->h.coll, d->ids[i], d->h.bytes);
+        group_st_t *g = glucx_an_group_find(e, d->h.comm_id, d->h.coll, d->ids[i], d->h.bytes);
         wb_kopt(w, "measured_mean_ns", g && g->count ? g->sum / (int64_t)g->count : 0,
                 g && g->count);
         wb_lit(w, "}");
     }
     wb_lit(w, "]");
-    wb_kopt(w, "predicted_ns", v->predicted, v->predicted >= 0);
+    wb_kopt(w, "predicted_ns", d->h.predicted, d->h.predicted >= 0);
     wb_kopt(w, "measured_ns", d->h.measured, d->h.measured >= 0);
     wb_lit(w, ",\"model_ratio\":");
-    if (v->predicted > 0 && d->h.measured >= 0)
-        wb_ratio(w, (double)d->h.measured / (double)v->predicted);
+    if (d->h.predicted > 0 && d->h.measured >= 0)
+        wb_ratio(w, (double)d->h.measured / (double)d->h.predicted);
     else
         wb_lit(w, "null");
-    wb_kstr(w, "best", v->best_idx >= 0 ? glucx_an_alg_name(d->ids[v->best_idx]) : "none");
-    wb_kopt(w, "best_predicted_ns", v->best_idx >= 0 ? (int64_t)d->cost[v->best_idx] : 0,
-            v->best_idx >= 0);
-    wb_kint(w, "saving_ns", v->saving);
+    wb_kstr(w, "best", d->h.best_idx >= 0 ? glucx_an_alg_name(d->ids[d->h.best_idx]) : "none");
+    wb_kopt(w, "best_predicted_ns", d->h.best_idx >= 0 ? (int64_t)d->cost[d->h.best_idx] : 0,
+            d->h.best_idx >= 0);
+    wb_kint(w, "saving_ns", d->h.saving);
     static const char *const src[] = {"none", "model", "measured"};
-    wb_kstr(w, "saving_source", src[v->source]);
+    wb_kstr(w, "saving_source", src[d->h.source]);
     wb_str(w, d->h.agree ? ",\"ranks_agree\":true}" : ",\"ranks_agree\":false}");
 }
 
@@ -478,30 +406,7 @@ int glucx_an_report_write(glucx_an_engine_t *e)
         return -1;
     }
     int rc = 0;
-    /* decisions, first pass: savings for the verdict */
-    verdict_in_t vin;
-    memset(&vin, 0, sizeof(vin));
-    fflush(e->f_decs);
-    rewind(e->f_decs);
-    for (;;) {
-        dec_view_t d;
-        int got = read_dec(e->f_decs, &d);
-        if (got <= 0)
-            break;
-        dec_eval_t v = eval_dec(e, &d);
-        vin.decision_saving += v.saving;
-        if (v.saving > vin.decision_best_saving) {
-            char b1[32], b2[32];
-            vin.decision_best_saving = v.saving;
-            snprintf(vin.decision_subject, sizeof(vin.decision_subject),
-                     "%s of %s ran %s, %s would have saved %s", glucx_an_coll_name(d.h.coll),
-                     fmt_bytes(d.h.bytes, b1, sizeof(b1)), glucx_an_alg_name(d.h.chosen),
-                     v.best_idx >= 0 ? glucx_an_alg_name(d.ids[v.best_idx]) : "another option",
-                     fmt_ns((double)v.saving, b2, sizeof(b2)));
-        }
-        free_dec(&d);
-    }
-    json_t *verdict = make_verdict(e, &vin);
+    json_t *verdict = verdict_json(e);
 
     fputs("{", f);
     rc |= put(f, "schema_version", json_integer(1), 1);
@@ -604,7 +509,7 @@ int glucx_an_report_write(glucx_an_engine_t *e)
     json_object_set_new(sum, "mean_critical_path_ns",
                         json_integer(e->iterations ? e->cp_sum / (int64_t)e->iterations : 0));
     json_object_set_new(sum, "ranks", json_integer(nranks));
-    glucx_an_bd_json_fields(st, &e->tot);
+    bd_json_fields(st, &e->tot);
     json_object_set_new(sum, "totals", st);
     rc |= put(f, "summary", sum, 0);
 
@@ -626,7 +531,7 @@ int glucx_an_report_write(glucx_an_engine_t *e)
             json_object_set_new(o, "host", json_string(rs->host ? rs->host : ""));
             json_object_set_new(o, "package", json_integer(rs->package));
             json_object_set_new(o, "lateness_ns", json_integer(rs->lateness));
-            glucx_an_bd_json_fields(o, &rs->tot);
+            bd_json_fields(o, &rs->tot);
             json_array_append_new(ranks, o);
         }
     }
@@ -691,19 +596,18 @@ int glucx_an_report_write(glucx_an_engine_t *e)
     rewind(e->f_decs);
     for (uint64_t i = 0;; i++) {
         dec_view_t d;
-        int got = read_dec(e->f_decs, &d);
+        int got = glucx_an_dec_read(e->f_decs, &d);
         if (got < 0)
             rc = -1;
         if (got <= 0)
             break;
-        dec_eval_t v = eval_dec(e, &d);
         ndecs++;
         if (e->list_limit < 0 || i < (uint64_t)e->list_limit) {
             if (i)
                 wb_lit(w, ",");
-            dec_write(e, w, &d, &v);
+            dec_write(e, w, &d);
         }
-        free_dec(&d);
+        glucx_an_dec_free(&d);
     }
     wb_lit(w, "]");
     wb_flush(w);
@@ -811,7 +715,7 @@ static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_
     char b1[32], b2[32], b3[32], hex[24];
     fprintf(f, "%s\n\n", e->verdict);
     fprintf(f, "trace     %" PRIu64 " glucx events, %s", e->events,
-            fmt_ns((double)(e->t_last - e->t_first), b1, sizeof(b1)));
+            glucx_an_fmt_ns((double)(e->t_last - e->t_first), b1, sizeof(b1)));
     if (e->discarded_events || e->discarded_packets)
         fprintf(f, ", %" PRIu64 " events discarded, %" PRIu64 " packets lost", e->discarded_events,
                 e->discarded_packets);
@@ -831,9 +735,10 @@ static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_
     if (period)
         fprintf(f, ", %u collectives each", period);
     fprintf(f, "), mean %s, mean critical path %s\n\n",
-            fmt_ns(e->iterations ? (double)e->iter_time_sum / (double)e->iterations : 0, b1,
-                   sizeof(b1)),
-            fmt_ns(e->iterations ? (double)e->cp_sum / (double)e->iterations : 0, b2, sizeof(b2)));
+            glucx_an_fmt_ns(e->iterations ? (double)e->iter_time_sum / (double)e->iterations : 0,
+                            b1, sizeof(b1)),
+            glucx_an_fmt_ns(e->iterations ? (double)e->cp_sum / (double)e->iterations : 0, b2,
+                            sizeof(b2)));
     fprintf(f, "per rank (all iterations; %% of the rank's iteration time)\n");
     fprintf(f, "%-20s %5s %16s %16s %16s %10s %16s %16s %16s\n", "comm", "rank", "compute",
             "communication", "exposed comm", "overlap", "late sender", "late receiver", "idle");
@@ -845,18 +750,18 @@ static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_
                 continue;
             bd_t *b = &rs->tot;
             fprintf(f, "%-20s %5d %9s", glucx_an_comm_hex(c->id, hex), r,
-                    fmt_ns((double)b->compute, b1, sizeof(b1)));
+                    glucx_an_fmt_ns((double)b->compute, b1, sizeof(b1)));
             pct(f, b->compute, b->duration);
-            fprintf(f, " %9s", fmt_ns((double)b->comm, b1, sizeof(b1)));
+            fprintf(f, " %9s", glucx_an_fmt_ns((double)b->comm, b1, sizeof(b1)));
             pct(f, b->comm, b->duration);
-            fprintf(f, " %9s", fmt_ns((double)(b->comm - b->overlap), b1, sizeof(b1)));
+            fprintf(f, " %9s", glucx_an_fmt_ns((double)(b->comm - b->overlap), b1, sizeof(b1)));
             pct(f, b->comm - b->overlap, b->duration);
             fprintf(f, " %9.1f%%", b->comm ? 100.0 * (double)b->overlap / (double)b->comm : 0.0);
-            fprintf(f, " %9s", fmt_ns((double)b->late_sender, b1, sizeof(b1)));
+            fprintf(f, " %9s", glucx_an_fmt_ns((double)b->late_sender, b1, sizeof(b1)));
             pct(f, b->late_sender, b->duration);
-            fprintf(f, " %9s", fmt_ns((double)b->late_receiver, b1, sizeof(b1)));
+            fprintf(f, " %9s", glucx_an_fmt_ns((double)b->late_receiver, b1, sizeof(b1)));
             pct(f, b->late_receiver, b->duration);
-            fprintf(f, " %9s", fmt_ns((double)b->idle, b1, sizeof(b1)));
+            fprintf(f, " %9s", glucx_an_fmt_ns((double)b->idle, b1, sizeof(b1)));
             pct(f, b->idle, b->duration);
             fprintf(f, "\n");
         }
@@ -867,18 +772,18 @@ static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_
         comm_st_t *c = e->comms[i];
         for (size_t k = 0; k < c->nlinks; k++) {
             link_st_t *l = c->links[k];
-            int64_t busy = link_busy_total(l);
+            int64_t busy = l->busy_ns;
             double ach = busy > 0 ? (double)l->bytes / (double)busy * 1e9 : 0;
             char name[24];
             snprintf(name, sizeof(name), "%d->%d", l->src, l->dst);
             fprintf(f, "%-8s %4d %-10s %12" PRIu64 " %12s %9.3f GB/s", name, l->dim,
                     l->transport && *l->transport ? l->transport : "-", l->bytes,
-                    fmt_ns((double)busy, b1, sizeof(b1)), ach / 1e9);
+                    glucx_an_fmt_ns((double)busy, b1, sizeof(b1)), ach / 1e9);
             if (l->bw > 0 && ach > 0)
                 fprintf(f, " %7.1f%%", 100 * ach / l->bw);
             else
                 fprintf(f, " %8s", "-");
-            fprintf(f, " %12s\n", fmt_ns((double)l->cp_ns, b1, sizeof(b1)));
+            fprintf(f, " %12s\n", glucx_an_fmt_ns((double)l->cp_ns, b1, sizeof(b1)));
         }
     }
     fprintf(f, "\ncollectives\n%-16s %-22s %12s %8s %12s %12s %12s\n", "coll", "algorithm", "bytes",
@@ -889,8 +794,8 @@ static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_
             continue;
         fprintf(f, "%-16s %-22s %12" PRIu64 " %8" PRIu64 " %12s %12s %12.3f\n", g->coll, g->alg,
                 g->bytes, g->count,
-                fmt_ns(g->count ? (double)g->sum / (double)g->count : 0, b1, sizeof(b1)),
-                fmt_ns((double)(g->count ? g->min : 0), b2, sizeof(b2)),
+                glucx_an_fmt_ns(g->count ? (double)g->sum / (double)g->count : 0, b1, sizeof(b1)),
+                glucx_an_fmt_ns((double)(g->count ? g->min : 0), b2, sizeof(b2)),
                 g->busbw_n ? g->busbw_sum / (double)g->busbw_n / 1e9 : 0.0);
     }
     fprintf(f, "\nstragglers (last to arrive at collectives)\n");
@@ -902,13 +807,14 @@ static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_
             if (!rs->seen || rs->lateness <= 0)
                 continue;
             any = 1;
-            fprintf(f,
-                    "  rank %d: last in %" PRIu64 " of %" PRIu64 " collectives, holding the others "
-                    "back %s in total (%s each), others waited %s\n",
-                    r, rs->times_last, rs->colls, fmt_ns((double)rs->lateness, b1, sizeof(b1)),
-                    fmt_ns(rs->times_last ? (double)rs->lateness / (double)rs->times_last : 0, b2,
-                           sizeof(b2)),
-                    fmt_ns((double)rs->others_wait, b3, sizeof(b3)));
+            fprintf(
+                f,
+                "  rank %d: last in %" PRIu64 " of %" PRIu64 " collectives, holding the others "
+                "back %s in total (%s each), others waited %s\n",
+                r, rs->times_last, rs->colls, glucx_an_fmt_ns((double)rs->lateness, b1, sizeof(b1)),
+                glucx_an_fmt_ns(rs->times_last ? (double)rs->lateness / (double)rs->times_last : 0,
+                                b2, sizeof(b2)),
+                glucx_an_fmt_ns((double)rs->others_wait, b3, sizeof(b3)));
         }
     }
     if (!any)

@@ -416,7 +416,7 @@
 
   const BOTTLENECK_LABEL = {
     straggler: 'Straggler', link: 'Link', exposed_communication: 'Exposed communication', compute: 'Compute',
-    decision: 'Schedule decision', idle: 'Idle time', none: 'No bottleneck',
+    decision: 'Schedule decision', idle: 'Idle time', none: 'No bottleneck', failed: 'Run failed',
   };
 
   function hero(r) {
@@ -425,6 +425,7 @@
     const t = obj(r.trace);
     const tot = obj(s.totals);
     const kind = str(v.bottleneck) || 'none';
+    const fail = obj(v.failure);
     const share = num(v.share);
     const verdict = el('div', { class: 'verdict', id: 'verdict', dataset: { bottleneck: kind } },
       el('div', { class: 'verdict-top' },
@@ -432,11 +433,16 @@
         el('span', { class: `badge badge-${kind.replace(/[^a-z_]/g, '')}` }, BOTTLENECK_LABEL[kind] || kind),
         v.subject ? el('span', { class: 'muted' }, str(v.subject)) : null),
       el('p', { class: 'verdict-sentence' }, str(v.sentence) || 'The analysis gave no verdict.'),
-      el('div', { class: 'verdict-meta' },
-        el('span', null, 'Costs ', el('b', null, fmtNs(v.cost_ns)), ' per iteration'),
-        el('span', null, el('b', null, fmtPct(share)), ' of the mean iteration'),
-        el('span', null, 'Mean iteration ', el('b', null, fmtNs(s.mean_iteration_ns)))),
-      share !== null ? el('div', { class: 'sharebar', title: 'share of the iteration' },
+      // A failed run has no per-iteration cost: say when it failed and with what instead.
+      kind === 'failed' ? el('div', { class: 'verdict-meta', dataset: { failure: '' } },
+        el('span', null, 'Failed at ', el('b', null, fmtNs(fail.time_ns)), ' from the trace start'),
+        el('span', null, 'Status ', el('b', null, str(fail.status) || '\u2013')),
+        el('span', null, 'First error on ', el('b', null, str(v.subject) || '\u2013'))) :
+        el('div', { class: 'verdict-meta' },
+          el('span', null, 'Costs ', el('b', null, fmtNs(v.cost_ns)), ' per iteration'),
+          el('span', null, el('b', null, fmtPct(share)), ' of the mean iteration'),
+          el('span', null, 'Mean iteration ', el('b', null, fmtNs(s.mean_iteration_ns)))),
+      share !== null && kind !== 'failed' ? el('div', { class: 'sharebar', title: 'share of the iteration' },
         el('span', { style: { width: `${Math.max(0, Math.min(1, share)) * 100}%` } })) : null);
 
     const ranksSeen = arr(t.ranks_seen).length;

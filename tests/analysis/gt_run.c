@@ -14,6 +14,13 @@
  *                                   size and the count (the test computes the per-link bytes).
  *   gt_run missing STOREDIR OUT     as bytes with 1 allreduce, but rank 3 runs without the trace
  *                                   provider (LD_PRELOAD removed before exec).
+ *   gt_run fail STOREDIR OUT        3 ranks, FAIL_ITERS iterations as straggler (rank 2 sleeps
+ *                                   DELAY_MS before each allreduce), then one more whose allreduce
+ *                                   rank 2 calls with one element more: the collective fails. Each
+ *                                   rank writes OUT.<rank>: "status=" its glucx_status_t,
+ *                                   "t0_ns=" / "t1_ns=" CLOCK_REALTIME before / after the failing
+ *                                   call, "slept_ns=" its total sleep, and last "text=" its
+ *                                   glucx_last_error().
  *
  * Ranks are exec'd children (gt_run child MODE RANK STOREDIR OUT). Exit 0 on success.
  */
@@ -32,6 +39,7 @@
 #include <glucx/trace.h>
 
 #define DELAY_MS 20
+#define FAIL_ITERS 4
 /* 1 MiB blocks on 4 ranks: each travels as several ring segments with the same (seq, step) */
 #define ARB (4 * 1024 * 1024)
 
@@ -49,6 +57,13 @@ static int64_t sleep_ms(int ms)
     while (nanosleep(&t, &t) != 0 && errno == EINTR)
         ;
     return now_ns() - a;
+}
+
+static int64_t realtime_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 static void spin_ns(int64_t ns)
@@ -72,7 +87,7 @@ static void spin_ns(int64_t ns)
 
 static int child(const char *mode, int rank, const char *store_dir, const char *out)
 {
-    int n = strcmp(mode, "overlap") == 0 ? 2 : 4;
+    int n = strcmp(mode, "overlap") == 0 ? 2 : strcmp(mode, "fail") == 0 ? 3 : 4;
     glucx_context_t *ctx = NULL;
     glucx_store_t *store = NULL;
     glucx_comm_t *comm = NULL;
@@ -85,7 +100,7 @@ static int child(const char *mode, int rank, const char *store_dir, const char *
                              .size = n,
                              .store = store,
                              .name = mode,
-                             .timeout_ms = 30000};
+                             .timeout_ms = strcmp(mode, "fail") == 0 ? 10000 : 30000};
     st = glucx_comm_create(ctx, &p, &comm);
     CHECK(st == GLUCX_OK, "comm_create: %s", glucx_status_string(st));
     float *a = calloc(ARB / sizeof(float), sizeof(float));
@@ -148,7 +163,37 @@ static int child(const char *mode, int rank, const char *store_dir, const char *
             CHECK(f, "cannot write %s", out);
             fprintf(f, "compute_inside_ns=%" PRId64 "\nspan_ns=%" PRId64 "\n", inside, span);
         }
-    } else { /* bytes, missing */
+    } else if (strcmp(mode, "fail") == 0) {
+        int64_t slept = 0;
+        for (int k = 0; k < FAIL_ITERS; k++) {
+            glucx_trace_iteration_begin(comm, (uint64_t)k);
+            if (rank == 2)
+                slept += sleep_ms(DELAY_MS);
+            st = glucx_allreduce(comm, a, b, 4096, GLUCX_DTYPE_F32, GLUCX_OP_SUM, NULL);
+            CHECK(st == GLUCX_OK, "allreduce: %s", glucx_status_string(st));
+            glucx_trace_iteration_end(comm, (uint64_t)k);
+        }
+        glucx_trace_iteration_begin(comm, FAIL_ITERS);
+        int64_t t0 = realtime_ns();
+        st = glucx_allreduce(comm, a, b, rank == 2 ? 4097 : 4096, GLUCX_DTYPE_F32, GLUCX_OP_SUM,
+                             NULL);
+        int64_t t1 = realtime_ns();
+        char path[4096];
+        snprintf(path, sizeof(path), "%s.%d", out, rank);
+        f = fopen(path, "w");
+        CHECK(f, "cannot write %s", path);
+        fprintf(f,
+                "status=%d\nt0_ns=%" PRId64 "\nt1_ns=%" PRId64 "\nslept_ns=%" PRId64 "\ntext=%s\n",
+                (int)st, t0, t1, slept, st == GLUCX_OK ? "" : glucx_last_error());
+        fclose(f);
+        free(a);
+        free(b);
+        glucx_comm_destroy(comm);
+        glucx_store_destroy(store);
+        glucx_context_destroy(ctx);
+        CHECK(st != GLUCX_OK, "the mismatched allreduce succeeded");
+        return 0; /* the communicator failed: no closing barrier */
+    } else {      /* bytes, missing */
         int K = strcmp(mode, "bytes") == 0 ? 3 : 1;
         glucx_coll_opts_t o = {.field_mask = GLUCX_COLL_OPT_ALGORITHM, .algorithm = "ring"};
         for (int k = 0; k < K; k++) {
@@ -179,11 +224,11 @@ int main(int argc, char **argv)
     if (argc == 6 && strcmp(argv[1], "child") == 0)
         return child(argv[2], atoi(argv[3]), argv[4], argv[5]);
     if (argc != 4) {
-        fprintf(stderr, "usage: gt_run straggler|overlap|bytes|missing STOREDIR OUT\n");
+        fprintf(stderr, "usage: gt_run straggler|overlap|bytes|missing|fail STOREDIR OUT\n");
         return 2;
     }
     const char *mode = argv[1];
-    int n = strcmp(mode, "overlap") == 0 ? 2 : 4;
+    int n = strcmp(mode, "overlap") == 0 ? 2 : strcmp(mode, "fail") == 0 ? 3 : 4;
     pid_t pids[4];
     for (int r = 0; r < n; r++) {
         pids[r] = fork();

@@ -11,6 +11,10 @@ Ground truth (values measured by gt_run itself, never read from the trace):
               compute time over the measured collective span, within 5 percentage points; the
               compute phase has an empty name.
   bytes       ring allreduce: every link's bytes equal the ring's volume computed here.
+  failed      rank 2 straggles for 4 iterations, then calls an allreduce with one element more:
+              the verdict says the run failed, when (within the failing call's measured window,
+              after rank 2's measured sleeps) and with the first error's rank, status and text
+              as that rank got them; no straggler sentence; the stragglers list still has rank 2.
 Robustness (each: a clear message, a report marked partial where one is possible):
   missing, nontrace, empty, truncated, discarded, unknown_version; plugin_cli: the same sink
   through `babeltrace2 --plugin-path`; merge: two traces with different UUIDs analysed together.
@@ -162,6 +166,59 @@ def case_bytes(a):
               rep["trace"]["unmatched_sends"], rep["trace"]["unmatched_recvs"]))
     check(len([l for l in links.values() if l["announced"]]) == n * (n - 1), "not every link announced")
     print("bytes: %d links checked" % len(links))
+
+
+STATUS = {0: "OK", -1: "ERR_INVALID_ARG", -2: "ERR_NO_MEMORY", -3: "ERR_TRANSPORT",
+          -4: "ERR_TIMEOUT", -5: "ERR_PEER_FAILED", -6: "ERR_MISMATCH", -7: "ERR_ABORTED",
+          -8: "ERR_UNSUPPORTED", -9: "ERR_TRUNCATED", -10: "ERR_STORE"}
+
+
+def case_failed(a):
+    store = os.path.join(a.work, "failed-store")
+    shutil.rmtree(store, ignore_errors=True)
+    os.makedirs(store)
+    out = os.path.join(a.work, "failed-truth")
+    for r in range(3):
+        if os.path.exists("%s.%d" % (out, r)):
+            os.unlink("%s.%d" % (out, r))
+    d = record(a, "failed", [a.gt, "fail", store, out])
+    truth = {}
+    for r in range(3):
+        with open("%s.%d" % (out, r)) as f:
+            head, _, text = f.read().partition("text=")
+        t = dict(line.split("=", 1) for line in head.split())
+        truth[r] = {"status": STATUS.get(int(t["status"]), t["status"]), "t0": int(t["t0_ns"]),
+                    "t1": int(t["t1_ns"]), "slept": int(t["slept_ns"]), "text": text.rstrip("\n")}
+    failed = {r for r, t in truth.items() if t["status"] != "OK"}
+    check(failed, "no rank saw the mismatched allreduce fail: %s" % truth)
+    _, rep = analyze(a, d, "failed")
+    v = rep["verdict"]
+    f = v.get("failure")
+    check(v["bottleneck"] == "failed" and f, "verdict of a failed run: %s" % v)
+    check(v["sentence"].startswith("The run failed at ") and "straggler" not in v["sentence"],
+          "verdict sentence: %s" % v["sentence"])
+    # the first error, as the rank that had it got it from glucx_last_error()
+    r = f["rank"]
+    check(r in failed and f["event"] == "error", "failure names rank %s (%s); ranks that failed: %s"
+          % (r, f["event"], sorted(failed)))
+    check(f["status"] == truth[r]["status"] and f["text"] == truth[r]["text"],
+          "failure %s %r, rank %d got %s %r" % (f["status"], f["text"], r, truth[r]["status"],
+                                                truth[r]["text"]))
+    check(("rank %d reported %s: %s" % (r, f["status"], truth[r]["text"].rstrip(". "))) in v["sentence"],
+          "sentence does not name rank %d's error: %s" % (r, v["sentence"]))
+    # when: inside the failing call (CLOCK_REALTIME as measured by the ranks, 20 ms for the
+    # tracer's clock offset), and after the 4 iterations in which rank 2 slept
+    at = rep["trace"]["start_ns"] + f["time_ns"]
+    lo, hi = min(t["t0"] for t in truth.values()), max(t["t1"] for t in truth.values())
+    check(lo - 20000000 <= at <= hi + 20000000,
+          "failure at %d, the failing call ran in [%d, %d]" % (at, lo, hi))
+    check(f["time_ns"] >= truth[2]["slept"],
+          "failure at %d ns from the start, before rank 2's %d ns of sleep" % (f["time_ns"], truth[2]["slept"]))
+    # the rest of the report stays: the iterations before the failure name rank 2 the straggler
+    check(rep["summary"]["iterations"] >= 4, "iterations: %d" % rep["summary"]["iterations"])
+    check(rep["stragglers"] and rep["stragglers"][0]["rank"] == 2,
+          "stragglers of the iterations before the failure: %s" % rep["stragglers"][:2])
+    print("failed: %s" % v["sentence"][:200])
 
 
 def case_missing(a):

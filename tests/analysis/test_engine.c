@@ -676,6 +676,172 @@ static void test_empty_and_missing(void **state)
     json_decref(rep);
 }
 
+/* The first line of the last report's report.txt, without its newline. */
+static void txt_first_line(char *buf, size_t len)
+{
+    char p[1100];
+    snprintf(p, sizeof(p), "%s/report.txt", g_out);
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, (int)len, f));
+    fclose(f);
+    buf[strcspn(buf, "\n")] = 0;
+}
+
+static glucx_an_event_t coll_end_status(int64_t ts, int rank, uint32_t seq, int status)
+{
+    glucx_an_event_t e = ev(GLUCX_AN_EV_COLL_END, ts, rank);
+    e.seq = seq;
+    e.coll = 0; /* allreduce */
+    e.bytes = 64;
+    e.alg = 0;
+    e.status = status;
+    return e;
+}
+
+static glucx_an_event_t error_event(int64_t ts, int rank, int status, const char *text)
+{
+    glucx_an_event_t e = ev(GLUCX_AN_EV_ERROR, ts, rank);
+    e.status = status;
+    e.text = text;
+    return e;
+}
+
+/* A run that fails in its second iteration (METRICS.md, "Verdict"). Iteration 0 [0,1000): the
+ * allreduce seq 0 starts at 100 on ranks 0, 1 and at 900 on rank 2 (a straggler: the verdict
+ * would name it). Iteration 1 from 1000: seq 1 starts at 1100 (ranks 0, 1) and 1150 (rank 2);
+ * rank 1's coll_end is ERR_MISMATCH (-6) at 1200 and its error event follows at 1210; rank 0's
+ * at 1300 / 1305; rank 2 never ends it (aborted). The trace starts at 0, so the run failed at
+ * 1200 ns = "1.2 us", and the first error event is rank 1's. The rest of the report stays:
+ * rank 2 is still the top straggler, late by (900 - 100) + (1150 - 1100) = 850 ns. */
+static void test_failed_run(void **state)
+{
+    (void)state;
+    start("failed_run");
+    for (int r = 0; r < 3; r++)
+        init(0, r, 3);
+    for (int r = 0; r < 3; r++)
+        iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, r, 0);
+    coll(GLUCX_AN_EV_COLL_BEGIN, 100, 0, 0, 0, 64, 0);
+    coll(GLUCX_AN_EV_COLL_BEGIN, 100, 1, 0, 0, 64, 0);
+    coll(GLUCX_AN_EV_COLL_BEGIN, 900, 2, 0, 0, 64, 0);
+    for (int r = 0; r < 3; r++)
+        coll(GLUCX_AN_EV_COLL_END, 1000, r, 0, 0, 64, 0);
+    for (int r = 0; r < 3; r++)
+        iter(GLUCX_AN_EV_ITERATION_END, 1000, r, 0);
+    for (int r = 0; r < 3; r++)
+        iter(GLUCX_AN_EV_ITERATION_BEGIN, 1000, r, 1);
+    coll(GLUCX_AN_EV_COLL_BEGIN, 1100, 0, 1, 0, 64, 0);
+    coll(GLUCX_AN_EV_COLL_BEGIN, 1100, 1, 1, 0, 64, 0);
+    coll(GLUCX_AN_EV_COLL_BEGIN, 1150, 2, 1, 0, 64, 0);
+    const char *t1 = "allreduce: 68 bytes from rank 2, 64 expected (seq 1, peer 2).";
+    feed(coll_end_status(1200, 1, 1, -6));
+    feed(error_event(1210, 1, -6, t1));
+    feed(coll_end_status(1300, 0, 1, -6));
+    feed(error_event(1305, 0, -6, "allreduce: mismatch with rank 1"));
+    json_t *rep = finish();
+    json_t *v = json_object_get(rep, "verdict");
+    const char *sentence = json_string_value(json_object_get(v, "sentence"));
+    const char *want = "The run failed at 1.2 us: rank 1 reported ERR_MISMATCH: allreduce: 68 "
+                       "bytes from rank 2, 64 expected (seq 1, peer 2).";
+    if (strncmp(sentence, want, strlen(want)) != 0)
+        fail_msg("verdict \"%s\", expected it to start with \"%s\"", sentence, want);
+    assert_null(strstr(sentence, "straggler"));
+    assert_string_equal(json_string_value(json_object_get(v, "bottleneck")), "failed");
+    assert_string_equal(json_string_value(json_object_get(v, "subject")), "rank 1");
+    assert_int_equal(geti(v, "cost_ns"), 0);
+    json_t *f = json_object_get(v, "failure");
+    assert_non_null(f);
+    assert_int_equal(geti(f, "time_ns"), 1200);
+    assert_int_equal(geti(f, "rank"), 1);
+    assert_string_equal(json_string_value(json_object_get(f, "event")), "error");
+    assert_string_equal(json_string_value(json_object_get(f, "status")), "ERR_MISMATCH");
+    assert_string_equal(json_string_value(json_object_get(f, "text")), t1);
+    assert_string_equal(json_string_value(json_object_get(f, "comm_id")), "0xabc");
+    char line[2048];
+    txt_first_line(line, sizeof(line));
+    assert_string_equal(line, sentence);
+    json_t *s = json_array_get(json_object_get(rep, "stragglers"), 0);
+    assert_non_null(s);
+    assert_int_equal(geti(s, "rank"), 2);
+    assert_int_equal(geti(s, "lateness_ns"), 850);
+    json_decref(rep);
+}
+
+/* No error event, only coll_ends that are not OK: two ranks run allreduce seq 0 [10, 50), then
+ * seq 1 from 100 ends ERR_TIMEOUT (-4) on rank 0 at 5000 and on rank 1 at 5100. The run failed
+ * at 5000 ns = "5.0 us", named by rank 0's coll_end. (Two equal collectives: period 1, two
+ * inferred iterations, a complete report: the sentence has no partial suffix.) */
+static void test_failed_coll_end(void **state)
+{
+    (void)state;
+    start("failed_coll_end");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    for (int r = 0; r < 2; r++)
+        coll(GLUCX_AN_EV_COLL_BEGIN, 10, r, 0, 0, 64, 0);
+    for (int r = 0; r < 2; r++)
+        coll(GLUCX_AN_EV_COLL_END, 50, r, 0, 0, 64, 0);
+    for (int r = 0; r < 2; r++)
+        coll(GLUCX_AN_EV_COLL_BEGIN, 100, r, 1, 0, 64, 0);
+    feed(coll_end_status(5000, 0, 1, -4));
+    feed(coll_end_status(5100, 1, 1, -4));
+    json_t *rep = finish();
+    json_t *v = json_object_get(rep, "verdict");
+    assert_string_equal(json_string_value(json_object_get(v, "sentence")),
+                        "The run failed at 5.0 us: rank 0 ended allreduce seq 1 with ERR_TIMEOUT.");
+    assert_string_equal(json_string_value(json_object_get(v, "bottleneck")), "failed");
+    json_t *f = json_object_get(v, "failure");
+    assert_non_null(f);
+    assert_int_equal(geti(f, "time_ns"), 5000);
+    assert_string_equal(json_string_value(json_object_get(f, "event")), "coll_end");
+    assert_string_equal(json_string_value(json_object_get(f, "status")), "ERR_TIMEOUT");
+    assert_string_equal(json_string_value(json_object_get(f, "text")), "");
+    json_decref(rep);
+}
+
+/* The first error in time is named even when it reaches the analysis later: communicator A
+ * (0xabc, no markers) holds its events back until its iterations are decided (at the end of the
+ * input here), so its error at 500 ns is analysed after communicator B's (0xdef, markers) error
+ * at 700 ns. Two communicators: the rank is named with its communicator. */
+static void test_failed_first_in_time(void **state)
+{
+    (void)state;
+    start("failed_first_in_time");
+    const uint64_t B = 0xdefull;
+    init(0, 0, 2);
+    init(0, 1, 2);
+    for (int r = 0; r < 2; r++) {
+        glucx_an_event_t e = ev(GLUCX_AN_EV_COMM_INIT, 0, r);
+        e.comm_id = B;
+        e.size = 2;
+        e.npackages = 1;
+        e.name = "";
+        e.host = "";
+        feed(e);
+    }
+    for (int r = 0; r < 2; r++) {
+        glucx_an_event_t e = ev(GLUCX_AN_EV_ITERATION_BEGIN, 10, r);
+        e.comm_id = B;
+        feed(e);
+    }
+    for (int r = 0; r < 2; r++)
+        coll(GLUCX_AN_EV_COLL_BEGIN, 100, r, 0, 0, 64, 0);
+    feed(error_event(500, 0, -5, "allreduce seq 0: peer 1 failed"));
+    glucx_an_event_t eb = error_event(700, 1, -4, "barrier: timed out after 10 ms");
+    eb.comm_id = B;
+    feed(eb);
+    json_t *rep = finish();
+    json_t *v = json_object_get(rep, "verdict");
+    const char *sentence = json_string_value(json_object_get(v, "sentence"));
+    const char *want = "The run failed at 500 ns: rank 0 of comm 0xabc reported ERR_PEER_FAILED: "
+                       "allreduce seq 0: peer 1 failed.";
+    if (strncmp(sentence, want, strlen(want)) != 0)
+        fail_msg("verdict \"%s\", expected it to start with \"%s\"", sentence, want);
+    assert_string_equal(json_string_value(json_object_get(v, "subject")), "rank 0 of comm 0xabc");
+    json_decref(rep);
+}
+
 /* Process lists (glucx-analyze's filter of other jobs' events, METRICS.md "Input"): the sink
  * drops the events and the engine reports the counts. Two calls add up (8 events of 3
  * processes); the warning is one, first in the list even after MAX_WARNINGS others, and names the
@@ -834,6 +1000,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_empty_and_missing),
         cmocka_unit_test(test_gloo),
         cmocka_unit_test(test_left_out),
+        cmocka_unit_test(test_failed_run),
+        cmocka_unit_test(test_failed_coll_end),
+        cmocka_unit_test(test_failed_first_in_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,7 @@
 //
 // usage: node browser_test.mjs --node-modules DIR --out-dir DIR --name NAME
 //          (--html REPORT_HTML --report REPORT_JSON | --template TEMPLATE --report REPORT_JSON
-//           [--variant hostile|large] | --template TEMPLATE --bare)
+//           [--variant hostile|large|failed] | --template TEMPLATE --bare)
 //          [--chromium /usr/bin/chromium] [--screenshot FILE] [--timeout-s 90]
 import fs from 'node:fs';
 import os from 'node:os';
@@ -66,7 +66,7 @@ if (!fs.existsSync(opts.chromium)) {
 const require = createRequire(path.join(path.resolve(opts['node-modules']), 'noop.js'));
 const { chromium } = require('playwright-core');
 const { fillReport } = await import(pathToFileURL(path.join(here, '..', '..', 'dashboards', 'tools', 'fill-report.mjs')));
-const { makeHostile, makeLarge, HOSTILE } = await import(pathToFileURL(path.join(here, 'variants.mjs')));
+const { makeHostile, makeLarge, makeFailed, HOSTILE } = await import(pathToFileURL(path.join(here, 'variants.mjs')));
 
 fs.mkdirSync(opts['out-dir'], { recursive: true });
 
@@ -78,8 +78,8 @@ if (opts.bare) {
 } else {
   let jsonText = fs.readFileSync(opts.report, 'utf8');
   if (opts.variant) {
-    const make = { hostile: makeHostile, large: makeLarge }[opts.variant];
-    if (!make) usage(`unknown --variant ${opts.variant} (hostile, large)`);
+    const make = { hostile: makeHostile, large: makeLarge, failed: makeFailed }[opts.variant];
+    if (!make) usage(`unknown --variant ${opts.variant} (hostile, large, failed)`);
     jsonText = JSON.stringify(make(JSON.parse(jsonText)), null, 1);
     fs.writeFileSync(path.join(opts['out-dir'], `${opts.name}.report.json`), jsonText);
   }
@@ -331,6 +331,9 @@ async function checkReportPage(page, r) {
     const text = (sel) => { const n = document.querySelector(sel); return n ? n.textContent : null; };
     return {
       sentence: text('.verdict-sentence'),
+      badge: text('.verdict .badge'),
+      meta: text('.verdict-meta'),
+      sharebar: !!document.querySelector('.verdict .sharebar'),
       partial: !!document.querySelector('[data-banner="partial"]'),
       reasons: [...document.querySelectorAll('[data-banner="partial"] li')].map((li) => li.textContent),
       discarded: text('[data-banner="discarded"]'),
@@ -343,6 +346,17 @@ async function checkReportPage(page, r) {
   const t = r.trace || {};
   check(hdr.sentence === String(r.verdict.sentence || 'The analysis gave no verdict.'),
         `verdict shown as ${JSON.stringify(hdr.sentence)}, report says ${JSON.stringify(r.verdict.sentence)}`);
+  // A failed run: no per-iteration cost, but when it failed and with which status.
+  if (r.verdict.bottleneck === 'failed') {
+    const f = r.verdict.failure || {};
+    check(hdr.badge === 'Run failed', `failed run's badge is ${JSON.stringify(hdr.badge)}`);
+    check(!/per iteration/.test(hdr.meta || '') && !hdr.sharebar,
+          `failed run shows a per-iteration cost: ${JSON.stringify(hdr.meta)}, share bar ${hdr.sharebar}`);
+    check((hdr.meta || '').includes(String(f.status)) && (hdr.meta || '').includes(String(r.verdict.subject)),
+          `failed run's details ${JSON.stringify(hdr.meta)} lack status ${f.status} or ${r.verdict.subject}`);
+  } else {
+    check(/per iteration/.test(hdr.meta || ''), `verdict details ${JSON.stringify(hdr.meta)} lack the cost`);
+  }
   check(hdr.partial === (t.partial === true), `partial banner ${hdr.partial ? 'shown' : 'missing'}, report partial=${t.partial}`);
   if (t.partial) {
     check(JSON.stringify(hdr.reasons) === JSON.stringify(arr(t.partial_reasons).map(String)),

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""The dashboard test's reports are valid reports: the hand-made empty/partial one and the hostile
-and large variants of the analysis example (made by variants.mjs) validate against analysis/report.schema.json,
+"""The dashboard test's reports are valid reports: the hand-made empty/partial one and the hostile,
+large and failed variants of the analysis example (made by variants.mjs) validate against analysis/report.schema.json,
 so the browser test exercises inputs glucx-analyze may really write.
 
 usage: check_fixtures.py --node NODE --schema SCHEMA --example EXAMPLE --empty EMPTY --variants VARIANTS_MJS
@@ -23,7 +23,7 @@ def main():
     validator = jsonschema.Draft202012Validator(schema)
 
     cases = {"empty": json.load(open(args.empty, encoding="utf-8"))}
-    for variant in ("makeHostile", "makeLarge"):
+    for variant in ("makeHostile", "makeLarge", "makeFailed"):
         script = ("import(process.argv[1]).then((m) => { const fs = require('fs');"
                   f" process.stdout.write(JSON.stringify(m.{variant}(JSON.parse(fs.readFileSync(process.argv[2], 'utf8'))))); }})")
         out = subprocess.run([args.node, "-e", script, "file://" + args.variants, args.example],

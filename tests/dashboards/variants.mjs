@@ -39,6 +39,25 @@ export function makeHostile(report) {
   return r;
 }
 
+// makeFailed(report): the example as a run that failed in its last iteration: the verdict names
+// the failure (bottleneck 'failed', no per-iteration cost) as glucx-analyze writes it when the
+// trace has an error event or a coll_end that is not OK (analysis/METRICS.md, "Verdict").
+export function makeFailed(report) {
+  const r = JSON.parse(JSON.stringify(report));
+  const comm = (r.trace.comms && r.trace.comms.length) ? r.trace.comms[0].comm_id : '0x1';
+  r.verdict = {
+    sentence: 'The run failed at 1.25 s: rank 2 reported ERR_MISMATCH: allreduce: 4100 bytes from ' +
+      'rank 2, 4096 expected (seq 40, peer 2).',
+    bottleneck: 'failed',
+    subject: 'rank 2',
+    cost_ns: 0,
+    share: 0,
+    failure: { time_ns: 1250000000, event: 'error', comm_id: comm, rank: 2, status: 'ERR_MISMATCH',
+      text: 'allreduce: 4100 bytes from rank 2, 4096 expected (seq 40, peer 2).' },
+  };
+  return r;
+}
+
 // makeLarge(report): a bigger run built from the example, for pagination and drawing at scale:
 // `iterations` copies of the iterations (shifted in time), 16 ranks with a full mesh of links
 // whose utilisation is a deterministic function of (src, dst), and the collectives and decisions
