@@ -31,12 +31,16 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: glucx-analyze TRACE... -o DIR [--template PATH] [--no-timeline] [--no-html]\n"
-            "                     [--no-progress] [--list-limit N]\n"
+            "                     [--no-progress] [--list-limit N] [--dump-events FILE]\n"
             "  TRACE   a trace directory written by glucx-trace record (or any CTF trace with\n"
             "          glucx events); several per-host directories are merged\n"
             "  -o DIR  output directory: report.txt, report.json, report.html, timeline.json\n"
             "  --list-limit N  list at most N iterations, collectives and decisions each in\n"
             "          report.json (default 10000; 0: all); every one counts in the totals\n"
+            "  --dump-events FILE  also write every glucx event as the analysis read it to FILE,\n"
+            "          one JSON object per line: event, ts (ns), vpid, vtid (-1: none), then\n"
+            "          its EVENTS.md fields in order (hex fields as \"0x...\" strings; fields the\n"
+            "          analysis does not keep, such as select_map's ranges, left out)\n"
             "Definitions of every number: analysis/METRICS.md (installed with the docs).\n");
 }
 
@@ -620,6 +624,7 @@ int main(int argc, char **argv)
     const char *out = NULL, *tmpl = NULL;
     int timeline = 1, html = 1, want_progress = 1;
     long list_limit = 0;
+    const char *dump_path = NULL;
     const char **paths = calloc((size_t)argc, sizeof(char *));
     int npaths = 0;
     if (!paths)
@@ -645,6 +650,12 @@ int main(int argc, char **argv)
             list_limit = strtol(argv[i], NULL, 10);
             if (list_limit == 0)
                 list_limit = -1; /* 0 on the command line: list everything */
+        } else if (strcmp(argv[i], "--dump-events") == 0) {
+            if (++i >= argc) {
+                usage(stderr);
+                return 2;
+            }
+            dump_path = argv[i];
         } else if (strcmp(argv[i], "--no-timeline") == 0) {
             timeline = 0;
         } else if (strcmp(argv[i], "--no-html") == 0) {
@@ -747,6 +758,12 @@ int main(int argc, char **argv)
 
     pidfiles_t pid_files = {0};
     const glucx_an_pidset_t **pidsets = NULL;
+    FILE *dump = NULL;
+    if (dump_path && !(dump = fopen(dump_path, "w"))) {
+        fprintf(stderr, "glucx-analyze: cannot create the event dump %s: %s\n", dump_path,
+                strerror(errno));
+        goto out; /* rc is 1 */
+    }
     if (load_pid_files(&traces, eng, &pid_files, &pidsets) != 0) {
         fprintf(stderr, "glucx-analyze: out of memory reading the process lists (%s)\n", PIDS_FILE);
         goto out; /* rc is 1 */
@@ -754,7 +771,8 @@ int main(int argc, char **argv)
     glucx_an_sink_ctl_t ctl = {.engine = eng,
                                .progress = want_progress && isatty(2),
                                .pidsets = pidsets,
-                               .ninputs = traces.n};
+                               .ninputs = traces.n,
+                               .dump = dump};
     char why[1024] = "";
     int gr = run_graph(&traces, &ctl, why, sizeof(why));
     if (gr == GRAPH_INIT_FAILED) {
@@ -809,6 +827,11 @@ int main(int argc, char **argv)
                         "report.json trace.partial_reasons)\n");
     rc = 0;
 out:
+    if (dump && fclose(dump) != 0 && rc == 0) {
+        fprintf(stderr, "glucx-analyze: cannot write the event dump %s: %s\n", dump_path,
+                strerror(errno));
+        rc = 1;
+    }
     glucx_an_engine_destroy(eng);
     free(pidsets);
     free_pid_files(&pid_files);

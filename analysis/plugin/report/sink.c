@@ -2,10 +2,18 @@
  * sink.glucx.report: Babeltrace 2 messages -> glucx_an_event_t -> the analysis engine.
  * Every event class is checked once against the field layout of EVENTS.md (ABI 1); the field
  * indices found then are reused for every event of that class.
+ *
+ * Strings are read by their length (EVENTS.md, "Reading strings"): Babeltrace 2.0's CTF decoder
+ * reuses event objects and, for an empty string, sets the field's length to 0 without
+ * terminating its buffer, so bt_field_string_get_value() returns the value an earlier event of
+ * the same class had there.
  */
 #include "sink.h"
 
 #include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +57,7 @@ typedef struct sink {
     const bt_trace *last_trace;
     size_t last_input;
     glucx_an_map_t left_out_pids; /* (input, vpid) already counted in left_out_processes */
+    char stop_why[512];           /* why the sink stopped the graph (dump failure) */
 } sink_t;
 
 /* ---- templates ------------------------------------------------------------------------------ */
@@ -232,8 +241,11 @@ static double f_dbl(const bt_field *f)
     return bt_field_real_double_precision_get_value(f);
 }
 
+/* By the length, never the buffer alone: see the top of this file. */
 static const char *f_str(const bt_field *f)
 {
+    if (bt_field_string_get_length(f) == 0)
+        return "";
     const char *v = bt_field_string_get_value(f);
     return v ? v : "";
 }
@@ -380,6 +392,134 @@ static int convert(sink_t *s, const evc_t *c, const bt_message *msg, const bt_ev
         break;
     }
     return 0;
+}
+
+/* ---- event dump (glucx-analyze --dump-events) ----------------------------------------------- */
+
+/* The value of payload field @p f of @p e as the analysis holds it (NULL: a field the analysis
+ * does not keep, e.g. select_map's ranges). */
+static json_t *dump_field(const glucx_an_event_t *e, const char *f)
+{
+#define DUMP_IS(n) (strcmp(f, (n)) == 0)
+    /* EVENTS.md's hex fields as "0x..." strings */
+    const uint64_t *hex = DUMP_IS("comm_id")       ? &e->comm_id
+                          : DUMP_IS("topo_digest") ? &e->topo_digest
+                          : DUMP_IS("tag")         ? &e->tag
+                          : DUMP_IS("req")         ? &e->req
+                                                   : NULL;
+    if (hex) {
+        char b[24];
+        snprintf(b, sizeof(b), "0x%" PRIx64, *hex);
+        return json_string(b);
+    }
+    if (DUMP_IS("rank"))
+        return json_integer(e->rank);
+    if (DUMP_IS("name"))
+        return json_string(e->name);
+    if (DUMP_IS("host"))
+        return json_string(e->host);
+    if (DUMP_IS("transport"))
+        return json_string(e->transport);
+    if (DUMP_IS("reason"))
+        return json_string(e->reason);
+    if (DUMP_IS("phase"))
+        return json_string(e->phase);
+    if (DUMP_IS("text"))
+        return json_string(e->text);
+    if (e->kind == GLUCX_AN_EV_SELECT_MAP)
+        return NULL; /* its fields are not read (the engine has no use for them) */
+    static const struct {
+        const char *name;
+        size_t off;
+        int type; /* 0 int32_t, 1 int, 2 uint32_t, 3 uint64_t, 4 double */
+    } scalars[] = {
+        {"size", offsetof(glucx_an_event_t, size), 0},
+        {"package", offsetof(glucx_an_event_t, package), 0},
+        {"npackages", offsetof(glucx_an_event_t, npackages), 0},
+        {"link_id", offsetof(glucx_an_event_t, link_id), 0},
+        {"src", offsetof(glucx_an_event_t, src), 0},
+        {"dst", offsetof(glucx_an_event_t, dst), 0},
+        {"dim", offsetof(glucx_an_event_t, dim), 0},
+        {"bandwidth_Bps", offsetof(glucx_an_event_t, bandwidth_Bps), 4},
+        {"latency_ns", offsetof(glucx_an_event_t, latency_ns), 4},
+        {"seq", offsetof(glucx_an_event_t, seq), 2},
+        {"coll", offsetof(glucx_an_event_t, coll), 1},
+        {"bytes", offsetof(glucx_an_event_t, bytes), 3},
+        {"dtype", offsetof(glucx_an_event_t, dtype), 1},
+        {"op", offsetof(glucx_an_event_t, op), 1},
+        {"root", offsetof(glucx_an_event_t, root), 0},
+        {"alg", offsetof(glucx_an_event_t, alg), 1},
+        {"status", offsetof(glucx_an_event_t, status), 1},
+        {"kind", offsetof(glucx_an_event_t, decision), 1},
+        {"chosen", offsetof(glucx_an_event_t, chosen), 0},
+        {"step", offsetof(glucx_an_event_t, step), 2},
+        {"peer", offsetof(glucx_an_event_t, peer), 0},
+        {"link", offsetof(glucx_an_event_t, link), 0},
+        {"site", offsetof(glucx_an_event_t, site), 1},
+        {"nreqs", offsetof(glucx_an_event_t, nreqs), 2},
+        {"id", offsetof(glucx_an_event_t, id), 3},
+        {"iteration", offsetof(glucx_an_event_t, id), 3},
+        {"bucket", offsetof(glucx_an_event_t, id), 3},
+    };
+    const char *base = (const char *)e;
+    for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++) {
+        if (!DUMP_IS(scalars[i].name))
+            continue;
+        const char *at = base + scalars[i].off;
+        int32_t i32;
+        int iv;
+        uint32_t u32;
+        uint64_t u64;
+        double d;
+        switch (scalars[i].type) {
+        case 0:
+            memcpy(&i32, at, sizeof(i32));
+            return json_integer(i32);
+        case 1:
+            memcpy(&iv, at, sizeof(iv));
+            return json_integer(iv);
+        case 2:
+            memcpy(&u32, at, sizeof(u32));
+            return json_integer(u32);
+        case 3:
+            memcpy(&u64, at, sizeof(u64));
+            return json_integer((json_int_t)u64);
+        default:
+            memcpy(&d, at, sizeof(d));
+            return json_real(d);
+        }
+    }
+    if (DUMP_IS("alt_ids") || DUMP_IS("alt_cost_ns")) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < e->nalt; i++)
+            json_array_append_new(a, DUMP_IS("alt_ids")
+                                         ? json_integer(e->alt_ids[i])
+                                         : json_integer((json_int_t)e->alt_cost_ns[i]));
+        return a;
+    }
+#undef DUMP_IS
+    return NULL;
+}
+
+/* One line: {"event": name, "ts": ns, "vpid": .., "vtid": .., <payload fields in EVENTS.md
+ * order>}. 0, or -1 on an output or memory failure. */
+static int dump_event(FILE *f, const glucx_an_event_t *e)
+{
+    json_t *o = json_object();
+    if (!o)
+        return -1;
+    json_object_set_new(o, "event", json_string(glucx_an_ev_name(e->kind)));
+    json_object_set_new(o, "ts", json_integer(e->ts));
+    json_object_set_new(o, "vpid", json_integer(e->vpid));
+    json_object_set_new(o, "vtid", json_integer(e->vtid));
+    for (const char *const *fn = glucx_an_ev_fields(e->kind); fn && *fn; fn++) {
+        json_t *v = dump_field(e, *fn);
+        if (v)
+            json_object_set_new(o, *fn, v);
+    }
+    int rc = json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 || fputc('\n', f) == EOF;
+    json_decref(o);
+    return rc ? -1 : 0;
 }
 
 /* ---- process lists -------------------------------------------------------------------------- */
@@ -662,7 +802,18 @@ bt_component_class_sink_consume_method_status glucx_an_sink_consume(bt_self_comp
             if (left_out(s, c, ev))
                 break; /* another job's process (glucx-analyze's process lists) */
             glucx_an_event_t e;
-            if (convert(s, c, m, ev, &e) != 0 || glucx_an_engine_feed(s->engine, &e) != 0) {
+            if (convert(s, c, m, ev, &e) != 0) {
+                rc = -1;
+                break;
+            }
+            if (s->ctl && s->ctl->dump && dump_event(s->ctl->dump, &e) != 0) {
+                snprintf(s->stop_why, sizeof(s->stop_why),
+                         "cannot write the event dump (--dump-events) after %" PRIu64 " events",
+                         s->nmsg);
+                rc = -1;
+                break;
+            }
+            if (glucx_an_engine_feed(s->engine, &e) != 0) {
                 rc = -1;
                 break;
             }
@@ -696,8 +847,9 @@ bt_component_class_sink_consume_method_status glucx_an_sink_consume(bt_self_comp
                 bt_message_put_ref(msgs[j]);
             BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(
                 bt_self_component_sink_as_self_component(self), "sink.glucx.report: %s",
-                glucx_an_engine_error(s->engine)[0] ? glucx_an_engine_error(s->engine)
-                                                    : "out of memory");
+                s->stop_why[0]                        ? s->stop_why
+                : glucx_an_engine_error(s->engine)[0] ? glucx_an_engine_error(s->engine)
+                                                      : "out of memory");
             return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_ERROR;
         }
     }

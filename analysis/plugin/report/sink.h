@@ -12,6 +12,8 @@
 #ifndef GLUCX_ANALYSIS_SINK_H
 #define GLUCX_ANALYSIS_SINK_H
 
+#include <stdio.h>
+
 #include <babeltrace2/babeltrace.h>
 
 #include "core/engine.h"
@@ -40,6 +42,10 @@ typedef struct glucx_an_sink_ctl {
     size_t ninputs;
     uint64_t left_out_events;    /**< out: events left out by the process lists */
     uint64_t left_out_processes; /**< out: distinct (input, vpid) pairs left out */
+    /** When not NULL (borrowed, open for writing): every glucx event fed to the engine is also
+     *  written there, one JSON object per line, as the analysis read it (glucx-analyze
+     *  --dump-events; format in glucx-analyze's usage). A write error stops the graph. */
+    FILE *dump;
 } glucx_an_sink_ctl_t;
 
 bt_component_class_initialize_method_status
