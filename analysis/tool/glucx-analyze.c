@@ -9,8 +9,13 @@
  * one in the directory or its parents, up to PIDS_MAX_UP levels), events of processes it does not
  * list are left out (the sink filters them, the report counts them). Traces without it: all kept.
  *
+ * Trace format versions (trace/EVENTS.md, "Format version"): the sink reads the current version,
+ * reads a trace without a version with a warning in the report, and refuses any other version
+ * (no report; the message names the trace and both versions).
+ *
  * Exit status: 0 report written (complete or partial: see report.json trace.partial),
- * 1 the analysis failed (no report), 2 usage error or no readable trace.
+ * 1 the analysis failed (no report), 2 usage error, no readable trace, or a trace format
+ * version this glucx-analyze does not read (no report).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -772,6 +777,7 @@ int main(int argc, char **argv)
                                .progress = want_progress && isatty(2),
                                .pidsets = pidsets,
                                .ninputs = traces.n,
+                               .paths = (const char *const *)traces.v,
                                .dump = dump};
     char why[1024] = "";
     int gr = run_graph(&traces, &ctl, why, sizeof(why));
@@ -794,6 +800,11 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < fixed.n; i++)
             free(fixed.v[i]);
         free(fixed.v);
+    }
+    if (ctl.refused[0]) {
+        fprintf(stderr, "glucx-analyze: %s; no report written\n", ctl.refused);
+        rc = 2;
+        goto out;
     }
     if (gr == GRAPH_INIT_FAILED || gr == GRAPH_SETUP_FAILED) {
         fprintf(stderr, "glucx-analyze: %s\n", why);

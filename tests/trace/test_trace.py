@@ -98,6 +98,7 @@ def read_trace(path):
             "vpid": int(ctx["vpid"]) if ctx is not None and "vpid" in ctx else None,
             "vtid": int(ctx["vtid"]) if ctx is not None and "vtid" in ctx else None,
             "classes": {k: v.cls for k, v in ev.payload_field.items()},
+            "emf_uri": ev.cls.emf_uri,
         })
     return events, discarded
 
@@ -278,6 +279,15 @@ def catalog_from_events_md(path):
     return cat
 
 
+def format_version(source_dir):
+    """The trace format version EVENTS.md defines ("Format version": "... is **N**")."""
+    text = open(os.path.join(source_dir, "trace/EVENTS.md")).read()
+    m = re.search(r"^## Format version\n(?:.*\n)*?.*current version is \*\*(\d+)\*\*", text,
+                  re.M)
+    check(m is not None, "EVENTS.md defines no current format version")
+    return int(m.group(1))
+
+
 def compare_fields(got, want, where):
     check([k for k, _ in got] == [k for k, _ in want],
           "%s: fields %s, expected %s" % (where, [k for k, _ in got], [k for k, _ in want]))
@@ -340,6 +350,7 @@ def case_record(a):
     # the catalog: glucx-trace list, EVENTS.md and the trace agree
     listed = catalog_from_list(a.glucx_trace)
     documented = catalog_from_events_md(os.path.join(a.source_dir, "trace/EVENTS.md"))
+    version = format_version(a.source_dir)
     check(set(listed) == seen, "glucx-trace list %s vs recorded %s" % (sorted(listed), sorted(seen)))
     check(set(documented) == seen, "EVENTS.md %s vs recorded %s" % (sorted(documented), sorted(seen)))
     for ev in events:
@@ -349,6 +360,10 @@ def case_record(a):
               % (name, listed[name][1], names))
         check(documented[name] == names, "EVENTS.md fields of %s: %s vs trace %s"
               % (name, documented[name], names))
+        # every class carries the trace format version in the metadata (EVENTS.md)
+        check(ev["emf_uri"] == "glucx-trace-format:%d" % version,
+              "%s: model.emf.uri %r, expected the format version %d of EVENTS.md"
+              % (name, ev["emf_uri"], version))
 
     # every enumeration's mappings in the metadata = the source lists
     tables = {"coll": "coll", "dtype": "dtype", "op": "op", "status": "status", "alg": "alg",

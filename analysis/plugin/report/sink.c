@@ -1,7 +1,8 @@
 /*
  * sink.glucx.report: Babeltrace 2 messages -> glucx_an_event_t -> the analysis engine.
- * Every event class is checked once against the field layout of EVENTS.md (ABI 1); the field
- * indices found then are reused for every event of that class.
+ * Every event class is checked once: its trace format version (EVENTS.md, "Format version") and
+ * its field layout (EVENTS.md, ABI 1); the field indices found then are reused for every event
+ * of that class.
  *
  * Strings are read by their length (EVENTS.md, "Reading strings"): Babeltrace 2.0's CTF decoder
  * reuses event objects and, for an empty string, sets the field's length to 0 without
@@ -24,7 +25,8 @@
 #define MAX_FIELDS 16
 
 typedef struct evc {
-    int kind; /* -1: ignore */
+    int kind;         /* -1: ignore */
+    int format_known; /* the class's format version was judged (format_ok) */
     uint64_t idx[MAX_FIELDS];
     unsigned char is_signed[MAX_FIELDS]; /* integer fields: signed (1) or unsigned (0) */
     int nf;
@@ -57,7 +59,10 @@ typedef struct sink {
     const bt_trace *last_trace;
     size_t last_input;
     glucx_an_map_t left_out_pids; /* (input, vpid) already counted in left_out_processes */
-    char stop_why[512];           /* why the sink stopped the graph (dump failure) */
+    /* trace format versions (EVENTS.md, "Format version") */
+    glucx_an_map_t unversioned; /* trace classes already warned about (no version) */
+    int refused;                /* a trace's version cannot be read: the graph is stopped */
+    char stop_why[512];         /* why the sink stopped the graph (refused trace, dump failure) */
 } sink_t;
 
 /* ---- templates ------------------------------------------------------------------------------ */
@@ -120,6 +125,84 @@ static int type_ok(const char *name, bt_field_class_type t)
         if (strcmp(name, seqs[i]) == 0)
             return bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY);
     return bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_INTEGER);
+}
+
+static size_t event_input(sink_t *s, const bt_event *ev);
+
+/* The trace @p ev belongs to, for messages: glucx-analyze's input path, else the name
+ * Babeltrace gives the trace. */
+static const char *trace_label(sink_t *s, const bt_event *ev)
+{
+    size_t input = event_input(s, ev);
+    if (input != SIZE_MAX && s->ctl->paths && s->ctl->paths[input])
+        return s->ctl->paths[input];
+    const bt_trace *tr = bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev));
+    const char *name = tr ? bt_trace_get_name(tr) : NULL;
+    return name ? name : "(unnamed)";
+}
+
+/* The trace format version of a glucx event class, from its model.emf.uri attribute
+ * (GLUCX_AN_FORMAT_URI_PREFIX and a decimal number): 0 when the class has no such attribute
+ * (recorded before versions existed), -1 when it has one that is not a glucx version. */
+static long class_format(const bt_event_class *ec)
+{
+    const char *uri = bt_event_class_get_emf_uri(ec);
+    if (!uri)
+        return 0;
+    const size_t pl = sizeof(GLUCX_AN_FORMAT_URI_PREFIX) - 1;
+    if (strncmp(uri, GLUCX_AN_FORMAT_URI_PREFIX, pl) != 0 || uri[pl] < '0' || uri[pl] > '9')
+        return -1;
+    char *end = NULL;
+    unsigned long v = strtoul(uri + pl, &end, 10);
+    return *end == '\0' && v >= 1 && v <= INT_MAX ? (long)v : -1;
+}
+
+/* Whether this sink reads the events of @p ev's class: the current version is read; a class
+ * without a version is read with one warning per trace class in the report (its meaning may be
+ * an older one); any other version stops the analysis (s->refused, with the reason naming the
+ * trace and both versions). Judged on the first event of the class that the process lists keep:
+ * another job traced at the same time may run another glucx. */
+static int format_ok(sink_t *s, const bt_event *ev)
+{
+    const bt_event_class *ec = bt_event_borrow_class_const(ev);
+    const char *name = bt_event_class_get_name(ec);
+    const long v = class_format(ec);
+    if (v == GLUCX_AN_FORMAT_VERSION)
+        return 1;
+    if (v == 0) {
+        const bt_trace_class *tc =
+            bt_stream_class_borrow_trace_class_const(bt_event_class_borrow_stream_class_const(ec));
+        glucx_an_key_t k = glucx_an_key((uint64_t)(uintptr_t)tc, 0, 0);
+        if (glucx_an_map_get(&s->unversioned, &k))
+            return 1;
+        (void)glucx_an_map_put(&s->unversioned, &k, (void *)1); /* OOM: warned again */
+        glucx_an_engine_warn(
+            s->engine,
+            "trace %s: its glucx events carry no trace format version (recorded by a glucx older "
+            "than format %d; %s first): read as format %d, it may be misread if it predates the "
+            "changes listed in EVENTS.md \"Format version\": transfer ends after their wait_end "
+            "(waits then hold no message), recorded waits that did not block, two send_end for "
+            "one message. Record it again for exact numbers",
+            trace_label(s, ev), GLUCX_AN_FORMAT_VERSION, name, GLUCX_AN_FORMAT_VERSION);
+        return 1;
+    }
+    const char *uri = bt_event_class_get_emf_uri(ec);
+    if (v > GLUCX_AN_FORMAT_VERSION)
+        snprintf(s->stop_why, sizeof(s->stop_why),
+                 "trace %s: its glucx events are trace format %ld (%s), newer than format %d, "
+                 "the newest this glucx-analyze reads: analyse it with the glucx-analyze of the "
+                 "glucx that recorded it (EVENTS.md, \"Format version\")",
+                 trace_label(s, ev), v, name, GLUCX_AN_FORMAT_VERSION);
+    else
+        snprintf(s->stop_why, sizeof(s->stop_why),
+                 "trace %s: event %s has the format marker model.emf.uri=\"%s\", not one this "
+                 "glucx-analyze reads (it reads %s%d, EVENTS.md \"Format version\")",
+                 trace_label(s, ev), name, uri, GLUCX_AN_FORMAT_URI_PREFIX,
+                 GLUCX_AN_FORMAT_VERSION);
+    s->refused = 1;
+    if (s->ctl)
+        snprintf(s->ctl->refused, sizeof(s->ctl->refused), "%s", s->stop_why);
+    return 0;
 }
 
 static evc_t *class_info(sink_t *s, const bt_event *ev)
@@ -524,10 +607,12 @@ static int dump_event(FILE *f, const glucx_an_event_t *e)
 
 /* ---- process lists -------------------------------------------------------------------------- */
 
-/* The process list of the input @p ev comes from (NULL: no filter), from its trace's name
- * [<host>/]GLUCX_AN_TRACE_NAME_PREFIX<i>; its input index into @p input_p (SIZE_MAX: unknown). */
-static const glucx_an_pidset_t *event_pidset(sink_t *s, const bt_event *ev, size_t *input_p)
+/* The glucx-analyze input index @p ev comes from (SIZE_MAX: unknown, or no control block),
+ * from its trace's name [<host>/]GLUCX_AN_TRACE_NAME_PREFIX<i>. */
+static size_t event_input(sink_t *s, const bt_event *ev)
 {
+    if (!s->ctl)
+        return SIZE_MAX;
     const bt_trace *tr = bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev));
     size_t input = SIZE_MAX;
     if (tr != NULL && tr == s->last_trace) {
@@ -555,6 +640,14 @@ static const glucx_an_pidset_t *event_pidset(sink_t *s, const bt_event *ev, size
         s->last_trace = tr;
         s->last_input = input;
     }
+    return input;
+}
+
+/* The process list of the input @p ev comes from (NULL: no filter); its input index into
+ * @p input_p (SIZE_MAX: unknown). */
+static const glucx_an_pidset_t *event_pidset(sink_t *s, const bt_event *ev, size_t *input_p)
+{
+    size_t input = event_input(s, ev);
     *input_p = input;
     return input < s->ctl->ninputs ? s->ctl->pidsets[input] : NULL;
 }
@@ -683,7 +776,11 @@ void glucx_an_sink_finalize(bt_self_component_sink *self)
     sink_t *s = bt_self_component_get_data(bt_self_component_sink_as_self_component(self));
     if (!s)
         return;
-    if (s->own_engine && !s->done) {
+    if (s->own_engine && !s->done && s->refused) {
+        /* a format this sink cannot read: no report at all (babeltrace2 prints the reason) */
+        s->done = 1;
+        fprintf(stderr, "sink.glucx.report: %s: no report written\n", s->stop_why);
+    } else if (s->own_engine && !s->done) {
         glucx_an_engine_partial(s->engine, "the trace was not read to its end (a reading error "
                                            "or an interruption stopped the graph)");
         finish_own(s);
@@ -696,6 +793,7 @@ void glucx_an_sink_finalize(bt_self_component_sink *self)
     glucx_an_map_free(&s->classes);
     glucx_an_map_free(&s->trace_input);
     glucx_an_map_free(&s->left_out_pids);
+    glucx_an_map_free(&s->unversioned);
     free(s->alt_ids);
     free(s->alt_cost);
     free(s->out_dir);
@@ -801,6 +899,14 @@ bt_component_class_sink_consume_method_status glucx_an_sink_consume(bt_self_comp
             }
             if (left_out(s, c, ev))
                 break; /* another job's process (glucx-analyze's process lists) */
+            if (!c->format_known) {
+                c->format_known = 1;
+                if (!format_ok(s, ev)) {
+                    c->kind = -1; /* refused: nothing of this class is fed */
+                    rc = -1;
+                    break;
+                }
+            }
             glucx_an_event_t e;
             if (convert(s, c, m, ev, &e) != 0) {
                 rc = -1;
