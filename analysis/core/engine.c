@@ -204,8 +204,10 @@ static int buffer_event(glucx_an_engine_t *e, comm_st_t *c, const glucx_an_event
     *b = *ev;
     const char **strs[] = {&b->name, &b->host, &b->transport, &b->reason, &b->phase, &b->text};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
-        if (!**strs[i])
-            continue; /* "" stays the static empty string */
+        if (!**strs[i]) {
+            *strs[i] = ""; /* not the caller's buffer: borrowed for this call only */
+            continue;
+        }
         *strs[i] = arena_dup(c, *strs[i], strlen(*strs[i]) + 1);
         if (!*strs[i])
             return glucx_an_oom(e, "buffered events");

@@ -63,6 +63,15 @@ const char *glucx_an_decision_name(int kind);
 /** Gloo slot prefix (gloo/types.h values) -> collective label ("gloo-prefix-N" if unknown). */
 const char *glucx_an_gloo_prefix_name(unsigned prefix, char *buf, size_t len);
 
+/**
+ * The trace format version this analysis reads (trace/EVENTS.md, "Format version"), and how a
+ * glucx event class carries it in the trace's metadata: model.emf.uri =
+ * GLUCX_AN_FORMAT_URI_PREFIX followed by the version in decimal. Kept equal to the provider's
+ * GLUCX_TP_FORMAT_VERSION (trace/include/glucx_tp/ids.h) by the trace and analysis tests.
+ */
+#define GLUCX_AN_FORMAT_VERSION 2
+#define GLUCX_AN_FORMAT_URI_PREFIX "glucx-trace-format:"
+
 /** The "none" values of EVENTS.md. */
 #define GLUCX_AN_SEQ_NONE UINT32_C(0xffffffff)
 #define GLUCX_AN_TAG_COLL_BIT (UINT64_C(1) << 63)

@@ -9,8 +9,13 @@
  * one in the directory or its parents, up to PIDS_MAX_UP levels), events of processes it does not
  * list are left out (the sink filters them, the report counts them). Traces without it: all kept.
  *
+ * Trace format versions (trace/EVENTS.md, "Format version"): the sink reads the current version,
+ * reads a trace without a version with a warning in the report, and refuses any other version
+ * (no report; the message names the trace and both versions).
+ *
  * Exit status: 0 report written (complete or partial: see report.json trace.partial),
- * 1 the analysis failed (no report), 2 usage error or no readable trace.
+ * 1 the analysis failed (no report), 2 usage error, no readable trace, or a trace format
+ * version this glucx-analyze does not read (no report).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,12 +36,16 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: glucx-analyze TRACE... -o DIR [--template PATH] [--no-timeline] [--no-html]\n"
-            "                     [--no-progress] [--list-limit N]\n"
+            "                     [--no-progress] [--list-limit N] [--dump-events FILE]\n"
             "  TRACE   a trace directory written by glucx-trace record (or any CTF trace with\n"
             "          glucx events); several per-host directories are merged\n"
             "  -o DIR  output directory: report.txt, report.json, report.html, timeline.json\n"
             "  --list-limit N  list at most N iterations, collectives and decisions each in\n"
             "          report.json (default 10000; 0: all); every one counts in the totals\n"
+            "  --dump-events FILE  also write every glucx event as the analysis read it to FILE,\n"
+            "          one JSON object per line: event, ts (ns), vpid, vtid (-1: none), then\n"
+            "          its EVENTS.md fields in order (hex fields as \"0x...\" strings; fields the\n"
+            "          analysis does not keep, such as select_map's ranges, left out)\n"
             "Definitions of every number: analysis/METRICS.md (installed with the docs).\n");
 }
 
@@ -620,6 +629,7 @@ int main(int argc, char **argv)
     const char *out = NULL, *tmpl = NULL;
     int timeline = 1, html = 1, want_progress = 1;
     long list_limit = 0;
+    const char *dump_path = NULL;
     const char **paths = calloc((size_t)argc, sizeof(char *));
     int npaths = 0;
     if (!paths)
@@ -645,6 +655,12 @@ int main(int argc, char **argv)
             list_limit = strtol(argv[i], NULL, 10);
             if (list_limit == 0)
                 list_limit = -1; /* 0 on the command line: list everything */
+        } else if (strcmp(argv[i], "--dump-events") == 0) {
+            if (++i >= argc) {
+                usage(stderr);
+                return 2;
+            }
+            dump_path = argv[i];
         } else if (strcmp(argv[i], "--no-timeline") == 0) {
             timeline = 0;
         } else if (strcmp(argv[i], "--no-html") == 0) {
@@ -747,6 +763,12 @@ int main(int argc, char **argv)
 
     pidfiles_t pid_files = {0};
     const glucx_an_pidset_t **pidsets = NULL;
+    FILE *dump = NULL;
+    if (dump_path && !(dump = fopen(dump_path, "w"))) {
+        fprintf(stderr, "glucx-analyze: cannot create the event dump %s: %s\n", dump_path,
+                strerror(errno));
+        goto out; /* rc is 1 */
+    }
     if (load_pid_files(&traces, eng, &pid_files, &pidsets) != 0) {
         fprintf(stderr, "glucx-analyze: out of memory reading the process lists (%s)\n", PIDS_FILE);
         goto out; /* rc is 1 */
@@ -754,7 +776,9 @@ int main(int argc, char **argv)
     glucx_an_sink_ctl_t ctl = {.engine = eng,
                                .progress = want_progress && isatty(2),
                                .pidsets = pidsets,
-                               .ninputs = traces.n};
+                               .ninputs = traces.n,
+                               .paths = (const char *const *)traces.v,
+                               .dump = dump};
     char why[1024] = "";
     int gr = run_graph(&traces, &ctl, why, sizeof(why));
     if (gr == GRAPH_INIT_FAILED) {
@@ -776,6 +800,11 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < fixed.n; i++)
             free(fixed.v[i]);
         free(fixed.v);
+    }
+    if (ctl.refused[0]) {
+        fprintf(stderr, "glucx-analyze: %s; no report written\n", ctl.refused);
+        rc = 2;
+        goto out;
     }
     if (gr == GRAPH_INIT_FAILED || gr == GRAPH_SETUP_FAILED) {
         fprintf(stderr, "glucx-analyze: %s\n", why);
@@ -809,6 +838,11 @@ int main(int argc, char **argv)
                         "report.json trace.partial_reasons)\n");
     rc = 0;
 out:
+    if (dump && fclose(dump) != 0 && rc == 0) {
+        fprintf(stderr, "glucx-analyze: cannot write the event dump %s: %s\n", dump_path,
+                strerror(errno));
+        rc = 1;
+    }
     glucx_an_engine_destroy(eng);
     free(pidsets);
     free_pid_files(&pid_files);

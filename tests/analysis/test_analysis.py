@@ -2,7 +2,7 @@
 """glucx-analyze on real traced runs with known answers, and on damaged traces.
 
     test_analysis.py --glucx-trace EXE --analyze EXE --gt EXE --schema FILE --plugin-dir DIR
-                     --work DIR [--emit EXE] CASE
+                     --events-md FILE --work DIR [--emit EXE] CASE
 
 Ground truth (values measured by gt_run itself, never read from the trace):
   straggler   rank 2 sleeps before each allreduce: it must be stragglers[0] and the verdict's
@@ -22,11 +22,19 @@ Robustness (each: a clear message, a report marked partial where one is possible
   events only: a rank's pid removed from one of two merged traces' lists leaves out exactly that
   process's events (counted here with bt2), the other trace is untouched; found from a trace
   subdirectory too; without the files everything is analysed as before.
+Trace format version (trace/EVENTS.md, "Format version"; copies of a recorded trace whose
+metadata is edited in place):
+  format_current  every glucx event class carries EVENTS.md's version; read with no warning.
+  format_missing  no version: the same report plus one warning naming the trace and what may be
+                  misread.
+  format_newer    a newer version: refused by glucx-analyze (status 2) and by the babeltrace2
+                  CLI plugin, naming both versions; no report written.
 Every report.json is validated against the schema. Exit 0 pass, 77 skip.
 """
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -323,6 +331,120 @@ def case_unknown_version(a):
     check(any("provider version" in r for r in rep["trace"]["partial_reasons"]), "no provider-version reason")
 
 
+def format_version(a):
+    """The current trace format version that EVENTS.md defines."""
+    text = open(a.events_md).read()
+    m = re.search(r"^## Format version\n(?:.*\n)*?.*current version is \*\*(\d+)\*\*", text,
+                  re.M)
+    check(m is not None, "EVENTS.md defines no current format version")
+    return int(m.group(1))
+
+
+EMF_STMT = re.compile(rb'[ \t]*model\.emf\.uri = "glucx-trace-format:\d+";')
+
+
+def class_formats(trace):
+    """{glucx event class name: its model.emf.uri} over the trace's events (bt2)."""
+    import bt2  # python3-bt2, as tests/trace uses
+    out = {}
+    for msg in bt2.TraceCollectionMessageIterator(trace):
+        if type(msg) is bt2._EventMessageConst and msg.event.name.startswith("glucx:"):
+            out[msg.event.name] = msg.event.cls.emf_uri
+    return out
+
+
+def with_format(a, src, name, version):
+    """A copy of the trace src whose glucx event classes carry trace format `version` (None: no
+    version), its metadata edited in place at the same length (the packets keep their sizes)."""
+    cp = os.path.join(a.work, name, "trace")
+    shutil.rmtree(os.path.dirname(cp), ignore_errors=True)
+    shutil.copytree(src, cp)
+    n = 0
+    for root, _, files in os.walk(cp):
+        if "metadata" not in files:
+            continue
+        path = os.path.join(root, "metadata")
+        data = open(path, "rb").read()
+
+        def sub(m):
+            nonlocal n
+            n += 1
+            old = m.group(0)
+            if version is None:
+                return b" " * len(old)
+            new = b'model.emf.uri = "glucx-trace-format:%d";' % version
+            check(len(new) <= len(old), "cannot write version %d at the same length" % version)
+            return b" " * (len(old) - len(new)) + new
+        open(path, "wb").write(EMF_STMT.sub(sub, data))
+    check(n > 0, "no glucx format version found in the metadata of %s" % src)
+    want = None if version is None else "glucx-trace-format:%d" % version
+    got = class_formats(cp)
+    check(got and all(v == want for v in got.values()), "edited classes read %s" % got)
+    return cp
+
+
+def case_format_current(a):
+    d, _ = gt(a, "bytes")
+    v = format_version(a)
+    got = class_formats(d)
+    check(got and all(u == "glucx-trace-format:%d" % v for u in got.values()),
+          "event classes' format versions %s, expected %d everywhere" % (got, v))
+    _, rep = analyze(a, d, "format_current")
+    check(not [w for w in rep["trace"]["warnings"] if "format version" in w],
+          "version warning on a current trace: %s" % rep["trace"]["warnings"])
+    check(not rep["trace"]["partial"], "current trace partial: %s" % rep["trace"]["partial_reasons"])
+    print("format_current: %d classes of format %d, read without warning" % (len(got), v))
+
+
+def case_format_missing(a):
+    d, _ = gt(a, "bytes")
+    v = format_version(a)
+    _, ref = analyze(a, d, "format_missing-ref")
+    cp = with_format(a, d, "format_missing", None)
+    _, rep = analyze(a, cp, "format_missing")
+    ws = [w for w in rep["trace"]["warnings"] if "no trace format version" in w]
+    check(len(ws) == 1, "expected one version warning, got %s" % rep["trace"]["warnings"])
+    w = ws[0]
+    check(os.path.realpath(cp) in w or cp in w, "the warning does not name the trace %s: %s" % (cp, w))
+    check("read as format %d" % v in w and "transfer ends after their wait_end" in w,
+          "the warning does not say how it was read and what may be wrong: %s" % w)
+    with open(os.path.join(a.work, "format_missing", "report", "report.txt")) as f:
+        check("warning: " + w in f.read(), "report.txt lacks the version warning")
+    # read as the current version: the same numbers
+    for k in ("events", "start_ns", "end_ns", "partial"):
+        check(rep["trace"][k] == ref["trace"][k], "trace.%s %s, the current trace's %s"
+              % (k, rep["trace"][k], ref["trace"][k]))
+    check([l["bytes"] for l in rep["links"]] == [l["bytes"] for l in ref["links"]], "link bytes differ")
+    check(rep["verdict"]["sentence"] == ref["verdict"]["sentence"], "verdicts differ")
+    print("format_missing: read as format %d with: %s" % (v, w))
+
+
+def case_format_newer(a):
+    d, _ = gt(a, "bytes")
+    v = format_version(a)
+    cp = with_format(a, d, "format_newer", v + 1)
+    p, _ = analyze(a, cp, "format_newer", expect_rc=2)
+    out = os.path.join(a.work, "format_newer", "report")
+    for what, proc in (("glucx-analyze", p), ("the babeltrace2 CLI plugin", None)):
+        if proc is None:
+            bt = shutil.which("babeltrace2")
+            if not bt:
+                break
+            out = os.path.join(a.work, "format_newer", "report-cli")
+            shutil.rmtree(out, ignore_errors=True)
+            proc = run([bt, "--plugin-path=" + a.plugin_dir, cp, "-c", "sink.glucx.report", "-p",
+                        'output="%s"' % out], ok=False)
+            check(proc.returncode != 0, "%s accepted format %d" % (what, v + 1))
+        err = proc.stderr
+        # glucx-analyze names the trace by its path, the CLI plugin by Babeltrace's trace name
+        check("trace format %d" % (v + 1) in err and "format %d" % v in err and
+              (cp in err or proc is not p), "%s does not name the trace and both versions "
+              "(%d, %d): %s" % (what, v + 1, v, err))
+        check(not os.path.exists(os.path.join(out, "report.json")),
+              "%s wrote a report for a refused trace" % what)
+    print("format_newer: format %d refused: %s" % (v + 1, p.stderr.strip().splitlines()[-1]))
+
+
 def case_plugin_cli(a):
     d, _ = gt(a, "bytes")
     out = os.path.join(a.work, "plugin_cli", "report")
@@ -435,7 +557,7 @@ def case_pidfiles(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    for k in ("glucx-trace", "analyze", "gt", "schema", "plugin-dir", "work"):
+    for k in ("glucx-trace", "analyze", "gt", "schema", "plugin-dir", "events-md", "work"):
         ap.add_argument("--" + k, required=True)
     ap.add_argument("--emit")
     ap.add_argument("case")

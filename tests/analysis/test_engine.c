@@ -979,6 +979,65 @@ static void test_ivl(void **state)
     glucx_an_ivl_free(&t);
 }
 
+/* Strings are borrowed for the feed call only (event.h), empty ones too: the events buffered
+ * while a communicator's iteration mode is undecided (no markers, no collectives: all of them,
+ * until the end) must not keep the caller's buffer of an empty string. Here the caller reuses
+ * its buffers after each call, as Babeltrace does with its event objects: the error's text and
+ * the phase must still read "" (warning "... reported ERR_TIMEOUT: ", slice "compute 7"). */
+static void test_borrowed_empty_strings(void **state)
+{
+    (void)state;
+    start("borrowed_empty");
+    init(0, 0, 1);
+    char text[32] = "", phase[32] = "";
+    glucx_an_event_t e = ev(GLUCX_AN_EV_ERROR, 10, 0);
+    e.status = -4; /* ERR_TIMEOUT */
+    e.text = text;
+    feed(e);
+    snprintf(text, sizeof(text), "stale text");
+    e = ev(GLUCX_AN_EV_COMPUTE_BEGIN, 20, 0);
+    e.phase = phase;
+    e.id = 7;
+    feed(e);
+    snprintf(phase, sizeof(phase), "comm:stale");
+    e = ev(GLUCX_AN_EV_COMPUTE_END, 30, 0);
+    e.phase = "";
+    e.id = 7;
+    feed(e);
+    json_t *rep = finish();
+    char want[128];
+    snprintf(want, sizeof(want), "comm 0x%llx rank 0 reported %s: ", (unsigned long long)C,
+             glucx_an_status_name(-4));
+    json_t *ws = json_object_get(json_object_get(rep, "trace"), "warnings");
+    int found = 0;
+    for (size_t i = 0; i < json_array_size(ws); i++) {
+        const char *w = json_string_value(json_array_get(ws, i));
+        assert_null(strstr(w, "stale"));
+        found += strcmp(w, want) == 0;
+    }
+    assert_int_equal(found, 1);
+    json_decref(rep);
+    /* the compute slice: phase "" is named "compute <id>" on the compute row */
+    char p[1100];
+    snprintf(p, sizeof(p), "%s/timeline.json", g_out);
+    json_error_t err;
+    json_t *tl = json_load_file(p, 0, &err);
+    assert_non_null(tl);
+    json_t *evs = json_object_get(tl, "traceEvents");
+    int slices = 0;
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        json_t *x = json_array_get(evs, i);
+        const char *ph = json_string_value(json_object_get(x, "ph"));
+        const char *name = json_string_value(json_object_get(x, "name"));
+        if (!ph || strcmp(ph, "X") != 0 || !name)
+            continue;
+        assert_null(strstr(name, "stale"));
+        slices += strcmp(name, "compute 7") == 0 && geti(x, "tid") == 2;
+    }
+    assert_int_equal(slices, 1);
+    json_decref(tl);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -1003,6 +1062,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_failed_run),
         cmocka_unit_test(test_failed_coll_end),
         cmocka_unit_test(test_failed_first_in_time),
+        cmocka_unit_test(test_borrowed_empty_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

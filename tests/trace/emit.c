@@ -7,6 +7,8 @@
  *
  *   emit record NPROCS        every event once per process; rank r = process index
  *   emit burst NPROCS COUNT   COUNT send_begin events per process, as fast as possible
+ *   emit strings N            every string field of every event, N times, empty and not, in
+ *                             the order of strings() below (one process)
  *   emit maps                 which LTTng libraries are mapped, whether tracing is on
  *   emit bench ITERS          ns per site: idle (event disabled) and emitting
  *   emit p2pwait DIR          two forked ranks of a real glucx communicator (file store in DIR)
@@ -116,6 +118,70 @@ static void emit_all(int r, int n)
     glucx_trace_compute_end(&comm, "backward", 2);
     glucx_trace_iteration_end(&comm, 5 + (uint64_t)r);
     glucx_trace_iteration_begin(NULL, 999); /* no comm: rank -1, comm id 0 */
+}
+
+/* ---- strings: every string field, empty or not, in every order ----
+ *
+ * Babeltrace 2.0 may read an empty string as an earlier value of the same field (EVENTS.md,
+ * "Reading strings"). One process (rank 0 of a 2-rank communicator, comm id test_comm_id(2))
+ * emits, for i = 0 .. N-1, in this order:
+ *   comm_init(c, 0, 2, 0, 1, S("name", i), S("host", i + 3), 0x5eed ^ i)
+ *   link(c, 0, 1, 0, 1, 0, 1e9, 1000, S("tcp", i + 5))
+ *   sched_decision(c, 0, i, algorithm, ring, [ring], [100 + i], S("reason", i + 6))
+ *   compute_begin(c, 0, P(i), i)     through glucx_trace_compute_begin on a comm of rank 0
+ *   compute_end(c, 0, P(i), i)
+ *   error(c, 0, ERR_TIMEOUT, S("text", i + 1))
+ * S(prefix, j) is "" when j % 8 is 1, 3, 4 or 5 (an empty after a non-empty, a non-empty after
+ * an empty, three empties in a row), else "<prefix>-<i>" written (i % 3) + 1 times joined by
+ * "/" (so a shorter value also follows a longer one). P(i) is "" when S would be, else
+ * "comm:allreduce-<i>" when (i / 8) is even and "forward-<i>" when odd, written once: a
+ * framework communication phase or a compute phase (short: the analysis keeps 31 bytes of a
+ * phase name). */
+static void string_value(char *out, size_t len, const char *prefix, int i, int j)
+{
+    out[0] = '\0';
+    const int m = j % 8;
+    if (m == 1 || m == 3 || m == 4 || m == 5)
+        return;
+    size_t used = 0;
+    for (int k = 0; k <= i % 3 && used < len; k++) {
+        int w = snprintf(out + used, len - used, "%s%s-%d", k ? "/" : "", prefix, i);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+static void strings(int n)
+{
+    const uint64_t c = test_comm_id(2);
+    struct glucx_comm comm;
+    memset(&comm, 0, sizeof(comm));
+    comm.rank = 0;
+#ifdef GLUCX_COMM_HAS_TRACE_ID
+    comm.trace_id = c;
+#endif
+    for (int i = 0; i < n; i++) {
+        char name[96], host[96], transport[96], reason[96], phase[96], text[96];
+        string_value(name, sizeof(name), "name", i, i);
+        string_value(host, sizeof(host), "host", i, i + 3);
+        string_value(transport, sizeof(transport), "tcp", i, i + 5);
+        string_value(reason, sizeof(reason), "reason", i, i + 6);
+        string_value(phase, sizeof(phase), "", i, i);
+        if (phase[0] != '\0')
+            snprintf(phase, sizeof(phase), "%s-%d", (i / 8) % 2 == 0 ? "comm:allreduce" : "forward",
+                     i);
+        string_value(text, sizeof(text), "text", i, i + 1);
+        GLUCX_TP(comm_init, c, 0, 2, 0, 1, name, host, UINT64_C(0x5eed) ^ (uint64_t)i);
+        GLUCX_TP(link, c, 0, 1, 0, 1, 0, 1e9, 1000.0, transport);
+        const int32_t alt_id = GLUCX_TP_ALG_RING;
+        const uint64_t alt_cost = 100 + (uint64_t)i;
+        GLUCX_TP(sched_decision, c, 0, (uint32_t)i, GLUCX_TP_DECISION_ALGORITHM, GLUCX_TP_ALG_RING,
+                 1, &alt_id, &alt_cost, reason);
+        glucx_trace_compute_begin(&comm, phase, (uint64_t)i);
+        glucx_trace_compute_end(&comm, phase, (uint64_t)i);
+        GLUCX_TP(error, c, 0, GLUCX_ERR_TIMEOUT, text);
+    }
 }
 
 static void burst(int r, long count)
@@ -633,8 +699,8 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
-        fprintf(stderr, "usage: emit record NPROCS | burst NPROCS COUNT | maps | bench ITERS | "
-                        "p2pwait DIR | forklock\n");
+        fprintf(stderr, "usage: emit record NPROCS | burst NPROCS COUNT | strings N | maps | "
+                        "bench ITERS | p2pwait DIR | forklock\n");
         return 2;
     }
     printf("compiled=%d\n", GLUCX_TP_COMPILED);
@@ -658,6 +724,13 @@ int main(int argc, char **argv)
         if (n < 1 || n > 64 || count < 1)
             return 2;
         return run_forked(n, count, 0);
+    }
+    if (strcmp(argv[1], "strings") == 0 && argc == 3) {
+        int n = atoi(argv[2]);
+        if (n < 1 || n > 100000)
+            return 2;
+        strings(n);
+        return 0;
     }
     if (strcmp(argv[1], "maps") == 0) {
         printf("map_lttng_ust=%d\n", maps_has("/liblttng-ust.so"));

@@ -5,7 +5,7 @@ Babeltrace 2 (the bt2 Python bindings and the babeltrace2 CLI).
     test_trace.py --bin-dir DIR --source-dir DIR --work DIR CASE
 
 CASE: record, levels, discard, rotate, snapshot, off, errors, signal, bench, waits, forklock,
-concurrent (needs --bench and --analyze).
+concurrent and strings (both need --analyze; concurrent also --bench).
 Every expected value is computed here from the formulas that emit.c documents, not read from the
 trace. Exit 0 = pass.
 """
@@ -72,7 +72,9 @@ def value(field):
     if isinstance(field, bt2._RealFieldConst):
         return float(field)
     if isinstance(field, bt2._StringFieldConst):
-        return str(field)
+        # by its length: Babeltrace 2.0 may leave an earlier event's value in the buffer of an
+        # empty string field (EVENTS.md, "Reading strings")
+        return str(field) if len(field) > 0 else ""
     if isinstance(field, bt2._ArrayFieldConst):
         return [value(f) for f in field]
     raise Failure("unexpected field type %s" % type(field).__name__)
@@ -96,6 +98,7 @@ def read_trace(path):
             "vpid": int(ctx["vpid"]) if ctx is not None and "vpid" in ctx else None,
             "vtid": int(ctx["vtid"]) if ctx is not None and "vtid" in ctx else None,
             "classes": {k: v.cls for k, v in ev.payload_field.items()},
+            "emf_uri": ev.cls.emf_uri,
         })
     return events, discarded
 
@@ -276,6 +279,15 @@ def catalog_from_events_md(path):
     return cat
 
 
+def format_version(source_dir):
+    """The trace format version EVENTS.md defines ("Format version": "... is **N**")."""
+    text = open(os.path.join(source_dir, "trace/EVENTS.md")).read()
+    m = re.search(r"^## Format version\n(?:.*\n)*?.*current version is \*\*(\d+)\*\*", text,
+                  re.M)
+    check(m is not None, "EVENTS.md defines no current format version")
+    return int(m.group(1))
+
+
 def compare_fields(got, want, where):
     check([k for k, _ in got] == [k for k, _ in want],
           "%s: fields %s, expected %s" % (where, [k for k, _ in got], [k for k, _ in want]))
@@ -338,6 +350,7 @@ def case_record(a):
     # the catalog: glucx-trace list, EVENTS.md and the trace agree
     listed = catalog_from_list(a.glucx_trace)
     documented = catalog_from_events_md(os.path.join(a.source_dir, "trace/EVENTS.md"))
+    version = format_version(a.source_dir)
     check(set(listed) == seen, "glucx-trace list %s vs recorded %s" % (sorted(listed), sorted(seen)))
     check(set(documented) == seen, "EVENTS.md %s vs recorded %s" % (sorted(documented), sorted(seen)))
     for ev in events:
@@ -347,6 +360,10 @@ def case_record(a):
               % (name, listed[name][1], names))
         check(documented[name] == names, "EVENTS.md fields of %s: %s vs trace %s"
               % (name, documented[name], names))
+        # every class carries the trace format version in the metadata (EVENTS.md)
+        check(ev["emf_uri"] == "glucx-trace-format:%d" % version,
+              "%s: model.emf.uri %r, expected the format version %d of EVENTS.md"
+              % (name, ev["emf_uri"], version))
 
     # every enumeration's mappings in the metadata = the source lists
     tables = {"coll": "coll", "dtype": "dtype", "op": "op", "status": "status", "alg": "alg",
@@ -362,8 +379,11 @@ def case_record(a):
                 checked.add(fname)
     check(checked == set(tables), "enumerations not seen: %s" % (set(tables) - checked))
 
-    # the babeltrace2 CLI reads the same events
+    # the babeltrace2 CLI reads the same events (those of this trace's processes: another job
+    # traced at the same time is in the trace too)
     lines, cli_discarded = babeltrace2_cli(d)
+    pids = set(pid_lines(os.path.join(d, "glucx-pids")))
+    lines = [l for l in lines if int(re.search(r"\bvpid = (\d+)", l).group(1)) in pids]
     check(len(lines) == len(events) and cli_discarded == 0,
           "babeltrace2 CLI: %d events, %d discarded; bt2: %d" % (len(lines), cli_discarded,
                                                                   len(events)))
@@ -1007,7 +1027,136 @@ def case_concurrent(a):
               % (j, len(pids[j]), len(ranks), len(events), len(left), len(left_procs), got))
 
 
-CASES = {"rotate": case_rotate, "snapshot": case_snapshot, "record": case_record, "levels": case_levels, "discard": case_discard, "off": case_off,
+# ---- strings: empty and non-empty values of every string field survive the trip -------------
+
+STRINGS_N = 64  # events of each class: enough for Babeltrace to reuse its event objects
+
+
+def string_value(prefix, i, j):
+    """emit.c, strings(): S(prefix, j) for event i."""
+    if j % 8 in (1, 3, 4, 5):
+        return ""
+    return "/".join(["%s-%d" % (prefix, i)] * (i % 3 + 1))
+
+
+def expected_strings(en, framework_comm):
+    """Every event emit.c's strings(STRINGS_N) records, in order: (name, [(field, value)...])."""
+    c = comm_id("glucx-trace-test", [("record-of-rank-%d" % i).encode() for i in range(2)])
+    head = [("comm_id", c), ("rank", 0)]
+    fw = [("comm_id", c if framework_comm else 0), ("rank", 0)]
+    out = []
+    for i in range(STRINGS_N):
+        phase = string_value("x", i, i) and \
+            "%s-%d" % ("comm:allreduce" if (i // 8) % 2 == 0 else "forward", i)
+        out += [
+            ("comm_init", head + [("size", 2), ("package", 0), ("npackages", 1),
+                                  ("name", string_value("name", i, i)),
+                                  ("host", string_value("host", i, i + 3)),
+                                  ("topo_digest", 0x5eed ^ i)]),
+            ("link", head + [("link_id", 1), ("src", 0), ("dst", 1), ("dim", 0),
+                             ("bandwidth_Bps", 1e9), ("latency_ns", 1000.0),
+                             ("transport", string_value("tcp", i, i + 5))]),
+            ("sched_decision", head + [("seq", i), ("kind", en.e("kind", "algorithm")),
+                                       ("chosen", en.alg["ring"]), ("alt_ids", [en.alg["ring"]]),
+                                       ("alt_cost_ns", [100 + i]),
+                                       ("reason", string_value("reason", i, i + 6))]),
+            ("compute_begin", fw + [("phase", phase), ("id", i)]),
+            ("compute_end", fw + [("phase", phase), ("id", i)]),
+            ("error", head + [("status", en.e("status", "ERR_TIMEOUT")),
+                              ("text", string_value("text", i, i + 1))]),
+        ]
+    return out
+
+
+def as_dumped(fields):
+    """Expected fields as glucx-analyze --dump-events writes them: enums as their integer, hex
+    fields as "0x..." strings."""
+    out = {}
+    for k, v in fields:
+        if isinstance(v, tuple):
+            v = v[0]
+        if k in ("comm_id", "topo_digest", "tag", "req"):
+            v = "0x%x" % v
+        out[k] = v
+    return out
+
+
+def case_strings(a):
+    """Every string field of every event, empty after non-empty, non-empty after empty and
+    several empties in a row (emit.c, strings()), read back exactly: with bt2, in
+    glucx-analyze's model (--dump-events) and in its report (compute phases: names on the
+    timeline, communication or compute, all paired; error texts in the warnings)."""
+    check(a.analyze, "case strings needs --analyze")
+    d = fresh_dir(os.path.join(a.work, "strings"))
+    rc, out, err = record(a, d, [a.emit, "strings", str(STRINGS_N)])
+    check(rc == 0, "record exited %d: %s" % (rc, err))
+    info = kv(out)
+    check(info.get("enabled") == "1" and info.get("provider") == "1",
+          "tracing not active in the traced program: %s" % out)
+    en = Enums(a.source_dir)
+    want = expected_strings(en, info.get("framework_comm_id") == "core")
+    n_empty = sum(1 for _, fs in want for k, v in fs if v == "")
+    check(n_empty > 0, "no empty string emitted")
+
+    # 1. Babeltrace 2 (bt2), by the string fields' lengths
+    events, discarded = read_trace(d)
+    check(discarded == 0, "%d events discarded" % discarded)
+    events = own_events(d, events)
+    check([e["name"] for e in events] == ["glucx:" + n for n, _ in want],
+          "bt2 read %d events %s..., expected %d" % (len(events), [e["name"] for e in events[:8]],
+                                                     len(want)))
+    for i, (ev, (name, fields)) in enumerate(zip(events, want)):
+        compare_fields(ev["fields"], fields, "bt2 event %d %s" % (i, name))
+
+    # 2. glucx-analyze's model: every event as the sink fed it to the engine
+    rep_dir = os.path.join(a.work, "strings-report")
+    shutil.rmtree(rep_dir, ignore_errors=True)
+    dump = os.path.join(a.work, "strings-events.jsonl")
+    rc, out, err = run([a.analyze, d, "-o", rep_dir, "--no-html", "--dump-events", dump])
+    check(rc == 0, "glucx-analyze exited %d: %s" % (rc, err))
+    with open(dump) as f:
+        dumped = [json.loads(line) for line in f]
+    check([e["event"] for e in dumped] == [n for n, _ in want],
+          "the analysis read %d events %s..., expected %d"
+          % (len(dumped), [e["event"] for e in dumped[:8]], len(want)))
+    for i, (ev, (name, fields)) in enumerate(zip(dumped, want)):
+        exp = as_dumped(fields)
+        got = {k: v for k, v in ev.items() if k not in ("event", "ts", "vpid", "vtid")}
+        check(list(got) == list(exp), "analysis event %d %s: fields %s, expected %s"
+              % (i, name, list(got), list(exp)))
+        for k in exp:
+            check(got[k] == exp[k], "analysis event %d %s.%s = %r, expected %r"
+                  % (i, name, k, got[k], exp[k]))
+
+    # 3. the report: each compute_begin/end pair is one slice named "<phase> <id>" ("compute <id>"
+    # for an empty phase) on the communication row for "comm:" phases, else on the compute row
+    # (engine.c: TID_COMPUTE 2, TID_COLL 3); nothing left unpaired; each error text in a warning
+    with open(os.path.join(rep_dir, "timeline.json")) as f:
+        tl = json.load(f)["traceEvents"]
+    got = sorted((e["tid"], e["name"]) for e in tl if e.get("ph") == "X" and e.get("tid") in (2, 3))
+    exp = []
+    for name, fields in want:
+        if name == "compute_begin":
+            f = dict(fields)
+            exp.append((3 if f["phase"].startswith("comm:") else 2,
+                        "%s %d" % (f["phase"] or "compute", f["id"])))
+    check(got == sorted(exp), "timeline compute/communication slices differ: %s"
+          % sorted(set(got) ^ set(exp))[:6])
+    with open(os.path.join(rep_dir, "report.json")) as f:
+        report = json.load(f)
+    texts = [w.split(" reported ERR_TIMEOUT: ", 1)[1] for w in report["trace"]["warnings"]
+             if " reported ERR_TIMEOUT: " in w]
+    exp_texts = []  # the report keeps each distinct warning once, in order of first appearance
+    for n, fs in want:
+        if n == "error" and dict(fs)["text"] not in exp_texts:
+            exp_texts.append(dict(fs)["text"])
+    check(len(texts) > 8 and texts == exp_texts[:len(texts)],
+          "error texts in the report's warnings: %s, expected %s" % (texts[:6], exp_texts[:6]))
+    print("strings: %d events (%d empty strings) read back exactly by bt2, the analysis and its "
+          "report" % (len(want), n_empty))
+
+
+CASES = {"strings": case_strings, "rotate": case_rotate, "snapshot": case_snapshot, "record": case_record, "levels": case_levels, "discard": case_discard, "off": case_off,
          "errors": case_errors, "signal": case_signal, "bench": case_bench,
          "waits": case_waits, "forklock": case_forklock, "concurrent": case_concurrent}
 

@@ -1,11 +1,20 @@
 /*
  * sink.glucx.report: Babeltrace 2 messages -> glucx_an_event_t -> the analysis engine.
- * Every event class is checked once against the field layout of EVENTS.md (ABI 1); the field
- * indices found then are reused for every event of that class.
+ * Every event class is checked once: its trace format version (EVENTS.md, "Format version") and
+ * its field layout (EVENTS.md, ABI 1); the field indices found then are reused for every event
+ * of that class.
+ *
+ * Strings are read by their length (EVENTS.md, "Reading strings"): Babeltrace 2.0's CTF decoder
+ * reuses event objects and, for an empty string, sets the field's length to 0 without
+ * terminating its buffer, so bt_field_string_get_value() returns the value an earlier event of
+ * the same class had there.
  */
 #include "sink.h"
 
 #include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +25,8 @@
 #define MAX_FIELDS 16
 
 typedef struct evc {
-    int kind; /* -1: ignore */
+    int kind;         /* -1: ignore */
+    int format_known; /* the class's format version was judged (format_ok) */
     uint64_t idx[MAX_FIELDS];
     unsigned char is_signed[MAX_FIELDS]; /* integer fields: signed (1) or unsigned (0) */
     int nf;
@@ -49,6 +59,10 @@ typedef struct sink {
     const bt_trace *last_trace;
     size_t last_input;
     glucx_an_map_t left_out_pids; /* (input, vpid) already counted in left_out_processes */
+    /* trace format versions (EVENTS.md, "Format version") */
+    glucx_an_map_t unversioned; /* trace classes already warned about (no version) */
+    int refused;                /* a trace's version cannot be read: the graph is stopped */
+    char stop_why[512];         /* why the sink stopped the graph (refused trace, dump failure) */
 } sink_t;
 
 /* ---- templates ------------------------------------------------------------------------------ */
@@ -111,6 +125,84 @@ static int type_ok(const char *name, bt_field_class_type t)
         if (strcmp(name, seqs[i]) == 0)
             return bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY);
     return bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_INTEGER);
+}
+
+static size_t event_input(sink_t *s, const bt_event *ev);
+
+/* The trace @p ev belongs to, for messages: glucx-analyze's input path, else the name
+ * Babeltrace gives the trace. */
+static const char *trace_label(sink_t *s, const bt_event *ev)
+{
+    size_t input = event_input(s, ev);
+    if (input != SIZE_MAX && s->ctl->paths && s->ctl->paths[input])
+        return s->ctl->paths[input];
+    const bt_trace *tr = bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev));
+    const char *name = tr ? bt_trace_get_name(tr) : NULL;
+    return name ? name : "(unnamed)";
+}
+
+/* The trace format version of a glucx event class, from its model.emf.uri attribute
+ * (GLUCX_AN_FORMAT_URI_PREFIX and a decimal number): 0 when the class has no such attribute
+ * (recorded before versions existed), -1 when it has one that is not a glucx version. */
+static long class_format(const bt_event_class *ec)
+{
+    const char *uri = bt_event_class_get_emf_uri(ec);
+    if (!uri)
+        return 0;
+    const size_t pl = sizeof(GLUCX_AN_FORMAT_URI_PREFIX) - 1;
+    if (strncmp(uri, GLUCX_AN_FORMAT_URI_PREFIX, pl) != 0 || uri[pl] < '0' || uri[pl] > '9')
+        return -1;
+    char *end = NULL;
+    unsigned long v = strtoul(uri + pl, &end, 10);
+    return *end == '\0' && v >= 1 && v <= INT_MAX ? (long)v : -1;
+}
+
+/* Whether this sink reads the events of @p ev's class: the current version is read; a class
+ * without a version is read with one warning per trace class in the report (its meaning may be
+ * an older one); any other version stops the analysis (s->refused, with the reason naming the
+ * trace and both versions). Judged on the first event of the class that the process lists keep:
+ * another job traced at the same time may run another glucx. */
+static int format_ok(sink_t *s, const bt_event *ev)
+{
+    const bt_event_class *ec = bt_event_borrow_class_const(ev);
+    const char *name = bt_event_class_get_name(ec);
+    const long v = class_format(ec);
+    if (v == GLUCX_AN_FORMAT_VERSION)
+        return 1;
+    if (v == 0) {
+        const bt_trace_class *tc =
+            bt_stream_class_borrow_trace_class_const(bt_event_class_borrow_stream_class_const(ec));
+        glucx_an_key_t k = glucx_an_key((uint64_t)(uintptr_t)tc, 0, 0);
+        if (glucx_an_map_get(&s->unversioned, &k))
+            return 1;
+        (void)glucx_an_map_put(&s->unversioned, &k, (void *)1); /* OOM: warned again */
+        glucx_an_engine_warn(
+            s->engine,
+            "trace %s: its glucx events carry no trace format version (recorded by a glucx older "
+            "than format %d; %s first): read as format %d, it may be misread if it predates the "
+            "changes listed in EVENTS.md \"Format version\": transfer ends after their wait_end "
+            "(waits then hold no message), recorded waits that did not block, two send_end for "
+            "one message. Record it again for exact numbers",
+            trace_label(s, ev), GLUCX_AN_FORMAT_VERSION, name, GLUCX_AN_FORMAT_VERSION);
+        return 1;
+    }
+    const char *uri = bt_event_class_get_emf_uri(ec);
+    if (v > GLUCX_AN_FORMAT_VERSION)
+        snprintf(s->stop_why, sizeof(s->stop_why),
+                 "trace %s: its glucx events are trace format %ld (%s), newer than format %d, "
+                 "the newest this glucx-analyze reads: analyse it with the glucx-analyze of the "
+                 "glucx that recorded it (EVENTS.md, \"Format version\")",
+                 trace_label(s, ev), v, name, GLUCX_AN_FORMAT_VERSION);
+    else
+        snprintf(s->stop_why, sizeof(s->stop_why),
+                 "trace %s: event %s has the format marker model.emf.uri=\"%s\", not one this "
+                 "glucx-analyze reads (it reads %s%d, EVENTS.md \"Format version\")",
+                 trace_label(s, ev), name, uri, GLUCX_AN_FORMAT_URI_PREFIX,
+                 GLUCX_AN_FORMAT_VERSION);
+    s->refused = 1;
+    if (s->ctl)
+        snprintf(s->ctl->refused, sizeof(s->ctl->refused), "%s", s->stop_why);
+    return 0;
 }
 
 static evc_t *class_info(sink_t *s, const bt_event *ev)
@@ -232,8 +324,11 @@ static double f_dbl(const bt_field *f)
     return bt_field_real_double_precision_get_value(f);
 }
 
+/* By the length, never the buffer alone: see the top of this file. */
 static const char *f_str(const bt_field *f)
 {
+    if (bt_field_string_get_length(f) == 0)
+        return "";
     const char *v = bt_field_string_get_value(f);
     return v ? v : "";
 }
@@ -382,12 +477,142 @@ static int convert(sink_t *s, const evc_t *c, const bt_message *msg, const bt_ev
     return 0;
 }
 
+/* ---- event dump (glucx-analyze --dump-events) ----------------------------------------------- */
+
+/* The value of payload field @p f of @p e as the analysis holds it (NULL: a field the analysis
+ * does not keep, e.g. select_map's ranges). */
+static json_t *dump_field(const glucx_an_event_t *e, const char *f)
+{
+#define DUMP_IS(n) (strcmp(f, (n)) == 0)
+    /* EVENTS.md's hex fields as "0x..." strings */
+    const uint64_t *hex = DUMP_IS("comm_id")       ? &e->comm_id
+                          : DUMP_IS("topo_digest") ? &e->topo_digest
+                          : DUMP_IS("tag")         ? &e->tag
+                          : DUMP_IS("req")         ? &e->req
+                                                   : NULL;
+    if (hex) {
+        char b[24];
+        snprintf(b, sizeof(b), "0x%" PRIx64, *hex);
+        return json_string(b);
+    }
+    if (DUMP_IS("rank"))
+        return json_integer(e->rank);
+    if (DUMP_IS("name"))
+        return json_string(e->name);
+    if (DUMP_IS("host"))
+        return json_string(e->host);
+    if (DUMP_IS("transport"))
+        return json_string(e->transport);
+    if (DUMP_IS("reason"))
+        return json_string(e->reason);
+    if (DUMP_IS("phase"))
+        return json_string(e->phase);
+    if (DUMP_IS("text"))
+        return json_string(e->text);
+    if (e->kind == GLUCX_AN_EV_SELECT_MAP)
+        return NULL; /* its fields are not read (the engine has no use for them) */
+    static const struct {
+        const char *name;
+        size_t off;
+        int type; /* 0 int32_t, 1 int, 2 uint32_t, 3 uint64_t, 4 double */
+    } scalars[] = {
+        {"size", offsetof(glucx_an_event_t, size), 0},
+        {"package", offsetof(glucx_an_event_t, package), 0},
+        {"npackages", offsetof(glucx_an_event_t, npackages), 0},
+        {"link_id", offsetof(glucx_an_event_t, link_id), 0},
+        {"src", offsetof(glucx_an_event_t, src), 0},
+        {"dst", offsetof(glucx_an_event_t, dst), 0},
+        {"dim", offsetof(glucx_an_event_t, dim), 0},
+        {"bandwidth_Bps", offsetof(glucx_an_event_t, bandwidth_Bps), 4},
+        {"latency_ns", offsetof(glucx_an_event_t, latency_ns), 4},
+        {"seq", offsetof(glucx_an_event_t, seq), 2},
+        {"coll", offsetof(glucx_an_event_t, coll), 1},
+        {"bytes", offsetof(glucx_an_event_t, bytes), 3},
+        {"dtype", offsetof(glucx_an_event_t, dtype), 1},
+        {"op", offsetof(glucx_an_event_t, op), 1},
+        {"root", offsetof(glucx_an_event_t, root), 0},
+        {"alg", offsetof(glucx_an_event_t, alg), 1},
+        {"status", offsetof(glucx_an_event_t, status), 1},
+        {"kind", offsetof(glucx_an_event_t, decision), 1},
+        {"chosen", offsetof(glucx_an_event_t, chosen), 0},
+        {"step", offsetof(glucx_an_event_t, step), 2},
+        {"peer", offsetof(glucx_an_event_t, peer), 0},
+        {"link", offsetof(glucx_an_event_t, link), 0},
+        {"site", offsetof(glucx_an_event_t, site), 1},
+        {"nreqs", offsetof(glucx_an_event_t, nreqs), 2},
+        {"id", offsetof(glucx_an_event_t, id), 3},
+        {"iteration", offsetof(glucx_an_event_t, id), 3},
+        {"bucket", offsetof(glucx_an_event_t, id), 3},
+    };
+    const char *base = (const char *)e;
+    for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++) {
+        if (!DUMP_IS(scalars[i].name))
+            continue;
+        const char *at = base + scalars[i].off;
+        int32_t i32;
+        int iv;
+        uint32_t u32;
+        uint64_t u64;
+        double d;
+        switch (scalars[i].type) {
+        case 0:
+            memcpy(&i32, at, sizeof(i32));
+            return json_integer(i32);
+        case 1:
+            memcpy(&iv, at, sizeof(iv));
+            return json_integer(iv);
+        case 2:
+            memcpy(&u32, at, sizeof(u32));
+            return json_integer(u32);
+        case 3:
+            memcpy(&u64, at, sizeof(u64));
+            return json_integer((json_int_t)u64);
+        default:
+            memcpy(&d, at, sizeof(d));
+            return json_real(d);
+        }
+    }
+    if (DUMP_IS("alt_ids") || DUMP_IS("alt_cost_ns")) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < e->nalt; i++)
+            json_array_append_new(a, DUMP_IS("alt_ids")
+                                         ? json_integer(e->alt_ids[i])
+                                         : json_integer((json_int_t)e->alt_cost_ns[i]));
+        return a;
+    }
+#undef DUMP_IS
+    return NULL;
+}
+
+/* One line: {"event": name, "ts": ns, "vpid": .., "vtid": .., <payload fields in EVENTS.md
+ * order>}. 0, or -1 on an output or memory failure. */
+static int dump_event(FILE *f, const glucx_an_event_t *e)
+{
+    json_t *o = json_object();
+    if (!o)
+        return -1;
+    json_object_set_new(o, "event", json_string(glucx_an_ev_name(e->kind)));
+    json_object_set_new(o, "ts", json_integer(e->ts));
+    json_object_set_new(o, "vpid", json_integer(e->vpid));
+    json_object_set_new(o, "vtid", json_integer(e->vtid));
+    for (const char *const *fn = glucx_an_ev_fields(e->kind); fn && *fn; fn++) {
+        json_t *v = dump_field(e, *fn);
+        if (v)
+            json_object_set_new(o, *fn, v);
+    }
+    int rc = json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 || fputc('\n', f) == EOF;
+    json_decref(o);
+    return rc ? -1 : 0;
+}
+
 /* ---- process lists -------------------------------------------------------------------------- */
 
-/* The process list of the input @p ev comes from (NULL: no filter), from its trace's name
- * [<host>/]GLUCX_AN_TRACE_NAME_PREFIX<i>; its input index into @p input_p (SIZE_MAX: unknown). */
-static const glucx_an_pidset_t *event_pidset(sink_t *s, const bt_event *ev, size_t *input_p)
+/* The glucx-analyze input index @p ev comes from (SIZE_MAX: unknown, or no control block),
+ * from its trace's name [<host>/]GLUCX_AN_TRACE_NAME_PREFIX<i>. */
+static size_t event_input(sink_t *s, const bt_event *ev)
 {
+    if (!s->ctl)
+        return SIZE_MAX;
     const bt_trace *tr = bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev));
     size_t input = SIZE_MAX;
     if (tr != NULL && tr == s->last_trace) {
@@ -415,6 +640,14 @@ static const glucx_an_pidset_t *event_pidset(sink_t *s, const bt_event *ev, size
         s->last_trace = tr;
         s->last_input = input;
     }
+    return input;
+}
+
+/* The process list of the input @p ev comes from (NULL: no filter); its input index into
+ * @p input_p (SIZE_MAX: unknown). */
+static const glucx_an_pidset_t *event_pidset(sink_t *s, const bt_event *ev, size_t *input_p)
+{
+    size_t input = event_input(s, ev);
     *input_p = input;
     return input < s->ctl->ninputs ? s->ctl->pidsets[input] : NULL;
 }
@@ -543,7 +776,11 @@ void glucx_an_sink_finalize(bt_self_component_sink *self)
     sink_t *s = bt_self_component_get_data(bt_self_component_sink_as_self_component(self));
     if (!s)
         return;
-    if (s->own_engine && !s->done) {
+    if (s->own_engine && !s->done && s->refused) {
+        /* a format this sink cannot read: no report at all (babeltrace2 prints the reason) */
+        s->done = 1;
+        fprintf(stderr, "sink.glucx.report: %s: no report written\n", s->stop_why);
+    } else if (s->own_engine && !s->done) {
         glucx_an_engine_partial(s->engine, "the trace was not read to its end (a reading error "
                                            "or an interruption stopped the graph)");
         finish_own(s);
@@ -556,6 +793,7 @@ void glucx_an_sink_finalize(bt_self_component_sink *self)
     glucx_an_map_free(&s->classes);
     glucx_an_map_free(&s->trace_input);
     glucx_an_map_free(&s->left_out_pids);
+    glucx_an_map_free(&s->unversioned);
     free(s->alt_ids);
     free(s->alt_cost);
     free(s->out_dir);
@@ -661,8 +899,27 @@ bt_component_class_sink_consume_method_status glucx_an_sink_consume(bt_self_comp
             }
             if (left_out(s, c, ev))
                 break; /* another job's process (glucx-analyze's process lists) */
+            if (!c->format_known) {
+                c->format_known = 1;
+                if (!format_ok(s, ev)) {
+                    c->kind = -1; /* refused: nothing of this class is fed */
+                    rc = -1;
+                    break;
+                }
+            }
             glucx_an_event_t e;
-            if (convert(s, c, m, ev, &e) != 0 || glucx_an_engine_feed(s->engine, &e) != 0) {
+            if (convert(s, c, m, ev, &e) != 0) {
+                rc = -1;
+                break;
+            }
+            if (s->ctl && s->ctl->dump && dump_event(s->ctl->dump, &e) != 0) {
+                snprintf(s->stop_why, sizeof(s->stop_why),
+                         "cannot write the event dump (--dump-events) after %" PRIu64 " events",
+                         s->nmsg);
+                rc = -1;
+                break;
+            }
+            if (glucx_an_engine_feed(s->engine, &e) != 0) {
                 rc = -1;
                 break;
             }
@@ -696,8 +953,9 @@ bt_component_class_sink_consume_method_status glucx_an_sink_consume(bt_self_comp
                 bt_message_put_ref(msgs[j]);
             BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(
                 bt_self_component_sink_as_self_component(self), "sink.glucx.report: %s",
-                glucx_an_engine_error(s->engine)[0] ? glucx_an_engine_error(s->engine)
-                                                    : "out of memory");
+                s->stop_why[0]                        ? s->stop_why
+                : glucx_an_engine_error(s->engine)[0] ? glucx_an_engine_error(s->engine)
+                                                      : "out of memory");
             return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_ERROR;
         }
     }

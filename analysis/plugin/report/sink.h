@@ -12,6 +12,8 @@
 #ifndef GLUCX_ANALYSIS_SINK_H
 #define GLUCX_ANALYSIS_SINK_H
 
+#include <stdio.h>
+
 #include <babeltrace2/babeltrace.h>
 
 #include "core/engine.h"
@@ -40,6 +42,18 @@ typedef struct glucx_an_sink_ctl {
     size_t ninputs;
     uint64_t left_out_events;    /**< out: events left out by the process lists */
     uint64_t left_out_processes; /**< out: distinct (input, vpid) pairs left out */
+    /** Input paths by index (@p ninputs entries, borrowed; NULL: none), to name a trace in
+     *  messages (else its Babeltrace trace name is used). */
+    const char *const *paths;
+    /** When not NULL (borrowed, open for writing): every glucx event fed to the engine is also
+     *  written there, one JSON object per line, as the analysis read it (glucx-analyze
+     *  --dump-events; format in glucx-analyze's usage). A write error stops the graph. */
+    FILE *dump;
+    /** out: why the input was refused ("" if it was not): a trace whose glucx events have a
+     *  trace format version this sink does not read (EVENTS.md, "Format version"), naming the
+     *  trace and both versions. The sink then stopped the graph with an error before feeding
+     *  any event of that trace's refused classes; the caller must not write a report. */
+    char refused[512];
 } glucx_an_sink_ctl_t;
 
 bt_component_class_initialize_method_status

@@ -77,4 +77,14 @@ enum {
 /** seq of an event that belongs to no collective (e.g. a wait on plain point-to-point). */
 #define GLUCX_TP_SEQ_NONE UINT32_C(0xffffffff)
 
+/**
+ * Trace format version (trace/EVENTS.md, "Format version"): what the recorded glucx events mean
+ * (their fields, when each is emitted, their order). Bumped with any change of meaning; readers
+ * refuse a version newer than the one they know. The provider writes it into the trace's
+ * metadata as the model.emf.uri attribute of every glucx event class:
+ * GLUCX_TP_FORMAT_URI_PREFIX followed by the version in decimal ("glucx-trace-format:2").
+ */
+#define GLUCX_TP_FORMAT_VERSION 2
+#define GLUCX_TP_FORMAT_URI_PREFIX "glucx-trace-format:"
+
 #endif

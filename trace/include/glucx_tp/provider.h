@@ -231,6 +231,37 @@ LTTNG_UST_TRACEPOINT_EVENT(glucx, error,
         lttng_ust_field_integer(int32_t, rank, rank)
         lttng_ust_field_enum(glucx, status_enum, int8_t, status, status)
         lttng_ust_field_string(text, text)))
+
+/* ---- trace format version (EVENTS.md, "Format version") ----------------------------------- */
+/* Every event class carries the version in the trace's metadata (its model.emf.uri attribute),
+ * so a trace says what its events mean whichever of them were recorded (late start, --events,
+ * snapshots, rotation chunks) at no cost per event. Every event above must be listed here
+ * (tests/trace checks that every recorded class has it). */
+#define GLUCX_TP_STR2_(x) #x
+#define GLUCX_TP_STR_(x) GLUCX_TP_STR2_(x)
+#define GLUCX_TP_FORMAT_URI GLUCX_TP_FORMAT_URI_PREFIX GLUCX_TP_STR_(GLUCX_TP_FORMAT_VERSION)
+#define GLUCX_TP_FORMAT_(event) \
+    LTTNG_UST_TRACEPOINT_MODEL_EMF_URI(glucx, event, GLUCX_TP_FORMAT_URI)
+GLUCX_TP_FORMAT_(comm_init)
+GLUCX_TP_FORMAT_(link)
+GLUCX_TP_FORMAT_(select_map)
+GLUCX_TP_FORMAT_(coll_begin)
+GLUCX_TP_FORMAT_(coll_end)
+GLUCX_TP_FORMAT_(sched_decision)
+GLUCX_TP_FORMAT_(send_begin)
+GLUCX_TP_FORMAT_(send_end)
+GLUCX_TP_FORMAT_(recv_begin)
+GLUCX_TP_FORMAT_(recv_end)
+GLUCX_TP_FORMAT_(reduce_begin)
+GLUCX_TP_FORMAT_(reduce_end)
+GLUCX_TP_FORMAT_(wait_begin)
+GLUCX_TP_FORMAT_(wait_end)
+GLUCX_TP_FORMAT_(compute_begin)
+GLUCX_TP_FORMAT_(compute_end)
+GLUCX_TP_FORMAT_(iteration_begin)
+GLUCX_TP_FORMAT_(iteration_end)
+GLUCX_TP_FORMAT_(bucket_ready)
+GLUCX_TP_FORMAT_(error)
 /* clang-format on */
 
 #endif /* GLUCX_TP_PROVIDER_H */
