@@ -60,6 +60,9 @@
 #define PROVIDER "glucx"
 #define PIDS_FILE "glucx-pids"      /* in DIR: the command's process list */
 #define PIDS_ENV "GLUCX_TRACE_PIDS" /* its absolute path, for the provider (provider.c) */
+/* LTTNG_UST_REGISTER_TIMEOUT given to the command unless set: how long (ms) a traced program
+ * waits for the session daemon to register it before it runs (LTTng's default is 3000) */
+#define REGISTER_TIMEOUT_MS "30000"
 
 /* ---- the event catalog -------------------------------------------------------------------- */
 
@@ -139,49 +142,53 @@ static void err(const char *fmt, ...)
 static void usage(FILE *f)
 {
     fprintf(
-        f, "usage: glucx-trace record -o DIR [--level coll|full] [--events LIST]\n"
-           "                          [--buffer-size SIZE] [--rotate-size SIZE | --snapshot]\n"
-           "                          -- COMMAND [ARGS...]\n"
-           "       glucx-trace list\n"
-           "\n"
-           "record  trace the glucx events of COMMAND (and of every process it starts) into DIR\n"
-           "        (must not exist or be empty). Exits with COMMAND's exit status, or 1 if it\n"
-           "        is 0 but the trace could not be written whole (e.g. no space left on device).\n"
-           "  --level coll   communicators, collectives, decisions, errors and framework events\n"
-           "  --level full   everything, including every send, receive, reduction and wait\n"
-           "                 (default)\n"
-           "  --events LIST  exactly these events (comma-separated names, see `list`);\n"
-           "                 overrides --level\n"
-           "  --buffer-size SIZE  ring buffer per CPU, e.g. 64M (K/M/G binary suffixes);\n"
-           "                 default 16M for full, 4M for coll. Events that do not fit are\n"
-           "                 discarded and counted.\n"
-           "  --rotate-size SIZE  for long jobs: archive the trace whenever about SIZE bytes\n"
-           "                 have been written; each chunk is a complete trace under\n"
-           "                 DIR/archives/ (readable while the job runs); babeltrace2 and\n"
-           "                 glucx-analyze read DIR as one trace. SIGUSR1 archives at once.\n"
-           "  --snapshot     flight recorder: buffers keep only the latest events (the oldest\n"
-           "                 are overwritten, never discarded); SIGUSR1 writes a snapshot of\n"
-           "                 them into DIR, and one is written when the command ends.\n"
-           "list    print the event catalog: name, level, fields (trace/EVENTS.md has units)\n"
-           "\n"
-           "DIR/" PIDS_FILE " lists the pid of every traced process of COMMAND, one per line\n"
-           "(" PIDS_ENV " gives the command its path): LTTng records every traced process of\n"
-           "the user in each session, and glucx-analyze leaves out the events of processes\n"
-           "not listed (another job traced at the same time); babeltrace2 shows them all.\n"
-           "\n"
-           "Session daemon: if none answers, record starts lttng-sessiond; every glucx-trace\n"
-           "running at the same time shares it, and the last one to end stops it. A daemon\n"
-           "that was running already is used and never stopped. The choice is made under the\n"
-           "lock STATE_DIR/sessiond.lock (flock); STATE_DIR/sessiond.state records the daemon\n"
-           "glucx-trace started and the glucx-trace processes using it (pid and start time),\n"
-           "STATE_DIR/sessiond.log its output. STATE_DIR is /run/glucx-trace for root,\n"
-           "${LTTNG_HOME:-$HOME}/.lttng/glucx-trace otherwise. A glucx-trace that died\n"
-           "(SIGKILL) is noticed by the next one, which closes its session and, when no one\n"
-           "else uses the daemon it left, stops it. Sessions not made by glucx-trace keep the\n"
-           "daemon running; it is stopped by the first glucx-trace to end after they are gone.\n"
-           "\n"
-           "Environment: GLUCX_TRACE_PROVIDER=PATH overrides the provider library "
-           "(" GLUCX_TRACE_PROVIDER_NAME ").\n");
+        f,
+        "usage: glucx-trace record -o DIR [--level coll|full] [--events LIST]\n"
+        "                          [--buffer-size SIZE] [--rotate-size SIZE | --snapshot]\n"
+        "                          -- COMMAND [ARGS...]\n"
+        "       glucx-trace list\n"
+        "\n"
+        "record  trace the glucx events of COMMAND (and of every process it starts) into DIR\n"
+        "        (must not exist or be empty). Exits with COMMAND's exit status, or 1 if it\n"
+        "        is 0 but the trace could not be written whole (e.g. no space left on device).\n"
+        "  --level coll   communicators, collectives, decisions, errors and framework events\n"
+        "  --level full   everything, including every send, receive, reduction and wait\n"
+        "                 (default)\n"
+        "  --events LIST  exactly these events (comma-separated names, see `list`);\n"
+        "                 overrides --level\n"
+        "  --buffer-size SIZE  ring buffer per CPU, e.g. 64M (K/M/G binary suffixes);\n"
+        "                 default 16M for full, 4M for coll. Events that do not fit are\n"
+        "                 discarded and counted.\n"
+        "  --rotate-size SIZE  for long jobs: archive the trace whenever about SIZE bytes\n"
+        "                 have been written; each chunk is a complete trace under\n"
+        "                 DIR/archives/ (readable while the job runs); babeltrace2 and\n"
+        "                 glucx-analyze read DIR as one trace. SIGUSR1 archives at once.\n"
+        "  --snapshot     flight recorder: buffers keep only the latest events (the oldest\n"
+        "                 are overwritten, never discarded); SIGUSR1 writes a snapshot of\n"
+        "                 them into DIR, and one is written when the command ends.\n"
+        "list    print the event catalog: name, level, fields (trace/EVENTS.md has units)\n"
+        "\n"
+        "DIR/" PIDS_FILE " lists the pid of every traced process of COMMAND, one per line\n"
+        "(" PIDS_ENV " gives the command its path): LTTng records every traced process of\n"
+        "the user in each session, and glucx-analyze leaves out the events of processes\n"
+        "not listed (another job traced at the same time); babeltrace2 shows them all.\n"
+        "\n"
+        "Session daemon: if none answers, record starts lttng-sessiond; every glucx-trace\n"
+        "running at the same time shares it, and the last one to end stops it. A daemon\n"
+        "that was running already is used and never stopped. The choice is made under the\n"
+        "lock STATE_DIR/sessiond.lock (flock); STATE_DIR/sessiond.state records the daemon\n"
+        "glucx-trace started and the glucx-trace processes using it (pid and start time),\n"
+        "STATE_DIR/sessiond.log its output. STATE_DIR is /run/glucx-trace for root,\n"
+        "${LTTNG_HOME:-$HOME}/.lttng/glucx-trace otherwise. A glucx-trace that died\n"
+        "(SIGKILL) is noticed by the next one, which closes its session and, when no one\n"
+        "else uses the daemon it left, stops it. Sessions not made by glucx-trace keep the\n"
+        "daemon running; it is stopped by the first glucx-trace to end after they are gone.\n"
+        "\n"
+        "Environment: GLUCX_TRACE_PROVIDER=PATH overrides the provider library "
+        "(" GLUCX_TRACE_PROVIDER_NAME ").\n"
+        "COMMAND gets LTTNG_UST_REGISTER_TIMEOUT=" REGISTER_TIMEOUT_MS " unless set: each traced\n"
+        "program waits up to that many ms for the session daemon before it runs (LTTng's 3000\n"
+        "loses a program's first events on a loaded machine).\n");
 }
 
 static void die_usage(const char *fmt, ...)
@@ -1406,6 +1413,10 @@ static int run_command(char **argv, const char *provider, const char *fork_helpe
             setenv(PIDS_ENV, pids_path, 1);
         else
             unsetenv(PIDS_ENV); /* an outer glucx-trace's list is not this trace's */
+        /* LTTng-UST lets a program run untraced once 3 s pass without its registration being
+         * done, and drops the events it emits until then: on a loaded machine, or while several
+         * glucx-trace start at once, that is the start of the command. Wait longer (bounded). */
+        setenv("LTTNG_UST_REGISTER_TIMEOUT", REGISTER_TIMEOUT_MS, 0);
         /* AddressSanitizer refuses to start when a preloaded library precedes its runtime;
          * the provider is safe to load first, so let sanitized programs run traced */
         const char *asan = getenv("ASAN_OPTIONS");
