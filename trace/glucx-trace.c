@@ -6,11 +6,16 @@
  *   glucx-trace list
  *
  * A C program rather than a shell script because it must (1) stop and destroy the session on
- * every path, including SIGINT/SIGTERM, while forwarding those signals to the command, (2) know
- * the PID of a session daemon it starts so it stops exactly that one, and (3) read the number of
+ * every path, including SIGINT/SIGTERM, while forwarding those signals to the command, (2) share
+ * one session daemon with every other glucx-trace running at the same time, started and stopped
+ * under a lock by pid and start time (see "the session daemon" below), and (3) read the number of
  * discarded events per channel, which liblttng-ctl gives as numbers (the lttng CLI only prints
  * them in warnings). liblttng-ctl is loaded with dlopen(), so a machine without LTTng gets a
  * clear message instead of a loader error.
+ *
+ * A trace whose files are not whole (a full disk: LTTng's consumer only logs its failed writes,
+ * and still counts 0 events discarded) is reported as such, naming the full disk, and the exit
+ * status is not 0: see "is the written trace whole?".
  *
  * Long jobs: --rotate-size archives the trace in chunks of about SIZE bytes (LTTng session
  * rotation; each chunk under DIR/archives/ is a complete trace, readable while the job runs, and
@@ -38,7 +43,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -53,6 +60,9 @@
 #define PROVIDER "glucx"
 #define PIDS_FILE "glucx-pids"      /* in DIR: the command's process list */
 #define PIDS_ENV "GLUCX_TRACE_PIDS" /* its absolute path, for the provider (provider.c) */
+/* LTTNG_UST_REGISTER_TIMEOUT given to the command unless set: how long (ms) a traced program
+ * waits for the session daemon to register it before it runs (LTTng's default is 3000) */
+#define REGISTER_TIMEOUT_MS "30000"
 
 /* ---- the event catalog -------------------------------------------------------------------- */
 
@@ -132,38 +142,53 @@ static void err(const char *fmt, ...)
 static void usage(FILE *f)
 {
     fprintf(
-        f, "usage: glucx-trace record -o DIR [--level coll|full] [--events LIST]\n"
-           "                          [--buffer-size SIZE] [--rotate-size SIZE | --snapshot]\n"
-           "                          -- COMMAND [ARGS...]\n"
-           "       glucx-trace list\n"
-           "\n"
-           "record  trace the glucx events of COMMAND (and of every process it starts) into DIR\n"
-           "        (must not exist or be empty). Starts an LTTng session daemon if none runs and\n"
-           "        stops it afterwards. Exits with COMMAND's exit status.\n"
-           "  --level coll   communicators, collectives, decisions, errors and framework events\n"
-           "  --level full   everything, including every send, receive, reduction and wait\n"
-           "                 (default)\n"
-           "  --events LIST  exactly these events (comma-separated names, see `list`);\n"
-           "                 overrides --level\n"
-           "  --buffer-size SIZE  ring buffer per CPU, e.g. 64M (K/M/G binary suffixes);\n"
-           "                 default 16M for full, 4M for coll. Events that do not fit are\n"
-           "                 discarded and counted.\n"
-           "  --rotate-size SIZE  for long jobs: archive the trace whenever about SIZE bytes\n"
-           "                 have been written; each chunk is a complete trace under\n"
-           "                 DIR/archives/ (readable while the job runs); babeltrace2 and\n"
-           "                 glucx-analyze read DIR as one trace. SIGUSR1 archives at once.\n"
-           "  --snapshot     flight recorder: buffers keep only the latest events (the oldest\n"
-           "                 are overwritten, never discarded); SIGUSR1 writes a snapshot of\n"
-           "                 them into DIR, and one is written when the command ends.\n"
-           "list    print the event catalog: name, level, fields (trace/EVENTS.md has units)\n"
-           "\n"
-           "DIR/" PIDS_FILE " lists the pid of every traced process of COMMAND, one per line\n"
-           "(" PIDS_ENV " gives the command its path): LTTng records every traced process of\n"
-           "the user in each session, and glucx-analyze leaves out the events of processes\n"
-           "not listed (another job traced at the same time); babeltrace2 shows them all.\n"
-           "\n"
-           "Environment: GLUCX_TRACE_PROVIDER=PATH overrides the provider library "
-           "(" GLUCX_TRACE_PROVIDER_NAME ").\n");
+        f,
+        "usage: glucx-trace record -o DIR [--level coll|full] [--events LIST]\n"
+        "                          [--buffer-size SIZE] [--rotate-size SIZE | --snapshot]\n"
+        "                          -- COMMAND [ARGS...]\n"
+        "       glucx-trace list\n"
+        "\n"
+        "record  trace the glucx events of COMMAND (and of every process it starts) into DIR\n"
+        "        (must not exist or be empty). Exits with COMMAND's exit status, or 1 if it\n"
+        "        is 0 but the trace could not be written whole (e.g. no space left on device).\n"
+        "  --level coll   communicators, collectives, decisions, errors and framework events\n"
+        "  --level full   everything, including every send, receive, reduction and wait\n"
+        "                 (default)\n"
+        "  --events LIST  exactly these events (comma-separated names, see `list`);\n"
+        "                 overrides --level\n"
+        "  --buffer-size SIZE  ring buffer per CPU, e.g. 64M (K/M/G binary suffixes);\n"
+        "                 default 16M for full, 4M for coll. Events that do not fit are\n"
+        "                 discarded and counted.\n"
+        "  --rotate-size SIZE  for long jobs: archive the trace whenever about SIZE bytes\n"
+        "                 have been written; each chunk is a complete trace under\n"
+        "                 DIR/archives/ (readable while the job runs); babeltrace2 and\n"
+        "                 glucx-analyze read DIR as one trace. SIGUSR1 archives at once.\n"
+        "  --snapshot     flight recorder: buffers keep only the latest events (the oldest\n"
+        "                 are overwritten, never discarded); SIGUSR1 writes a snapshot of\n"
+        "                 them into DIR, and one is written when the command ends.\n"
+        "list    print the event catalog: name, level, fields (trace/EVENTS.md has units)\n"
+        "\n"
+        "DIR/" PIDS_FILE " lists the pid of every traced process of COMMAND, one per line\n"
+        "(" PIDS_ENV " gives the command its path): LTTng records every traced process of\n"
+        "the user in each session, and glucx-analyze leaves out the events of processes\n"
+        "not listed (another job traced at the same time); babeltrace2 shows them all.\n"
+        "\n"
+        "Session daemon: if none answers, record starts lttng-sessiond; every glucx-trace\n"
+        "running at the same time shares it, and the last one to end stops it. A daemon\n"
+        "that was running already is used and never stopped. The choice is made under the\n"
+        "lock STATE_DIR/sessiond.lock (flock); STATE_DIR/sessiond.state records the daemon\n"
+        "glucx-trace started and the glucx-trace processes using it (pid and start time),\n"
+        "STATE_DIR/sessiond.log its output. STATE_DIR is /run/glucx-trace for root,\n"
+        "${LTTNG_HOME:-$HOME}/.lttng/glucx-trace otherwise. A glucx-trace that died\n"
+        "(SIGKILL) is noticed by the next one, which closes its session and, when no one\n"
+        "else uses the daemon it left, stops it. Sessions not made by glucx-trace keep the\n"
+        "daemon running; it is stopped by the first glucx-trace to end after they are gone.\n"
+        "\n"
+        "Environment: GLUCX_TRACE_PROVIDER=PATH overrides the provider library "
+        "(" GLUCX_TRACE_PROVIDER_NAME ").\n"
+        "COMMAND gets LTTNG_UST_REGISTER_TIMEOUT=" REGISTER_TIMEOUT_MS " unless set: each traced\n"
+        "program waits up to that many ms for the session daemon before it runs (LTTng's 3000\n"
+        "loses a program's first events on a loaded machine).\n");
 }
 
 static void die_usage(const char *fmt, ...)
@@ -481,25 +506,400 @@ static void sleep_ms(long ms)
     }
 }
 
-/* ---- the session daemon ------------------------------------------------------------------- */
-
-static pid_t sessiond_pid; /* the daemon we started, 0 if we use one that was running */
-static char sessiond_log[64];
-
-/* Start `lttng-sessiond --no-kernel` as our own child in a new session (so a Ctrl-C in the
- * terminal does not reach it before the trace is flushed), not --daemonize: that would hide the
- * PID we must stop. Its output goes to a temporary log shown on failure. */
-static int start_sessiond(void)
+static int64_t mono_ms(void)
 {
-    snprintf(sessiond_log, sizeof(sessiond_log), "/tmp/glucx-trace-sessiond-XXXXXX");
-    int logfd = mkstemp(sessiond_log);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* mkdir -p @p path (each missing directory with @p mode); 0, or -1 with errno set. */
+static int make_dirs(const char *path, mode_t mode)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = tmp + 1; *p != '\0'; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(tmp, mode) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* ---- the session daemon, shared by every glucx-trace -------------------------------------- */
+
+/*
+ * LTTng runs one session daemon per user (root's serves every root session), and a second
+ * lttng-sessiond refuses to start. glucx-trace processes started at the same moment therefore
+ * agree on the daemon under a lock, in STATE_DIR (/run/glucx-trace for root,
+ * ${LTTNG_HOME:-$HOME}/.lttng/glucx-trace for other users, beside LTTng's own per-user files):
+ *
+ *   sessiond.lock   flock()ed while a glucx-trace chooses, starts or stops the daemon
+ *   sessiond.state  the daemon glucx-trace started ("daemon PID START") and the glucx-trace
+ *                   processes using it ("user PID START"); START is the starttime field of
+ *                   /proc/PID/stat, so a reused pid is never taken for the process recorded
+ *   sessiond.log    that daemon's output
+ *
+ * Rules, each applied under the lock:
+ * - a recorded daemon that is gone is forgotten with its users; users that are gone are dropped;
+ * - a recorded daemon that runs is used, even when its users are all gone (a glucx-trace killed
+ *   by SIGKILL leaves it: the next glucx-trace adopts it and, its last user, stops it); sessions
+ *   on it of glucx-trace processes that are gone are destroyed first, which closes their traces;
+ * - otherwise a daemon that answers was started by someone else: used, never recorded, never
+ *   stopped;
+ * - otherwise glucx-trace starts one, recorded as soon as it is forked;
+ * - the last user of the recorded daemon stops it (SIGTERM, then SIGKILL) and waits until it is
+ *   gone, unless sessions not made by glucx-trace use it: it then stays recorded, and the first
+ *   glucx-trace to end after they are gone stops it.
+ */
+#define LOCK_WAIT_MS 120000 /* a holder starts or stops a daemon: 30 s at worst */
+#define READY_WAIT_MS 30000 /* for a daemon to answer once started (a loaded machine is slow) */
+#define STOP_WAIT_MS 10000  /* after SIGTERM, and again after SIGKILL */
+#define STATE_HEADER "glucx-trace sessiond state 1"
+
+struct proc_id {
+    pid_t pid;      /* 0: none */
+    uint64_t start; /* starttime of /proc/PID/stat: clock ticks from boot to its start */
+};
+
+/* The starttime of process @p pid; 0 if there is no such process or it has ended (a zombie). */
+static uint64_t proc_start(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* after the command name, which may hold ' ' and ')' */
+    if (p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X' || p[2] == 'x')
+        return 0;
+    p += 2; /* field 3, the state; starttime is field 22 */
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (p == NULL)
+            return 0;
+        p++;
+    }
+    return strtoull(p, NULL, 10);
+}
+
+static int proc_alive(const struct proc_id *id)
+{
+    return id->pid > 0 && id->start != 0 && proc_start(id->pid) == id->start;
+}
+
+static int same_proc(const struct proc_id *a, const struct proc_id *b)
+{
+    return a->pid == b->pid && a->start == b->start;
+}
+
+struct sessiond_state {
+    struct proc_id daemon; /* pid 0: glucx-trace runs no daemon */
+    struct proc_id *users;
+    size_t nusers, cap;
+};
+
+static char state_dir[PATH_MAX];
+static int lock_fd = -1;
+
+static int state_path(char *buf, size_t len, const char *name)
+{
+    if (snprintf(buf, len, "%s/%s", state_dir, name) >= (int)len) {
+        err("path too long: %s/%s", state_dir, name);
+        return -1;
+    }
+    return 0;
+}
+
+static int state_dir_init(void)
+{
+    if (geteuid() == 0) {
+        snprintf(state_dir, sizeof(state_dir), "/run/glucx-trace");
+    } else {
+        const char *home = getenv("LTTNG_HOME");
+        if (home == NULL || home[0] == '\0')
+            home = getenv("HOME");
+        if (home == NULL || home[0] == '\0') {
+            err("neither LTTNG_HOME nor HOME is set: no place for the session daemon's lock "
+                "(LTTng needs one of them too)");
+            return -1;
+        }
+        if (snprintf(state_dir, sizeof(state_dir), "%s/.lttng/glucx-trace", home) >=
+            (int)sizeof(state_dir)) {
+            err("path too long: %s/.lttng/glucx-trace", home);
+            return -1;
+        }
+    }
+    if (make_dirs(state_dir, 0700) != 0) {
+        err("cannot create %s (glucx-trace's session daemon lock): %s", state_dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Take STATE_DIR/sessiond.lock, waiting at most LOCK_WAIT_MS (and, if @p interruptible, until a
+ * terminating signal arrives). 0, or -1 after a message. */
+static int state_lock(int interruptible)
+{
+    char path[PATH_MAX + 32];
+    if (state_path(path, sizeof(path), "sessiond.lock") != 0)
+        return -1;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        err("cannot open the lock file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    const int64_t t0 = mono_ms();
+    for (unsigned tries = 0; flock(fd, LOCK_EX | LOCK_NB) != 0; tries++) {
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            err("cannot lock %s: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (interruptible && got_signal) {
+            err("interrupted by signal %d while waiting for the lock %s", (int)got_signal, path);
+            close(fd);
+            return -1;
+        }
+        if (mono_ms() - t0 >= LOCK_WAIT_MS) {
+            err("cannot lock %s within %d s: another glucx-trace holds it (it starts or stops the "
+                "session daemon, which takes seconds) and did not let go: is it stopped or hung? "
+                "(fuser -v %s shows it)",
+                path, LOCK_WAIT_MS / 1000, path);
+            close(fd);
+            return -1;
+        }
+        sleep_ms(tries < 100 ? 10 : 50);
+    }
+    lock_fd = fd;
+    return 0;
+}
+
+static void state_unlock(void)
+{
+    if (lock_fd < 0)
+        return;
+    flock(lock_fd, LOCK_UN);
+    close(lock_fd);
+    lock_fd = -1;
+}
+
+static int state_add_user(struct sessiond_state *s, struct proc_id id)
+{
+    if (s->nusers == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        struct proc_id *v = realloc(s->users, cap * sizeof(*v));
+        if (v == NULL) {
+            err("out of memory reading the session daemon's users (%zu)", s->nusers);
+            return -1;
+        }
+        s->users = v;
+        s->cap = cap;
+    }
+    s->users[s->nusers++] = id;
+    return 0;
+}
+
+/* Read STATE_DIR/sessiond.state (a missing file: no daemon, no users). 0, or -1 after a message. */
+static int state_read(struct sessiond_state *s)
+{
+    memset(s, 0, sizeof(*s));
+    char path[PATH_MAX + 32];
+    if (state_path(path, sizeof(path), "sessiond.state") != 0)
+        return -1;
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        if (errno == ENOENT)
+            return 0;
+        err("cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[256];
+    int header = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
+        char kind[16];
+        int pid;
+        unsigned long long start;
+        if (strncmp(line, STATE_HEADER "\n", sizeof(STATE_HEADER)) == 0) {
+            header = 1;
+        } else if (header && sscanf(line, "%15s %d %llu", kind, &pid, &start) == 3 && pid > 0) {
+            struct proc_id id = {(pid_t)pid, (uint64_t)start};
+            if (strcmp(kind, "daemon") == 0)
+                s->daemon = id;
+            else if (strcmp(kind, "user") == 0)
+                rc = state_add_user(s, id);
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+/* Replace STATE_DIR/sessiond.state (removed when empty). 0, or -1 after a message. */
+static int state_write(const struct sessiond_state *s)
+{
+    char path[PATH_MAX + 32], tmp[PATH_MAX + 32];
+    if (state_path(path, sizeof(path), "sessiond.state") != 0 ||
+        state_path(tmp, sizeof(tmp), "sessiond.state.tmp") != 0)
+        return -1;
+    if (s->daemon.pid == 0 && s->nusers == 0) {
+        if (unlink(path) != 0 && errno != ENOENT) {
+            err("cannot remove %s: %s", path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    FILE *f = fopen(tmp, "we");
+    if (f == NULL) {
+        err("cannot create %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "%s\n", STATE_HEADER);
+    if (s->daemon.pid != 0)
+        fprintf(f, "daemon %d %" PRIu64 "\n", (int)s->daemon.pid, s->daemon.start);
+    for (size_t i = 0; i < s->nusers; i++)
+        fprintf(f, "user %d %" PRIu64 "\n", (int)s->users[i].pid, s->users[i].start);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        err("cannot write %s (%zu users): %s", tmp, s->nusers, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, path) != 0) {
+        err("cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* Forget a recorded daemon that is gone (and its users), and users that are gone. */
+static void state_prune(struct sessiond_state *s)
+{
+    if (s->daemon.pid != 0 && !proc_alive(&s->daemon)) {
+        s->daemon.pid = 0;
+        s->nusers = 0;
+    }
+    size_t w = 0;
+    for (size_t i = 0; i < s->nusers; i++)
+        if (proc_alive(&s->users[i]))
+            s->users[w++] = s->users[i];
+    s->nusers = w;
+}
+
+/* Seconds since the epoch at boot (/proc/stat btime); 0 if unknown. */
+static long boot_time(void)
+{
+    FILE *f = fopen("/proc/stat", "re");
+    char line[256];
+    long btime = 0;
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "btime %ld", &btime) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    return btime;
+}
+
+/* Whether session @p name was made by a glucx-trace that is gone: its name is
+ * glucx-trace-PID-TIME (see cmd_record) and PID does not run, or runs a process started more than
+ * a minute after TIME (a reused pid). In doubt, not stale: only a stale session is destroyed. */
+static int session_is_stale(const char *name)
+{
+    int pid = 0, used = 0;
+    long t = 0;
+    if (sscanf(name, "glucx-trace-%d-%ld%n", &pid, &t, &used) != 2 || name[used] != '\0' ||
+        pid <= 0 || pid == (int)getpid())
+        return 0;
+    uint64_t start = proc_start((pid_t)pid);
+    if (start == 0)
+        return 1;
+    long hz = sysconf(_SC_CLK_TCK), btime = boot_time();
+    return hz > 0 && btime > 0 && btime + (long)(start / (uint64_t)hz) > t + 60;
+}
+
+/* On the daemon that answers: destroy the sessions of glucx-trace processes that are gone (this
+ * closes their traces), and count the others except this process's (names into @p names). */
+static int sweep_sessions(char *names, size_t len)
+{
+    struct lttng_session *sessions = NULL;
+    int n = lt.list_sessions(&sessions);
+    int live = 0;
+    char own[32];
+    snprintf(own, sizeof(own), "glucx-trace-%d-", (int)getpid());
+    names[0] = '\0';
+    if (n < 0)
+        msg("cannot list the sessions of the session daemon: %s", lt.strerror_(n));
+    for (int i = 0; i < n; i++) {
+        if (session_is_stale(sessions[i].name)) {
+            int r = lt.destroy_session(sessions[i].name);
+            if (r < 0)
+                err("cannot destroy session %s, left by a glucx-trace that is gone: %s",
+                    sessions[i].name, lt.strerror_(r));
+            else
+                msg("destroyed session %s, left by a glucx-trace that is gone (its trace: %s)",
+                    sessions[i].name, sessions[i].path);
+        } else if (strncmp(sessions[i].name, own, strlen(own)) != 0) {
+            size_t l = strlen(names);
+            snprintf(names + l, len - l, "%s%s", live ? ", " : "", sessions[i].name);
+            live++;
+        }
+    }
+    free(sessions);
+    return live;
+}
+
+/* Stop process @p d (SIGTERM, then SIGKILL) and wait until it is gone; it is reaped if it is our
+ * child. 0, or -1 after a message. */
+static int stop_daemon(const struct proc_id *d)
+{
+    static const int sigs[] = {SIGTERM, SIGKILL};
+    for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++) {
+        if (!proc_alive(d))
+            break;
+        if (k > 0)
+            msg("lttng-sessiond (pid %d) did not stop within %d s of SIGTERM; sending SIGKILL",
+                (int)d->pid, STOP_WAIT_MS / 1000);
+        kill(d->pid, sigs[k]);
+        for (const int64_t t0 = mono_ms(); mono_ms() - t0 < STOP_WAIT_MS;) {
+            waitpid(d->pid, NULL, WNOHANG); /* reaps it if we started it */
+            if (!proc_alive(d))
+                break;
+            sleep_ms(20);
+        }
+    }
+    waitpid(d->pid, NULL, WNOHANG);
+    if (proc_alive(d)) {
+        err("lttng-sessiond (pid %d) still runs %d s after SIGKILL", (int)d->pid,
+            STOP_WAIT_MS / 1000);
+        return -1;
+    }
+    return 0;
+}
+
+/* Fork and exec `lttng-sessiond --no-kernel` in a new session (a terminal's Ctrl-C must not stop
+ * it before the traces are flushed), not --daemonize, which would hide its pid; its output goes to
+ * @p log. Its pid once the exec succeeded; -1 after a message. */
+static pid_t spawn_sessiond(const char *log)
+{
+    int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (logfd < 0) {
-        err("cannot create a log file for lttng-sessiond: %s", strerror(errno));
+        err("cannot create %s (lttng-sessiond's log): %s", log, strerror(errno));
         return -1;
     }
     int pipefd[2]; /* reports an exec failure to the parent */
     if (pipe2(pipefd, O_CLOEXEC) != 0) {
-        err("pipe: %s", strerror(errno));
+        err("cannot create a pipe to start lttng-sessiond: %s", strerror(errno));
         close(logfd);
         return -1;
     }
@@ -529,7 +929,9 @@ static int start_sessiond(void)
     close(logfd);
     close(pipefd[1]);
     int child_errno = 0;
-    ssize_t n = read(pipefd[0], &child_errno, sizeof(child_errno));
+    ssize_t n;
+    while ((n = read(pipefd[0], &child_errno, sizeof(child_errno))) < 0 && errno == EINTR) {
+    }
     close(pipefd[0]);
     if (n == (ssize_t)sizeof(child_errno)) {
         waitpid(pid, NULL, 0);
@@ -538,66 +940,199 @@ static int start_sessiond(void)
                 "(Debian: apt-get install lttng-tools)");
         else
             err("cannot run lttng-sessiond: %s", strerror(child_errno));
-        unlink(sessiond_log);
         return -1;
     }
-    sessiond_pid = pid;
-    /* ready once it answers; bounded */
-    for (int i = 0; i < 200; i++) {
-        if (lt.session_daemon_alive() == 1)
-            return 0;
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            sessiond_pid = 0;
-            err("lttng-sessiond (pid %d) exited with status %d before becoming ready; its log "
-                "(%s):",
-                (int)pid, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-                sessiond_log);
-            FILE *f = fopen(sessiond_log, "r");
-            char line[512];
-            while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-                fprintf(stderr, "  %s", line);
-            if (f != NULL)
-                fclose(f);
+    return pid;
+}
+
+static void show_log(const char *log)
+{
+    FILE *f = fopen(log, "re");
+    char line[512];
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        fprintf(stderr, "  %s", line);
+    if (f != NULL)
+        fclose(f);
+}
+
+/* A daemon this process uses: recorded (started by a glucx-trace) or not. */
+struct daemon_use {
+    int registered;        /* listed as a user of the recorded daemon */
+    struct proc_id daemon; /* that daemon */
+    struct proc_id self;
+};
+
+/* Start a daemon and record it with this process as its user (s: the state, lock held). 0 once
+ * it answers, or when one started by someone else meanwhile answers instead (not recorded); -1
+ * after a message. */
+static int start_recorded_daemon(struct sessiond_state *s, struct daemon_use *u)
+{
+    char log[PATH_MAX + 32];
+    if (state_path(log, sizeof(log), "sessiond.log") != 0)
+        return -1;
+    pid_t pid = spawn_sessiond(log);
+    if (pid < 0)
+        return -1;
+    /* recorded at once: if this process dies from here on, the next glucx-trace stops it */
+    s->daemon.pid = pid;
+    s->daemon.start = proc_start(pid);
+    s->nusers = 0;
+    if (state_add_user(s, u->self) != 0 || state_write(s) != 0) {
+        stop_daemon(&s->daemon);
+        s->daemon.pid = 0;
+        s->nusers = 0;
+        return -1;
+    }
+    u->daemon = s->daemon;
+    u->registered = 1;
+    int64_t t0 = mono_ms(), exited_at = -1;
+    int status = 0;
+    for (;;) {
+        const int answers = lt.session_daemon_alive() == 1;
+        if (exited_at < 0 && waitpid(pid, &status, WNOHANG) == pid)
+            exited_at = mono_ms(); /* another daemon may be starting: LTTng allows one */
+        if (answers)
+            break;
+        if (got_signal || mono_ms() - t0 >= READY_WAIT_MS ||
+            (exited_at >= 0 && mono_ms() - exited_at >= 5000)) {
+            if (got_signal)
+                err("interrupted by signal %d while lttng-sessiond (pid %d) started",
+                    (int)got_signal, (int)pid);
+            else if (exited_at >= 0)
+                err("lttng-sessiond (pid %d) exited with status %d before becoming ready; its "
+                    "log (%s):",
+                    (int)pid, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+                    log);
+            else
+                err("lttng-sessiond (pid %d) did not answer within %d s; its log (%s):", (int)pid,
+                    READY_WAIT_MS / 1000, log);
+            if (!got_signal)
+                show_log(log);
+            if (exited_at < 0)
+                stop_daemon(&s->daemon);
+            s->daemon.pid = 0;
+            s->nusers = 0;
+            u->registered = 0;
+            state_write(s);
             return -1;
         }
         sleep_ms(50);
     }
-    err("lttng-sessiond (pid %d) did not become ready within 10 s (log: %s)", (int)pid,
-        sessiond_log);
+    if (exited_at >= 0) {
+        msg("another lttng-sessiond started at the same time and answers: using it (glucx-trace "
+            "does not stop it)");
+        s->daemon.pid = 0;
+        s->nusers = 0;
+        u->registered = 0;
+        return state_write(s);
+    }
+    msg("started lttng-sessiond (pid %d); the last glucx-trace using it stops it (log: %s)",
+        (int)pid, log);
+    return 0;
+}
+
+/* Wait until a session daemon answers, at most READY_WAIT_MS; 0 if one does. */
+static int wait_answer(const struct proc_id *d)
+{
+    for (const int64_t t0 = mono_ms(); mono_ms() - t0 < READY_WAIT_MS;) {
+        if (lt.session_daemon_alive() == 1)
+            return 0;
+        if (!proc_alive(d))
+            return -1;
+        sleep_ms(50);
+    }
     return -1;
 }
 
-static void stop_sessiond(void)
+/* Make sure a session daemon answers, by the rules above; 0, or -1 after a message. */
+static int daemon_acquire(struct daemon_use *u)
 {
-    if (sessiond_pid <= 0)
-        return;
-    /* someone else created sessions on "our" daemon meanwhile: do not destroy them */
-    struct lttng_session *sessions = NULL;
-    int others = lt.list_sessions(&sessions);
-    free(sessions);
-    if (others > 0) {
-        msg("lttng-sessiond (pid %d) left running: %d other recording session(s) use it; stop "
-            "it with: kill %d",
-            (int)sessiond_pid, others, (int)sessiond_pid);
-        return;
-    }
-    kill(sessiond_pid, SIGTERM);
-    int status;
-    for (int i = 0; i < 200; i++) { /* 10 s, then force */
-        pid_t r = waitpid(sessiond_pid, &status, WNOHANG);
-        if (r == sessiond_pid || (r < 0 && errno == ECHILD)) {
-            sessiond_pid = 0;
-            unlink(sessiond_log);
-            return;
+    memset(u, 0, sizeof(*u));
+    u->self.pid = getpid();
+    u->self.start = proc_start(u->self.pid);
+    if (state_dir_init() != 0 || state_lock(1) != 0)
+        return -1;
+    struct sessiond_state s;
+    int rc = state_read(&s);
+    if (rc != 0)
+        goto out;
+    state_prune(&s);
+    if (s.daemon.pid != 0 && wait_answer(&s.daemon) != 0) {
+        if (s.nusers > 0) {
+            err("lttng-sessiond (pid %d), started by glucx-trace and used by %zu other "
+                "glucx-trace process(es), does not answer within %d s",
+                (int)s.daemon.pid, s.nusers, READY_WAIT_MS / 1000);
+            rc = -1;
+            goto out;
         }
-        sleep_ms(50);
+        msg("lttng-sessiond (pid %d), left by a glucx-trace that is gone, does not answer: "
+            "stopping it",
+            (int)s.daemon.pid);
+        if (stop_daemon(&s.daemon) != 0) {
+            rc = -1;
+            goto out;
+        }
+        s.daemon.pid = 0;
     }
-    msg("lttng-sessiond (pid %d) did not stop within 10 s of SIGTERM; sending SIGKILL",
-        (int)sessiond_pid);
-    kill(sessiond_pid, SIGKILL);
-    waitpid(sessiond_pid, &status, 0);
-    sessiond_pid = 0;
+    if (s.daemon.pid != 0) {
+        if (s.nusers == 0)
+            msg("using lttng-sessiond (pid %d), left running by a glucx-trace that is gone; the "
+                "last glucx-trace using it stops it",
+                (int)s.daemon.pid);
+        char names[512];
+        sweep_sessions(names, sizeof(names));
+        rc = state_add_user(&s, u->self);
+        if (rc == 0)
+            rc = state_write(&s);
+        if (rc == 0) {
+            u->daemon = s.daemon;
+            u->registered = 1;
+        }
+    } else if (lt.session_daemon_alive() == 1) {
+        rc = state_write(&s); /* a daemon glucx-trace did not start: never stopped by it */
+    } else {
+        rc = start_recorded_daemon(&s, u);
+    }
+out:
+    state_unlock();
+    free(s.users);
+    return rc;
+}
+
+/* This process no longer uses the daemon: if it was the recorded daemon's last user, stop it. */
+static void daemon_release(struct daemon_use *u)
+{
+    if (!u->registered)
+        return;
+    u->registered = 0;
+    if (state_lock(0) != 0) {
+        msg("lttng-sessiond (pid %d) may be left running: the next glucx-trace stops it when no "
+            "one uses it",
+            (int)u->daemon.pid);
+        return;
+    }
+    struct sessiond_state s;
+    if (state_read(&s) == 0) {
+        state_prune(&s);
+        size_t w = 0;
+        for (size_t i = 0; i < s.nusers; i++)
+            if (!same_proc(&s.users[i], &u->self))
+                s.users[w++] = s.users[i];
+        s.nusers = w;
+        if (same_proc(&s.daemon, &u->daemon) && s.nusers == 0) {
+            char names[512];
+            int others = sweep_sessions(names, sizeof(names));
+            if (others > 0)
+                msg("lttng-sessiond (pid %d) left running: %d session(s) that glucx-trace did not "
+                    "make use it (%s); the first glucx-trace to end after they are gone stops it",
+                    (int)s.daemon.pid, others, names);
+            else if (stop_daemon(&s.daemon) == 0)
+                s.daemon.pid = 0;
+        }
+        state_write(&s);
+    }
+    state_unlock();
+    free(s.users);
 }
 
 /* ---- record ------------------------------------------------------------------------------- */
@@ -763,6 +1298,16 @@ static void on_request(const char *session, const struct record_opts *o)
     }
 }
 
+/* The ring buffer per CPU: 4 sub-buffers (2 when small), sizes powers of two, >= one page. */
+static void subbuffers(const struct record_opts *o, uint64_t *nsub_p, uint64_t *sub_p)
+{
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    *nsub_p = o->buffer_bytes >= 4 * page ? 4 : 2;
+    *sub_p = floor_pow2(o->buffer_bytes / *nsub_p);
+    if (*sub_p < page)
+        *sub_p = page;
+}
+
 static int setup_session(const char *session, const char *dir, const struct record_opts *o,
                          struct lttng_handle **handle_p)
 {
@@ -786,13 +1331,8 @@ static int setup_session(const char *session, const char *dir, const struct reco
     }
     *handle_p = h;
 
-    /* ring buffer per CPU: 4 sub-buffers (2 when small), sizes powers of two, >= one page */
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t total = o->buffer_bytes;
-    uint64_t nsub = total >= 4 * page ? 4 : 2;
-    uint64_t sub = floor_pow2(total / nsub);
-    if (sub < page)
-        sub = page;
+    uint64_t nsub, sub;
+    subbuffers(o, &nsub, &sub);
     struct lttng_channel *chan = lt.channel_create(&domain);
     if (chan == NULL) {
         err("out of memory");
@@ -873,6 +1413,10 @@ static int run_command(char **argv, const char *provider, const char *fork_helpe
             setenv(PIDS_ENV, pids_path, 1);
         else
             unsetenv(PIDS_ENV); /* an outer glucx-trace's list is not this trace's */
+        /* LTTng-UST lets a program run untraced once 3 s pass without its registration being
+         * done, and drops the events it emits until then: on a loaded machine, or while several
+         * glucx-trace start at once, that is the start of the command. Wait longer (bounded). */
+        setenv("LTTNG_UST_REGISTER_TIMEOUT", REGISTER_TIMEOUT_MS, 0);
         /* AddressSanitizer refuses to start when a preloaded library precedes its runtime;
          * the provider is safe to load first, so let sanitized programs run traced */
         const char *asan = getenv("ASAN_OPTIONS");
@@ -995,6 +1539,188 @@ static int has_metadata(const char *dir, int depth)
     return found;
 }
 
+/* ---- is the written trace whole? ---------------------------------------------------------- */
+
+/*
+ * The consumer daemon writes each sub-buffer as one CTF packet, and stopping the session flushes
+ * one more (possibly empty) packet per stream, so a trace written whole has a metadata file of
+ * whole packets and stream files of whole packets, at least one each, holding every packet their
+ * index lists. A write that failed (a full disk above all: the consumer only logs it, and LTTng
+ * still counts 0 events discarded) leaves an empty or cut file instead.
+ */
+struct trace_check {
+    int problems;
+    uint64_t largest_packet; /* bytes */
+    char text[2048];         /* the problems, "; "-separated */
+};
+
+static void check_note(struct trace_check *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void check_note(struct trace_check *c, const char *fmt, ...)
+{
+    if (c->problems++ >= 3)
+        return; /* the first three are described, the others counted */
+    size_t l = strlen(c->text);
+    if (l > 0)
+        l += (size_t)snprintf(c->text + l, sizeof(c->text) - l, "; ");
+    if (l + 1 >= sizeof(c->text))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->text + l, sizeof(c->text) - l, fmt, ap);
+    va_end(ap);
+}
+
+static uint64_t get_uint(const unsigned char *p, int bytes, int big_endian)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v = v << 8 | p[big_endian ? i : bytes - 1 - i];
+    return v;
+}
+
+/* Bytes at the start of the file @p fd (@p size bytes) made of whole packets; the largest into
+ * *largest_p. Data stream packets: magic 0xc1fc1fc1 (in the trace's byte order) and LTTng's packet
+ * context with packet_size in bits at byte 56. Metadata packets (@p metadata): magic 0x75d11d57,
+ * packet_size in bits at byte 28. */
+static uint64_t whole_packets(int fd, uint64_t size, int metadata, uint64_t *largest_p)
+{
+    const uint32_t magic = metadata ? 0x75d11d57u : 0xc1fc1fc1u;
+    const size_t at = metadata ? 28 : 56, width = metadata ? 4 : 8;
+    unsigned char h[64];
+    uint64_t off = 0;
+    while (off + at + width <= size) {
+        if (pread(fd, h, at + width, (off_t)off) != (ssize_t)(at + width))
+            break;
+        int big;
+        if (get_uint(h, 4, 0) == magic)
+            big = 0;
+        else if (get_uint(h, 4, 1) == magic)
+            big = 1;
+        else
+            break;
+        uint64_t bits = get_uint(h + at, (int)width, big);
+        if (bits == 0 || bits % 8 != 0 || bits / 8 > size - off)
+            break;
+        if (bits / 8 > *largest_p)
+            *largest_p = bits / 8;
+        off += bits / 8;
+    }
+    return off;
+}
+
+/* TDIR/index/NAME.idx (CTF index, big-endian: magic 0xc1f1dcc1, versions, entry length; entries
+ * begin with the packet's offset and its size in bits) must list only packets that the stream
+ * file (@p size bytes) holds. */
+static void check_index(const char *tdir, const char *name, const char *rel, uint64_t size,
+                        struct trace_check *c)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s/index/%s.idx", tdir, name) >= (int)sizeof(path))
+        return;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return; /* no index: nothing more to compare */
+    unsigned char h[16];
+    struct stat st;
+    if (fstat(fd, &st) == 0 && pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+        get_uint(h, 4, 1) == 0xc1f1dcc1u && get_uint(h + 12, 4, 1) >= 16) {
+        const uint64_t len = get_uint(h + 12, 4, 1);
+        const uint64_t n = ((uint64_t)st.st_size - sizeof(h)) / len;
+        uint64_t listed = 0; /* bytes of the packets listed */
+        int outside = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            if (pread(fd, h, sizeof(h), (off_t)(sizeof(h) + i * len)) != (ssize_t)sizeof(h))
+                break;
+            const uint64_t off = get_uint(h, 8, 1), bytes = get_uint(h + 8, 8, 1) / 8;
+            outside |= off > size || bytes > size - off;
+            listed = bytes > UINT64_MAX - listed ? UINT64_MAX : listed + bytes;
+        }
+        if (outside)
+            check_note(c,
+                       "%s holds %" PRIu64 " bytes but its index lists %" PRIu64
+                       " packets of %" PRIu64 " bytes",
+                       rel, size, n, listed);
+    }
+    close(fd);
+}
+
+/* One trace directory (it holds the metadata file): its metadata and stream files. */
+static void check_trace_dir(const char *tdir, const char *top, struct trace_check *c)
+{
+    DIR *d = opendir(tdir);
+    if (d == NULL) {
+        check_note(c, "cannot open %s: %s", tdir, strerror(errno));
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof(path), "%s/%s", tdir, e->d_name) >= (int)sizeof(path))
+            continue;
+        const char *rel = path + strlen(top) + 1;
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            if (fd >= 0)
+                close(fd);
+            continue; /* index/ and anything not a file */
+        }
+        const int metadata = strcmp(e->d_name, "metadata") == 0;
+        const uint64_t size = (uint64_t)st.st_size;
+        const uint64_t whole = whole_packets(fd, size, metadata, &c->largest_packet);
+        close(fd);
+        if (size == 0)
+            check_note(c, "%s is empty (0 bytes)", rel);
+        else if (whole < size)
+            check_note(c,
+                       "%s ends inside a packet (%" PRIu64 " bytes, %" PRIu64 " in whole packets)",
+                       rel, size, whole);
+        if (!metadata)
+            check_index(tdir, e->d_name, rel, size, c);
+    }
+    closedir(d);
+}
+
+/* Every trace directory under @p dir (LTTng's ust/uid/..., archives/<chunk>/..., snapshot-N-...).
+ */
+static void check_trace_tree(const char *dir, const char *top, int depth, struct trace_check *c)
+{
+    if (depth > 8)
+        return;
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s/metadata", dir) < (int)sizeof(path) &&
+        access(path, F_OK) == 0)
+        check_trace_dir(dir, top, c);
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "index") == 0)
+            continue;
+        struct stat st;
+        if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < (int)sizeof(path) &&
+            lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            check_trace_tree(path, top, depth + 1, c);
+    }
+    closedir(d);
+}
+
+/* Bytes the session daemon may still write in @p dir's file system (root's: reserved blocks too).
+ */
+static int free_bytes(const char *dir, uint64_t *bytes_p)
+{
+    struct statvfs sv;
+    if (statvfs(dir, &sv) != 0)
+        return -1;
+    *bytes_p = (uint64_t)(geteuid() == 0 ? sv.f_bfree : sv.f_bavail) * sv.f_frsize;
+    return 0;
+}
+
 static int cmd_record(int argc, char **argv)
 {
     struct record_opts o = {NULL, LEVEL_FULL, NULL, 0, 0, 0, NULL};
@@ -1070,14 +1796,10 @@ static int cmd_record(int argc, char **argv)
 
     install_signal_handlers();
     int status = 127;
-    if (lt.session_daemon_alive() != 1) {
-        if (start_sessiond() != 0) {
-            stop_sessiond();
-            return 127;
-        }
-        msg("started lttng-sessiond (pid %d); it is stopped at the end", (int)sessiond_pid);
-    }
-    char session[64];
+    struct daemon_use daemon;
+    if (daemon_acquire(&daemon) != 0)
+        return 127;
+    char session[64]; /* session_is_stale() parses this name */
     snprintf(session, sizeof(session), "glucx-trace-%d-%ld", (int)getpid(), (long)time(NULL));
     struct lttng_handle *h = NULL;
     int setup = got_signal ? -1 : setup_session(session, dir, &o, &h);
@@ -1094,14 +1816,41 @@ static int cmd_record(int argc, char **argv)
     int finish_rc = 0;
     if (setup != -1) /* the session exists */
         finish_rc = finish_session(session, h, started, &o, &discarded, &lost, &have_counts);
-    stop_sessiond();
+    daemon_release(&daemon);
     if (!started)
         return status;
 
     if (!has_metadata(dir, 0))
         msg("the trace is empty: no process of the command registered with LTTng (a static or "
             "setuid program, or one that clears LD_PRELOAD?)");
-    msg("trace written to %s (read it with: babeltrace2 %s)", dir, dir);
+    /* never report a trace as written when its files are not whole */
+    struct trace_check tc;
+    memset(&tc, 0, sizeof(tc));
+    check_trace_tree(dir, dir, 0, &tc);
+    uint64_t nsub, sub, avail = 0;
+    subbuffers(&o, &nsub, &sub);
+    const uint64_t packet = tc.largest_packet > sub ? tc.largest_packet : sub;
+    const int full = free_bytes(dir, &avail) == 0 && avail < packet;
+    if (tc.problems > 0 || (finish_rc != 0 && full)) {
+        char more[64] = "";
+        if (tc.problems > 3)
+            snprintf(more, sizeof(more), "; %d more problems", tc.problems - 3);
+        if (full)
+            err("the trace in %s could not be written: no space left on device (ENOSPC): its "
+                "file system has %" PRIu64 " KiB free, less than one %" PRIu64 " KiB packet%s%s%s; "
+                "free some space or record into another -o DIR",
+                dir, avail >> 10, packet >> 10, tc.problems > 0 ? "; " : "", tc.text, more);
+        else
+            err("the trace in %s is incomplete: %s%s: the session daemon could not write it all "
+                "(a full disk at the time, a quota or an I/O error; lttng-sessiond's log may say "
+                "which)",
+                dir, tc.text, more);
+        return status == 0 ? 1 : status;
+    }
+    if (finish_rc != 0)
+        msg("the trace in %s may be incomplete: the session did not end cleanly (above)", dir);
+    else
+        msg("trace written to %s (read it with: babeltrace2 %s)", dir, dir);
     if (concurrent_seen)
         msg("note: other glucx-trace sessions recorded at the same time: this trace may hold "
             "events of their commands too; glucx-analyze leaves out the processes that "

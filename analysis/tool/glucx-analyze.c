@@ -13,18 +13,24 @@
  * reads a trace without a version with a warning in the report, and refuses any other version
  * (no report; the message names the trace and both versions).
  *
+ * Outputs are written into a staging directory DIR/.glucx-analyze-XXXXXX and renamed into DIR
+ * only when all of them are complete (see publish()): on a full disk the run fails naming the
+ * output file and the errno text, and nothing partial appears under a final name.
+ *
  * Exit status: 0 report written (complete or partial: see report.json trace.partial),
- * 1 the analysis failed (no report), 2 usage error, no readable trace, or a trace format
- * version this glucx-analyze does not read (no report).
+ * 1 the analysis failed or its outputs could not be written (no report), 2 usage error, no
+ * readable trace, or a trace format version this glucx-analyze does not read (no report).
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <babeltrace2/babeltrace.h>
@@ -270,18 +276,29 @@ static void free_pid_files(pidfiles_t *files)
     free(files->v);
 }
 
-/* The current error's causes, root cause first, on one line (for messages and the report). */
+/* The current error's causes, root cause first, on one line (for messages and the report). The
+ * causes that components (source.ctf.fs...) give say what is wrong with the trace; those of the
+ * library itself only restate that a call failed, with its internal addresses: they are left out
+ * when a component gave a cause. */
 static void take_error_text(char *buf, size_t len)
 {
     const bt_error *err = bt_current_thread_take_error();
     snprintf(buf, len, "unknown error");
     if (!err)
         return;
-    uint64_t n = bt_error_get_cause_count(err);
+    uint64_t n = bt_error_get_cause_count(err), shown = 0;
+    int from_components = 0;
+    for (uint64_t i = 0; i < n; i++)
+        from_components |= bt_error_cause_get_actor_type(bt_error_borrow_cause_by_index(err, i)) !=
+                           BT_ERROR_CAUSE_ACTOR_TYPE_UNKNOWN;
     size_t used = 0;
-    for (uint64_t i = 0; i < n && i < 3 && used + 1 < len; i++) {
-        int w = snprintf(buf + used, len - used, "%s%s", i ? " <- " : "",
-                         bt_error_cause_get_message(bt_error_borrow_cause_by_index(err, i)));
+    for (uint64_t i = 0; i < n && shown < 3 && used + 1 < len; i++) {
+        const bt_error_cause *c = bt_error_borrow_cause_by_index(err, i);
+        if (from_components &&
+            bt_error_cause_get_actor_type(c) == BT_ERROR_CAUSE_ACTOR_TYPE_UNKNOWN)
+            continue;
+        int w = snprintf(buf + used, len - used, "%s%s", shown++ ? " <- " : "",
+                         bt_error_cause_get_message(c));
         if (w < 0)
             break;
         used += (size_t)w;
@@ -484,13 +501,18 @@ static void remove_tree(const char *path)
     rmdir(path);
 }
 
-/* Copy the first @p bytes of @p from to @p to. */
-static int copy_prefix(const char *from, const char *to, uint64_t bytes)
+/* Copy the first @p bytes of @p from to @p to; -1 with the file and errno text in @p why. */
+static int copy_prefix(const char *from, const char *to, uint64_t bytes, char *why, size_t len)
 {
-    FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
-    if (!a || !b) {
-        if (a)
-            fclose(a);
+    FILE *a = fopen(from, "rb");
+    if (!a) {
+        snprintf(why, len, "cannot read %s: %s", from, strerror(errno));
+        return -1;
+    }
+    FILE *b = fopen(to, "wb");
+    if (!b) {
+        snprintf(why, len, "cannot create %s: %s", to, strerror(errno));
+        fclose(a);
         return -1;
     }
     char buf[65536];
@@ -498,12 +520,22 @@ static int copy_prefix(const char *from, const char *to, uint64_t bytes)
     while (bytes > 0 && !rc) {
         size_t want = bytes < sizeof(buf) ? (size_t)bytes : sizeof(buf);
         size_t n = fread(buf, 1, want, a);
-        if (n == 0 || fwrite(buf, 1, n, b) != n)
+        if (n == 0) {
+            snprintf(why, len, "cannot read %s: %s", from,
+                     ferror(a) ? strerror(errno) : "too short");
             rc = -1;
+        } else if (fwrite(buf, 1, n, b) != n) {
+            snprintf(why, len, "cannot write %s: %s", to, strerror(errno));
+            rc = -1;
+        }
         bytes -= n;
     }
     fclose(a);
-    return fclose(b) != 0 || rc ? -1 : 0;
+    if (fclose(b) != 0 && !rc) {
+        snprintf(why, len, "cannot write %s: %s", to, strerror(errno));
+        rc = -1;
+    }
+    return rc;
 }
 
 /* Bytes of @p path made of complete packets (LTTng's CTF packet header: magic 0xc1fc1fc1, then
@@ -569,23 +601,114 @@ static int metadata_complete(const char *path, uint64_t *size_p)
     return complete;
 }
 
-/* Copies of the trace directories with every stream file cut to its complete packets; returns
- * how many files were cut (0: nothing to repair). */
+/* Whether the declarations of metadata file @p path (known to be whole packets, or text) end
+ * where a declaration ends: braces balanced, the last token a ';'. A metadata stream cut between
+ * two packets (the consumer could not write the next one: a full disk) stops inside a
+ * declaration, which Babeltrace only reports as a parser error. Comments and string literals are
+ * skipped. */
+static int metadata_text_whole(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 1; /* Babeltrace reports it */
+    struct stat st;
+    const uint64_t size = fstat(fileno(f), &st) == 0 ? (uint64_t)st.st_size : 0;
+    long depth = 0;
+    int last = 0, in_str = 0, in_comment = 0, line_comment = 0, esc = 0, prev = 0;
+    unsigned char h[37];
+    char buf[4096];
+    uint64_t off = 0;
+    while (off < size) {
+        /* one packet's content, or (text metadata) the whole file */
+        uint64_t begin = off, end = size, next = size;
+        if (fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(h, 1, sizeof(h), f) == sizeof(h) &&
+            ((uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24) ==
+                0x75d11d57u) {
+            uint32_t content = (uint32_t)h[24] | (uint32_t)h[25] << 8 | (uint32_t)h[26] << 16 |
+                               (uint32_t)h[27] << 24;
+            uint32_t packet = (uint32_t)h[28] | (uint32_t)h[29] << 8 | (uint32_t)h[30] << 16 |
+                              (uint32_t)h[31] << 24;
+            if (packet == 0 || content > packet)
+                break;
+            begin = off + sizeof(h);
+            end = off + content / 8;
+            next = off + packet / 8;
+        }
+        if (fseeko(f, (off_t)begin, SEEK_SET) != 0)
+            break;
+        for (uint64_t at = begin; at < end;) {
+            size_t want = end - at < sizeof(buf) ? (size_t)(end - at) : sizeof(buf);
+            size_t n = fread(buf, 1, want, f);
+            if (n == 0)
+                break;
+            at += n;
+            for (size_t i = 0; i < n; i++) {
+                const int c = (unsigned char)buf[i];
+                if (in_comment) {
+                    if (line_comment ? c == '\n' : (prev == '*' && c == '/')) {
+                        in_comment = 0;
+                        prev = 0;
+                    } else {
+                        prev = c;
+                    }
+                    continue;
+                }
+                if (in_str) {
+                    if (esc)
+                        esc = 0;
+                    else if (c == '\\')
+                        esc = 1;
+                    else if (c == '"')
+                        in_str = 0;
+                    continue;
+                }
+                if (prev == '/' && (c == '*' || c == '/')) {
+                    in_comment = 1;
+                    line_comment = c == '/';
+                    prev = 0;
+                    continue;
+                }
+                prev = c;
+                if (c == '"')
+                    in_str = 1; /* a string ends a declaration only before a ';' */
+                else if (c == '{')
+                    depth++;
+                else if (c == '}')
+                    depth--;
+                if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '/')
+                    last = c;
+            }
+        }
+        off = next;
+    }
+    fclose(f);
+    return depth == 0 && last == ';' && !in_str && !(in_comment && !line_comment);
+}
+
+/* Copies of the trace directories with every stream file cut to its complete packets, under
+ * @p dir; returns how many files were cut (0: nothing to repair), or -1 with the reason in
+ * @p why (the copy cannot be written: the output's disk is full...). */
 static int repair_traces(const dirlist_t *in, const char *dir, dirlist_t *out, char *what,
-                         size_t len)
+                         size_t len, char *why, size_t whylen)
 {
     int cut = 0;
     remove_tree(dir);
-    if (mkdir(dir, 0777) != 0)
-        return 0;
+    if (mkdir(dir, 0777) != 0) {
+        snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
     for (size_t i = 0; i < in->n; i++) {
         char td[4096];
         snprintf(td, sizeof(td), "%s/%zu", dir, i);
-        if (mkdir(td, 0777) != 0)
-            return 0;
+        if (mkdir(td, 0777) != 0) {
+            snprintf(why, whylen, "cannot create %s: %s", td, strerror(errno));
+            return -1;
+        }
         DIR *d = opendir(in->v[i]);
-        if (!d)
-            return 0;
+        if (!d) {
+            snprintf(why, whylen, "cannot read %s: %s", in->v[i], strerror(errno));
+            return -1;
+        }
         struct dirent *e;
         while ((e = readdir(d))) {
             char from[4096], to[4096];
@@ -605,23 +728,161 @@ static int repair_traces(const dirlist_t *in, const char *dir, dirlist_t *out, c
                     cut++;
                 }
             }
-            if (copy_prefix(from, to, keep) != 0) {
+            if (copy_prefix(from, to, keep, why, whylen) != 0) {
                 closedir(d);
-                return 0;
+                return -1;
             }
         }
         closedir(d);
         if (out->n == out->cap) {
             size_t nc = out->cap ? out->cap * 2 : 8;
             char **nv = realloc(out->v, nc * sizeof(char *));
-            if (!nv)
-                return 0;
+            if (!nv) {
+                snprintf(why, whylen, "out of memory (%zu trace directories)", out->n);
+                return -1;
+            }
             out->v = nv;
             out->cap = nc;
         }
-        out->v[out->n++] = strdup(td);
+        out->v[out->n] = strdup(td);
+        if (!out->v[out->n]) {
+            snprintf(why, whylen, "out of memory (%zu trace directories)", out->n);
+            return -1;
+        }
+        out->n++;
     }
     return cut;
+}
+
+/* ---- traces a full disk left empty ---------------------------------------------------------- */
+
+/* " (its file system is full: N KiB free)" when the file system holding @p path has less than
+ * 1 MiB left, else "": a full disk is the usual reason for an empty or cut trace file. */
+static void full_note(const char *path, char *buf, size_t len)
+{
+    struct statvfs sv;
+    buf[0] = 0;
+    if (statvfs(path, &sv) != 0)
+        return;
+    uint64_t bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+    if (bytes < (UINT64_C(1) << 20))
+        snprintf(buf, len, " (its file system is full: %" PRIu64 " KiB free)", bytes >> 10);
+}
+
+/* The stream files of trace directory @p tdir that are empty (0 bytes), appended to @p list;
+ * returns how many. Stopping an LTTng session flushes at least one packet into every stream file,
+ * so an empty one was never written (its events are lost: a full disk while recording). */
+static int empty_streams(const char *tdir, char *list, size_t len)
+{
+    DIR *d = opendir(tdir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char p[4096];
+        struct stat st;
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "metadata") == 0 ||
+            snprintf(p, sizeof(p), "%s/%s", tdir, e->d_name) >= (int)sizeof(p) ||
+            stat(p, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != 0)
+            continue;
+        size_t l = strlen(list);
+        snprintf(list + l, len - l, "%s%s", l ? ", " : "", p);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* ---- outputs: written in a staging directory, renamed when complete ------------------------ */
+
+/* Every output is written into STAGE, a new directory inside the output directory OUT (so on the
+ * same file system), and renamed into OUT only once all of them are written and synced: a report
+ * that could not be written whole (a full disk...) never appears under a final name. */
+static const char *const output_names[] = {"report.json", "report.txt", "timeline.json",
+                                           "report.html"};
+
+/* @p msg with the staging directory's paths told as the output files they become. */
+static void unstage(char *msg, size_t len, const char *stage, const char *out)
+{
+    static const char *const tmp_names[][2] = {
+        {".report.json.tmp", "report.json"}, {".report.html.tmp", "report.html"},
+        {".iterations.tmp", "report.json"},  {".collectives.tmp", "report.json"},
+        {".decisions.tmp", "report.json"},
+    };
+    char buf[2048];
+    size_t w = 0;
+    const size_t sl = strlen(stage);
+    for (const char *p = msg; *p && w + 1 < sizeof(buf);) {
+        if (strncmp(p, stage, sl) != 0) {
+            buf[w++] = *p++;
+            continue;
+        }
+        p += sl;
+        const char *name = NULL;
+        size_t skip = 0;
+        for (size_t i = 0; *p == '/' && i < sizeof(tmp_names) / sizeof(tmp_names[0]); i++)
+            if (strncmp(p + 1, tmp_names[i][0], strlen(tmp_names[i][0])) == 0) {
+                name = tmp_names[i][1];
+                skip = 1 + strlen(tmp_names[i][0]);
+            }
+        int n =
+            snprintf(buf + w, sizeof(buf) - w, "%s%s%s", out, name ? "/" : "", name ? name : "");
+        if (n < 0 || (size_t)n >= sizeof(buf) - w)
+            break;
+        w += (size_t)n;
+        p += skip;
+    }
+    buf[w] = 0;
+    snprintf(msg, len, "%s", buf);
+}
+
+/* Sync STAGE's outputs, then rename each into OUT. 0, or -1 after a message naming the file. */
+static int publish(const char *stage, const char *out)
+{
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < sizeof(output_names) / sizeof(output_names[0]); i++) {
+            char from[4096], to[4096];
+            snprintf(from, sizeof(from), "%s/%s", stage, output_names[i]);
+            snprintf(to, sizeof(to), "%s/%s", out, output_names[i]);
+            if (pass == 0) {
+                int fd = open(from, O_RDONLY | O_CLOEXEC);
+                if (fd < 0 && errno == ENOENT)
+                    continue; /* not asked for */
+                if (fd < 0 || fsync(fd) != 0) {
+                    fprintf(stderr, "glucx-analyze: cannot write %s: %s; no report written\n", to,
+                            strerror(errno));
+                    if (fd >= 0)
+                        close(fd);
+                    return -1;
+                }
+                close(fd);
+            } else if (rename(from, to) != 0 && errno != ENOENT) {
+                fprintf(stderr, "glucx-analyze: cannot rename %s to %s: %s\n", from, to,
+                        strerror(errno));
+                return -1;
+            }
+        }
+    return 0;
+}
+
+/* mkdir -p; 0, or -1 with errno set. */
+static int make_dirs(const char *path)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -682,9 +943,11 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    /* check the inputs before anything else: a clear message for a non-trace directory */
+    /* check the inputs before anything else: a clear message for a non-trace directory, and for
+     * the empty or cut files a full disk leaves (Babeltrace's own errors would not say so) */
     int ok = 0;
-    char skipped[2048] = "";
+    char skipped[2048] = "", empty[2048] = "";
+    int nempty = 0;
     dirlist_t traces = {0};
     for (int i = 0; i < npaths; i++) {
         struct stat st;
@@ -701,24 +964,44 @@ int main(int argc, char **argv)
                 fprintf(stderr, "glucx-analyze: %s is not a trace: no CTF metadata file under it\n",
                         paths[i]);
             } else {
-                int bad = 0;
+                int bad = 0, nempty_before = nempty;
+                size_t empty_len = strlen(empty);
                 for (size_t k = before; k < traces.n; k++) {
-                    char md[4096];
+                    char md[4096], note[96];
                     uint64_t mdsize = 0;
                     snprintf(md, sizeof(md), "%s/metadata", traces.v[k]);
+                    full_note(md, note, sizeof(note));
                     if (!metadata_complete(md, &mdsize)) {
                         fprintf(stderr,
                                 "glucx-analyze: %s is truncated (%" PRIu64 " bytes end inside "
-                                "a metadata packet): the trace cannot be read (session "
-                                "destroyed while writing, or the file was cut)\n",
-                                md, mdsize);
+                                "a metadata packet)%s: the trace cannot be read (a full disk "
+                                "while recording, a session destroyed while writing, or the "
+                                "file was cut)\n",
+                                md, mdsize, note);
                         bad = 1;
+                    } else if (mdsize > 0 && !metadata_text_whole(md)) {
+                        fprintf(stderr,
+                                "glucx-analyze: %s is cut (%" PRIu64 " bytes end inside a "
+                                "declaration)%s: the trace cannot be read (a full disk while "
+                                "recording?)\n",
+                                md, mdsize, note);
+                        bad = 1;
+                    } else if (mdsize == 0) {
+                        fprintf(stderr,
+                                "glucx-analyze: %s is empty (0 bytes)%s: the trace was never "
+                                "written and cannot be read (a full disk while recording?)\n",
+                                md, note);
+                        bad = 1;
+                    } else {
+                        nempty += empty_streams(traces.v[k], empty, sizeof(empty));
                     }
                 }
                 if (!bad) {
                     paths[ok++] = paths[i];
                     continue;
                 }
+                nempty = nempty_before; /* this input is skipped: its files are not analysed */
+                empty[empty_len] = 0;
                 for (size_t k = before; k < traces.n; k++)
                     free(traces.v[k]);
                 traces.n = before;
@@ -736,16 +1019,29 @@ int main(int argc, char **argv)
     npaths = ok;
 
     int rc = 1;
-    glucx_an_options_t opt = {.out_dir = out, .timeline = timeline, .list_limit = list_limit};
-    char err[512];
-    glucx_an_engine_t *eng = glucx_an_engine_create(&opt, err, sizeof(err));
+    glucx_an_engine_t *eng = NULL;
+    pidfiles_t pid_files = {0};
+    const glucx_an_pidset_t **pidsets = NULL;
+    FILE *dump = NULL;
+    char stage[4096] = "", err[2048];
+    if (make_dirs(out) != 0) {
+        fprintf(stderr, "glucx-analyze: cannot create output directory %s: %s\n", out,
+                strerror(errno));
+        goto out;
+    }
+    if (snprintf(stage, sizeof(stage), "%s/.glucx-analyze-XXXXXX", out) >= (int)sizeof(stage) ||
+        !mkdtemp(stage)) {
+        fprintf(stderr, "glucx-analyze: cannot create a staging directory in %s: %s\n", out,
+                strerror(errno));
+        stage[0] = 0;
+        goto out;
+    }
+    glucx_an_options_t opt = {.out_dir = stage, .timeline = timeline, .list_limit = list_limit};
+    eng = glucx_an_engine_create(&opt, err, sizeof(err));
     if (!eng) {
+        unstage(err, sizeof(err), stage, out);
         fprintf(stderr, "glucx-analyze: %s\n", err);
-        for (size_t i = 0; i < traces.n; i++)
-            free(traces.v[i]);
-        free(traces.v);
-        free(paths);
-        return 1;
+        goto out;
     }
     char ver[64];
     snprintf(ver, sizeof(ver), "%u.%u.%u", (unsigned)bt_version_get_major(),
@@ -760,10 +1056,19 @@ int main(int argc, char **argv)
         glucx_an_engine_add_path(eng, paths[i]);
     if (skipped[0])
         glucx_an_engine_partial(eng, "inputs that are not traces were skipped: %s", skipped);
+    if (nempty > 0) {
+        char note[96];
+        full_note(traces.v[0], note, sizeof(note));
+        fprintf(stderr,
+                "glucx-analyze: %d stream file(s) empty (0 bytes)%s: their events were never "
+                "written (a full disk while recording?): %s\n",
+                nempty, note, empty);
+        glucx_an_engine_partial(eng,
+                                "%d stream file(s) are empty (0 bytes): their events were never "
+                                "written (a full disk while recording?): %s",
+                                nempty, empty);
+    }
 
-    pidfiles_t pid_files = {0};
-    const glucx_an_pidset_t **pidsets = NULL;
-    FILE *dump = NULL;
     if (dump_path && !(dump = fopen(dump_path, "w"))) {
         fprintf(stderr, "glucx-analyze: cannot create the event dump %s: %s\n", dump_path,
                 strerror(errno));
@@ -784,11 +1089,12 @@ int main(int argc, char **argv)
     if (gr == GRAPH_INIT_FAILED) {
         /* a stream file cut inside a packet (killed session, full disk): read a copy cut at the
          * last complete packet of each file */
-        char rep_dir[4096];
-        snprintf(rep_dir, sizeof(rep_dir), "%s/.repaired-trace", out);
+        char rep_dir[4200];
+        snprintf(rep_dir, sizeof(rep_dir), "%s/.repaired-trace", stage);
         dirlist_t fixed = {0};
         char what[1024] = "";
-        if (repair_traces(&traces, rep_dir, &fixed, what, sizeof(what)) > 0) {
+        int cut = repair_traces(&traces, rep_dir, &fixed, what, sizeof(what), err, sizeof(err));
+        if (cut > 0) {
             fprintf(stderr, "glucx-analyze: %s; reading the complete packets only\n", what);
             glucx_an_engine_partial(eng,
                                     "trace truncated: %s; the analysis read up to the last "
@@ -800,6 +1106,14 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < fixed.n; i++)
             free(fixed.v[i]);
         free(fixed.v);
+        if (cut < 0) {
+            unstage(err, sizeof(err), stage, out);
+            fprintf(stderr,
+                    "glucx-analyze: the trace has files cut inside a packet, and a copy of its "
+                    "complete packets cannot be written: %s\n",
+                    err);
+            goto out;
+        }
     }
     if (ctl.refused[0]) {
         fprintf(stderr, "glucx-analyze: %s; no report written\n", ctl.refused);
@@ -825,13 +1139,34 @@ int main(int argc, char **argv)
                 ctl.left_out_events, ctl.left_out_processes, PIDS_FILE);
     }
     if (glucx_an_engine_finish(eng) != 0) {
-        fprintf(stderr, "glucx-analyze: %s\n", glucx_an_engine_error(eng));
+        snprintf(err, sizeof(err), "%s", glucx_an_engine_error(eng));
+        unstage(err, sizeof(err), stage, out);
+        fprintf(stderr, "glucx-analyze: %s; no report written\n", err);
         goto out;
     }
-    if (html)
-        glucx_an_html_or_warn(out, tmpl);
+    int html_written = 0;
+    if (html) {
+        const char *t = glucx_an_find_template(tmpl);
+        if (!t) {
+            glucx_an_html_or_warn(stage, tmpl); /* says which template is missing */
+        } else if (glucx_an_write_html(stage, t, err, sizeof(err)) != 0) {
+            /* the template's own problems stay a warning; an output that cannot be written
+             * fails like the others */
+            const int output = strstr(err, stage) != NULL;
+            unstage(err, sizeof(err), stage, out);
+            if (output) {
+                fprintf(stderr, "glucx-analyze: %s; no report written\n", err);
+                goto out;
+            }
+            fprintf(stderr, "glucx-analyze: warning: %s: report.html not written\n", err);
+        } else {
+            html_written = 1;
+        }
+    }
+    if (publish(stage, out) != 0)
+        goto out;
     printf("%s\n", glucx_an_engine_verdict(eng));
-    printf("reports in %s: report.txt report.json%s%s\n", out, html ? " report.html" : "",
+    printf("reports in %s: report.txt report.json%s%s\n", out, html_written ? " report.html" : "",
            timeline ? " timeline.json" : "");
     if (glucx_an_engine_is_partial(eng))
         fprintf(stderr, "glucx-analyze: the report is PARTIAL (reasons in report.txt and "
@@ -844,6 +1179,8 @@ out:
         rc = 1;
     }
     glucx_an_engine_destroy(eng);
+    if (stage[0])
+        remove_tree(stage);
     free(pidsets);
     free_pid_files(&pid_files);
     for (size_t i = 0; i < traces.n; i++)
