@@ -165,9 +165,8 @@ static void recv_done(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, ucs_status_t stat
         /* Unmatched after its source left: nothing will ever match it (glucx_ucx_leave_check). */
         glucx_ucx_record_failure(tx, GLUCX_ERR_ABORTED, GLUCX_UCX_FAIL_NOTIFY, -1, NULL,
                                  "rank %d destroyed its communicator before sending what rank %d "
-                                 "waits for (a receive of %zu bytes, tag 0x%llx)",
-                                 req->peer, tx->base.rank, req->posted,
-                                 (unsigned long long)(req->tag & ~GLUCX_TX_TAG_SRC_MASK));
+                                 "waits for (a receive of %zu bytes)",
+                                 req->peer, tx->base.rank, req->posted);
         glucx_ucx_complete(tx, req, GLUCX_ERR_ABORTED, -1, 0, 0);
         return;
     }

@@ -9,6 +9,7 @@ early_destroy: rank 0 destroys a group while the other ranks call an all_reduce 
 rank 0 never joins: they must raise well before the group's timeout, naming rank 0.
 """
 import datetime
+import gc
 import time
 
 import torch
@@ -62,6 +63,10 @@ def early_destroy(ctx, backend, timeout_s):
         dist.barrier(group=g)
     if r == 0:
         dist.destroy_process_group(g)
+        # the group object itself goes (as at the next new_group of a loop); while Python holds
+        # it, the backend is alive, with any backend
+        del g
+        gc.collect()
         ctx.record("destroyed", True, "")
     else:
         t0 = time.monotonic()
