@@ -220,38 +220,44 @@ static int finish_requests(glucx_ucx_tx_t *tx, void **reqs, int n, int64_t wait_
     return left;
 }
 
-/* Tell every peer (but the origin and the dead) why this transport failed, in the origin's words:
- * a rank that fails because of a notice forwards it, so the notice reaches every peer ahead of
- * this rank closing its endpoints (same connection, in order). No loops: each rank fails once. */
-static void send_notices(glucx_ucx_tx_t *tx)
+/* Send tx->notice_buf's first @p len bytes as control message @p kind to every live peer that
+ * has not left, but @p skip, and wait (bounded) until the sends completed, so the buffer outlives
+ * them. Lock held, not inside a callback. */
+static void send_ctrl_all(glucx_ucx_tx_t *tx, uint64_t kind, size_t len, int skip)
 {
-    static const size_t head = offsetof(glucx_ucx_notice_t, text);
-    glucx_ucx_notice_t *n = &tx->notice_buf;
-    memset(n, 0, sizeof(*n));
-    n->status = (int32_t)glucx_tx_failure(&tx->base);
-    n->rank = tx->notice_origin;
-    snprintf(n->text, sizeof(n->text), "%s", tx->notice_text);
-    size_t len = head + strlen(n->text) + 1;
-    uint64_t tag = GLUCX_TX_TAG_CTRL | GLUCX_UCX_CTRL_NOTICE |
-                   ((uint64_t)tx->base.rank << GLUCX_TX_TAG_SRC_SHIFT);
+    uint64_t tag = GLUCX_TX_TAG_CTRL | kind | ((uint64_t)tx->base.rank << GLUCX_TX_TAG_SRC_SHIFT);
     for (int p = 0; p < tx->base.size; p++) {
-        if (p == tx->base.rank || p == tx->notice_origin || tx->eps[p] == NULL ||
-            tx->ep_failed[p] || tx->departed[p])
+        if (p == tx->base.rank || p == skip || tx->eps[p] == NULL || tx->ep_failed[p] ||
+            tx->departed[p])
             continue;
         ucp_request_param_t param = {
             .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
             .cb.send = notice_cb,
             .user_data = tx,
         };
-        void *r = ucp_tag_send_nbx(tx->eps[p], n, len, tag, &param);
+        void *r = ucp_tag_send_nbx(tx->eps[p], &tx->notice_buf, len, tag, &param);
         if (UCS_PTR_IS_PTR(r))
             tx->notices_pending++;
     }
-    /* Progressing also drains what peers sent us, so closing the connection afterwards is an
-     * orderly shutdown rather than a reset that could discard our notice at the peer. */
     int64_t deadline = glucx_now_ns() + GLUCX_UCX_NOTICE_WAIT_NS;
     while (tx->notices_pending > 0 && glucx_now_ns() < deadline)
         ucp_worker_progress(tx->worker);
+}
+
+/* Tell every peer (but the origin and the dead) why this transport failed, in the origin's words:
+ * a rank that fails because of a notice forwards it, so the notice reaches every peer ahead of
+ * this rank closing its endpoints (same connection, in order). No loops: each rank fails once. */
+static void send_notices(glucx_ucx_tx_t *tx)
+{
+    glucx_ucx_notice_t *n = &tx->notice_buf;
+    memset(n, 0, sizeof(*n));
+    n->status = (int32_t)glucx_tx_failure(&tx->base);
+    n->rank = tx->notice_origin;
+    snprintf(n->text, sizeof(n->text), "%s", tx->notice_text);
+    send_ctrl_all(tx, GLUCX_UCX_CTRL_NOTICE,
+                  offsetof(glucx_ucx_notice_t, text) + strlen(n->text) + 1, tx->notice_origin);
+    /* Progressing also drains what peers sent us, so closing the connection afterwards is an
+     * orderly shutdown rather than a reset that could discard our notice at the peer. */
     for (int i = 0; i < 16; i++)
         ucp_worker_progress(tx->worker);
     /* Unsent notices are cancelled by the force-close below (their callback frees them). */
@@ -260,32 +266,15 @@ static void send_notices(glucx_ucx_tx_t *tx)
 /* Healthy destroy: tell every peer that this rank leaves, ahead of its endpoints closing (same
  * connection, in order), so a peer still waiting for a message this rank will never send fails at
  * once instead of at its timeout, and a peer whose endpoint sees the close does not take it for a
- * failure. Everything this rank sent before arrives before the leave. */
+ * failure. Everything this rank sent before arrives before the leave; the flush that follows
+ * delivers it. */
 static void send_leaves(glucx_ucx_tx_t *tx)
 {
-    static const size_t head = offsetof(glucx_ucx_notice_t, text);
     glucx_ucx_notice_t *n = &tx->notice_buf;
     memset(n, 0, sizeof(*n));
     n->status = GLUCX_OK;
     n->rank = tx->base.rank;
-    uint64_t tag = GLUCX_TX_TAG_CTRL | GLUCX_UCX_CTRL_LEAVE |
-                   ((uint64_t)tx->base.rank << GLUCX_TX_TAG_SRC_SHIFT);
-    for (int p = 0; p < tx->base.size; p++) {
-        if (p == tx->base.rank || tx->eps[p] == NULL || tx->ep_failed[p] || tx->departed[p])
-            continue;
-        ucp_request_param_t param = {
-            .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-            .cb.send = notice_cb,
-            .user_data = tx,
-        };
-        void *r = ucp_tag_send_nbx(tx->eps[p], n, head, tag, &param);
-        if (UCS_PTR_IS_PTR(r))
-            tx->notices_pending++;
-    }
-    /* The flush that follows delivers them; wait here only so notice_buf outlives them. */
-    int64_t deadline = glucx_now_ns() + GLUCX_UCX_NOTICE_WAIT_NS;
-    while (tx->notices_pending > 0 && glucx_now_ns() < deadline)
-        ucp_worker_progress(tx->worker);
+    send_ctrl_all(tx, GLUCX_UCX_CTRL_LEAVE, offsetof(glucx_ucx_notice_t, text), -1);
 }
 
 void glucx_ucx_leave_check(glucx_ucx_tx_t *tx)

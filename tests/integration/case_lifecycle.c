@@ -80,6 +80,19 @@ static int capture_end(capture_t *c, const char *what)
     return lines == 0 ? 0 : -1;
 }
 
+/* The variant's context and the case's file store, for communicators made one after another. */
+static int open_ctx_store(const itest_env_t *env, glucx_context_t **ctx_p, glucx_store_t **store_p)
+{
+    itest_apply_variant(env);
+    if (ITEST_STATUS(glucx_context_create(NULL, ctx_p), GLUCX_OK, "context_create") ||
+        ITEST_STATUS(glucx_store_file_create(env->store_dir, store_p), GLUCX_OK, "store")) {
+        glucx_store_destroy(*store_p);
+        glucx_context_destroy(*ctx_p);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- destroy_after ---- */
 
 typedef struct done_sig {
@@ -127,15 +140,10 @@ static int wait_sem(sem_t *sem, int64_t ms)
 
 int itest_case_destroy_after(const itest_env_t *env, int rank, int size)
 {
-    itest_apply_variant(env);
     glucx_context_t *ctx = NULL;
     glucx_store_t *store = NULL;
-    if (ITEST_STATUS(glucx_context_create(NULL, &ctx), GLUCX_OK, "context_create") ||
-        ITEST_STATUS(glucx_store_file_create(env->store_dir, &store), GLUCX_OK, "store")) {
-        glucx_store_destroy(store);
-        glucx_context_destroy(ctx);
+    if (open_ctx_store(env, &ctx, &store) != 0)
         return -1;
-    }
     const int64_t timeout_ms = glucx_test_ms(60000);
     int32_t *in = malloc(70001 * sizeof(int32_t)), *out = malloc(70001 * sizeof(int32_t));
     capture_t cap;
@@ -260,15 +268,10 @@ static const struct {
 
 int itest_case_kind_mismatch(const itest_env_t *env, int rank, int size)
 {
-    itest_apply_variant(env);
     glucx_context_t *ctx = NULL;
     glucx_store_t *store = NULL;
-    if (ITEST_STATUS(glucx_context_create(NULL, &ctx), GLUCX_OK, "context_create") ||
-        ITEST_STATUS(glucx_store_file_create(env->store_dir, &store), GLUCX_OK, "store")) {
-        glucx_store_destroy(store);
-        glucx_context_destroy(ctx);
+    if (open_ctx_store(env, &ctx, &store) != 0)
         return -1;
-    }
     const int64_t timeout_ms = glucx_test_ms(60000);
     enum { COUNT = 256 };
     float *in = calloc((size_t)COUNT * (size_t)size, sizeof(float));
