@@ -122,7 +122,8 @@ def _create_process_group(store, rank, size, timeout):
     """The creator registered for backend "glucx": torch.distributed calls it with the group's
     store (a PrefixStore unique to the group), rank, size and timeout (datetime.timedelta) on
     every member rank, and it returns a ProcessGroupGlucx once all ranks have joined.
-    Raises RuntimeError if the rendezvous fails or times out."""
+    Raises RuntimeError if the rendezvous fails or times out, if GLOO_SOCKET_IFNAME names an
+    interface this host lacks, or if another rank could not join (naming it and why)."""
     return _C.ProcessGroupGlucx(store, rank, size, timeout)
 
 

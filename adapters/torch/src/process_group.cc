@@ -1368,8 +1368,13 @@ Args:
     size (int): number of processes.
     timeout (datetime.timedelta): timeout of the rendezvous and of every operation.
 
+Network interface between hosts: GLOO_SOCKET_IFNAME (a comma-separated list gives the group
+every listed interface), else the one holding this host's name's address, as ProcessGroupGloo.
+
 Raises:
-    RuntimeError: the rendezvous failed (the message names the rank and the reason).
+    RuntimeError: the rendezvous failed (the message names the rank and the reason), a named
+        network interface does not exist or has no address (the message names it and
+        GLOO_SOCKET_IFNAME), or another rank could not join ("rank R could not join: ...").
 )")
         .def(py::init([](const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
                          std::chrono::milliseconds timeout) {
