@@ -1090,14 +1090,59 @@ def must_raise(kind, P, odd):
     return {"all": set(range(P)), "odd": {odd}, "root": {0}, "pair": {0, odd}}[kind]
 
 
+# Point-to-point length mismatches: (elements sent, elements the receive posts), float32. The
+# first goes in one eager message, the second through UCX's rendezvous protocol.
+TRUNCATION = {"eager": (600, 500), "rendezvous": (300000, 200000)}
+
+
+def _truncation(ctx, backend, groups, store):
+    """Rank 0 sends more than the last rank's receive posts, on a group of its own per size; the
+    other ranks (bystanders) do nothing meanwhile. Each rank records how its own call ended, then
+    (after meeting the others through the store, not the backend) a barrier and an all_reduce on
+    that group: the test checks that the whole group failed on every rank, naming the sizes."""
+    r, P = ctx.rank, ctx.world
+    odd = P - 1
+    for k, (name, (sent, posted)) in enumerate(TRUNCATION.items()):
+        g = groups[name]
+        t0 = time.monotonic()
+        err = None
+        role = "sender" if r == 0 else "receiver" if r == odd else "bystander"
+        try:
+            if role == "sender":
+                dist.send(torch.ones(sent), dst=odd, group=g)
+            elif role == "receiver":
+                dist.recv(torch.zeros(posted), src=0, group=g)
+        except Exception as e:  # noqa: B902 - the error is the result
+            err = e
+        ctx.record(f"truncation/{name}/call", True, str(err) if err is not None else "",
+                   raised=err is not None, error_type=type(err).__name__ if err else None,
+                   elapsed_s=time.monotonic() - t0, role=role, sent=sent, posted=posted)
+        store.set(f"truncation/{k}/{r}", "1")
+        store.wait([f"truncation/{k}/{q}" for q in range(P)])
+        for op in ("barrier", "all_reduce"):
+            t0 = time.monotonic()
+            err = None
+            try:
+                if op == "barrier":
+                    dist.barrier(group=g)
+                else:
+                    dist.all_reduce(torch.ones(10), group=g)
+            except Exception as e:  # noqa: B902 - the error is the result
+                err = e
+            ctx.record(f"truncation/{name}/{op}", True, str(err) if err is not None else "",
+                       raised=err is not None, error_type=type(err).__name__ if err else None,
+                       elapsed_s=time.monotonic() - t0, role=role, sent=sent, posted=posted)
+
+
 def bad_input(ctx, backend, timeout_s, short_timeout_s):
     """Sizes and dtypes that differ across ranks, then a collective one rank skips.
 
     1. control: every case with all ranks agreeing (skew 0) must just work;
     2. mismatch: every case with the last rank differing; every call is recorded (raised or not,
        the message, the time it took) for the test to judge;
-    3. the default group still works;
-    4. timeout: on a group made with timeout `short_timeout_s`, rank 1 skips an all_reduce; the
+    3. truncation: point-to-point length mismatches (_truncation);
+    4. the default group still works;
+    5. timeout: on a group made with timeout `short_timeout_s`, rank 1 skips an all_reduce; the
        other ranks' wait() must raise once that timeout has passed.
     Each case runs on a group of its own (created up front, while every rank is healthy: a failure
     fails its group); between cases the ranks meet through the store, not the backend."""
@@ -1108,6 +1153,8 @@ def bad_input(ctx, backend, timeout_s, short_timeout_s):
     names = list(MISMATCH)
     groups = {(phase, name): dist.new_group(list(range(P)), backend=backend)
               for phase in ("control", "mismatch") for name in names}
+    truncation_groups = {name: dist.new_group(list(range(P)), backend=backend)
+                         for name in TRUNCATION}
     slow = dist.new_group(list(range(P)), backend=backend,
                           timeout=datetime.timedelta(seconds=short_timeout_s))
     for phase, skew in (("control", 0), ("mismatch", 1)):
@@ -1125,6 +1172,7 @@ def bad_input(ctx, backend, timeout_s, short_timeout_s):
                        elapsed_s=elapsed, words=words, op_words=op_words)
             store.set(f"{phase}/{k}/{r}", "1")
             store.wait([f"{phase}/{k}/{q}" for q in range(P)])
+    _truncation(ctx, backend, truncation_groups, store)
     t = torch.full((4,), float(r + 1))
     with ctx.check("mismatch/default-group-after"):
         dist.all_reduce(t)
@@ -1195,6 +1243,112 @@ def killed_rank(ctx, backend, victim, timeout_s):
                 raise AssertionError(f"{what} succeeded although rank {victim} is dead")
             except RuntimeError as e:
                 ctx.record(f"after/{k}/error", True, str(e), elapsed_s=time.monotonic() - t0)
+    ctx.record("exiting", True, "")
+
+
+# ---- group creation: network interfaces, failures ------------------------------------------
+
+IFNAME = "GLOO_SOCKET_IFNAME"
+MISSING_IFACE = "nosuch0"
+
+
+def _transports(g, r, P):
+    """{peer: how this rank reaches it} of a glucx group (ProcessGroupGlucx.peer_transport)."""
+    return {q: g.peer_transport(q) for q in range(P) if q != r}
+
+
+def group_creation(ctx, backend, timeout_s, short_timeout_s, cases):
+    """Groups made under different GLOO_SOCKET_IFNAME values (read at each creation), how creation
+    fails, and what every rank sees then. The job runs with UCX_TLS=tcp,self, so glucx reaches
+    every peer over a network device and ProcessGroupGlucx.peer_transport() names it.
+
+    cases: [(name, {rank: GLOO_SOCKET_IFNAME value or None for unset}, backend)], run in order;
+    each records whether new_group raised (and its message, the time it took), the peer transports
+    and whether an all_reduce on the group gave the right sum. Then: the default group and a new
+    group still work; last, rank 1 skips a new_group whose timeout is `short_timeout_s`, and the
+    others record their error. Before that, an operation that fails on rank 0 only (op-error)."""
+    r, P = ctx.rank, ctx.world
+    # for the Gloo-path cases: PyTorch reads it at the first Gloo device, which comes later
+    os.environ["GLOO_DEVICE_TRANSPORT"] = "UCX"
+    init(ctx, backend, timeout_s)
+    store = side_store(ctx, timeout_s=max(60, 4 * timeout_s))
+    default = os.environ.get(IFNAME)
+    want = torch.full((1000,), float(P * (P + 1) // 2))
+
+    def all_reduce_ok(g):
+        t = torch.full((1000,), float(r + 1))
+        dist.all_reduce(t, group=g)
+        return bool(torch.equal(t, want))
+
+    with ctx.check("default-group"):
+        g0 = dist.distributed_c10d._get_default_group()
+        ctx.record("default-group/info", True, "", transports=_transports(g0, r, P),
+                   ifname=default, all_reduce_ok=all_reduce_ok(None))
+    for k, (name, values, kind) in enumerate(cases):
+        value = values.get(r)
+        if value is None:
+            os.environ.pop(IFNAME, None)
+        else:
+            os.environ[IFNAME] = value
+        t0 = time.monotonic()
+        err, transports, summed = None, {}, None
+        try:
+            g = dist.new_group(list(range(P)), backend=kind,
+                               timeout=datetime.timedelta(seconds=timeout_s))
+            if kind == "glucx":
+                transports = _transports(g, r, P)
+            summed = all_reduce_ok(g)
+        except Exception as e:  # noqa: B902 - the error is the result
+            err = e
+        ctx.record(f"case/{name}", True, str(err) if err is not None else "",
+                   raised=err is not None, error_type=type(err).__name__ if err else None,
+                   elapsed_s=time.monotonic() - t0, ifname=value, transports=transports,
+                   all_reduce_ok=summed)
+        if default is None:
+            os.environ.pop(IFNAME, None)
+        else:
+            os.environ[IFNAME] = default
+        store.set(f"case/{k}/{r}", "1")
+        store.wait([f"case/{k}/{q}" for q in range(P)])
+    with ctx.check("after/default-group"):
+        if not all_reduce_ok(None):
+            raise AssertionError("all_reduce on the default group gave a wrong sum")
+    with ctx.check("after/new-group"):
+        if not all_reduce_ok(dist.new_group(list(range(P)), backend=backend)):
+            raise AssertionError("all_reduce on a new group gave a wrong sum")
+    # An operation that fails on this side: rank 0's all_gather output list (separate tensors,
+    # so the result is copied into them at completion) has a tensor resized to more elements
+    # than its block before rank 1 even calls the all_gather (it waits for rank 0 through the
+    # store), so the copy fails inside PyTorch (c10::Error) at completion.
+    with ctx.check("op-error/raises"):
+        outs = [torch.zeros(10) for _ in range(P)]
+        if r == 0:
+            w = dist.all_gather(outs, torch.ones(10), async_op=True)
+            outs[1].resize_(50)
+            store.set("op-error/resized", "1")
+            try:
+                w.wait()
+                raise AssertionError("all_gather into a resized output tensor returned")
+            except RuntimeError as e:
+                ctx.record("op-error/error", True, str(e), error_type=type(e).__name__)
+        else:
+            store.wait(["op-error/resized"])
+            dist.all_gather(outs, torch.ones(10))
+    skipper = 1
+    if r != skipper:
+        t0 = time.monotonic()
+        with ctx.check("timeout/raises"):
+            try:
+                dist.new_group(list(range(P)), backend=backend,
+                               timeout=datetime.timedelta(seconds=short_timeout_s))
+                raise AssertionError(f"new_group returned although rank {skipper} never "
+                                     "called it")
+            except RuntimeError as e:
+                ctx.record("timeout/error", True, str(e), elapsed_s=time.monotonic() - t0,
+                           error_type=type(e).__name__)
+        store.set(f"timeout/gave-up/{r}", "1")
+    else:
+        store.wait([f"timeout/gave-up/{q}" for q in range(P) if q != skipper])
     ctx.record("exiting", True, "")
 
 

@@ -705,3 +705,44 @@ def killed_rank(ctx, victim, timeout_s):
             except RuntimeError as e:
                 ctx.record(f"after-kill/{k}/error", True, str(e), elapsed_s=time.monotonic() - t0)
     ctx.record("exiting", True, "")
+
+
+def p2p_truncation(ctx, timeout_s, sent, posted):
+    """Rank 0 sends `sent` float32 to the last rank, whose receive posts room for `posted` (fewer);
+    the ranks in between are bystanders. Each rank records how its call ended, then (after
+    meeting the others through the store) how a barrier and an all_reduce on the group end."""
+    init(ctx, timeout_s)
+    r, P = ctx.rank, ctx.world
+    odd = P - 1
+    store = _store(ctx)
+    with ctx.check("warm-up"):
+        dist.barrier()
+    role = "sender" if r == 0 else "receiver" if r == odd else "bystander"
+    t0 = time.monotonic()
+    err = None
+    try:
+        if role == "sender":
+            dist.send(torch.ones(sent), dst=odd)
+        elif role == "receiver":
+            dist.recv(torch.zeros(posted), src=0)
+    except Exception as e:  # noqa: B902 - the error is the result
+        err = e
+    ctx.record("call", True, str(err) if err is not None else "", raised=err is not None,
+               error_type=type(err).__name__ if err else None,
+               elapsed_s=time.monotonic() - t0, role=role)
+    store.set(f"called/{r}", "1")
+    store.wait([f"called/{q}" for q in range(P)])
+    for op in ("barrier", "all_reduce"):
+        t0 = time.monotonic()
+        err = None
+        try:
+            if op == "barrier":
+                dist.barrier()
+            else:
+                dist.all_reduce(torch.ones(10))
+        except Exception as e:  # noqa: B902 - the error is the result
+            err = e
+        ctx.record(op, True, str(err) if err is not None else "", raised=err is not None,
+                   error_type=type(err).__name__ if err else None,
+                   elapsed_s=time.monotonic() - t0, role=role)
+    ctx.record("exiting", True, "")

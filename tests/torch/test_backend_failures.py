@@ -26,7 +26,8 @@ def mismatch_job(request, tmp_path_factory):
     world = request.param
     out = tmp_path_factory.mktemp(f"backend-bad-input{world}")
     # a case may take up to 1.5 timeouts when the backend only notices by timing out
-    deadline = 90 + 2 * MISMATCH_TIMEOUT_S * len(backend_jobs.MISMATCH) + 3 * TIMEOUT_S
+    deadline = (90 + 2 * MISMATCH_TIMEOUT_S * len(backend_jobs.MISMATCH) + 3 * TIMEOUT_S
+                + 3 * 2 * MISMATCH_TIMEOUT_S * len(backend_jobs.TRUNCATION))
     return backend_harness.spawn("bad_input", world, str(out),
                                  params={"timeout_s": MISMATCH_TIMEOUT_S,
                                          "short_timeout_s": TIMEOUT_S},
@@ -108,6 +109,60 @@ def test_bad_input_job_exits(mismatch_job):
     _gloo_died(mismatch_job)
     ok(mismatch_job, "exiting")
     mismatch_job.assert_clean_exit()
+
+
+BACKTRACE = ("frame #", "Exception raised from")
+
+
+@pytest.mark.parametrize("size", list(backend_jobs.TRUNCATION))
+def test_p2p_truncation_fails_the_group_on_every_rank(mismatch_job, size):
+    """Rank 0 sends more than the last rank's receive posts. The receive raises naming both
+    lengths and the sender; the group is then failed on every rank, the sender and the bystanders
+    (4 ranks) included: their next barrier and all_reduce on it raise at once (the failure
+    notice, not the group timeout), naming the lengths. The send itself returns or raises."""
+    job = mismatch_job
+    if job.backend_under_test == "gloo":
+        pytest.xfail("ProcessGroupGloo (development mode): not glucx's failure model")
+    P, odd = job.world, job.world - 1
+    sent, posted = backend_jobs.TRUNCATION[size]
+    sent_b, posted_b = str(4 * sent), str(4 * posted)  # float32
+    problems = []
+    for r in range(P):
+        call = job.record(f"truncation/{size}/call", r)
+        if call is None:
+            problems.append(f"rank {r}: never came back from its call (last finished check "
+                            f"{job.last.get(r)}, exit {job.exitcodes.get(r)})")
+            continue
+        if call["elapsed_s"] >= 1.5 * MISMATCH_TIMEOUT_S:
+            problems.append(f"rank {r} ({call['role']}): its call took {call['elapsed_s']:.1f} s")
+        if r == odd:
+            msg = call["detail"]
+            if not call["raised"] or call["error_type"] != "RuntimeError":
+                problems.append(f"rank {r} (receiver): recv did not raise RuntimeError: {call}")
+            elif not all(w in msg for w in (sent_b, posted_b, "rank 0")):
+                problems.append(f"rank {r} (receiver): the error does not name {sent_b} and "
+                                f"{posted_b} bytes and rank 0: {msg}")
+        for op in ("barrier", "all_reduce"):
+            rec = job.record(f"truncation/{size}/{op}", r)
+            if rec is None:
+                problems.append(f"rank {r}: never came back from the {op} (hung or died)")
+                continue
+            msg = rec["detail"]
+            if not rec["raised"]:
+                problems.append(f"rank {r} ({rec['role']}): the {op} after the truncation "
+                                "worked: the group is not failed there")
+                continue
+            if rec["elapsed_s"] >= 0.5 * MISMATCH_TIMEOUT_S:
+                problems.append(f"rank {r} ({rec['role']}): the {op} took "
+                                f"{rec['elapsed_s']:.1f} s to fail (group timeout "
+                                f"{MISMATCH_TIMEOUT_S} s): {msg[:300]}")
+            if rec["error_type"] != "RuntimeError" or not (sent_b in msg and posted_b in msg):
+                problems.append(f"rank {r} ({rec['role']}): the {op}'s {rec['error_type']} does "
+                                f"not name the truncation ({sent_b} into {posted_b} bytes): "
+                                f"{msg[:400]}")
+            if any(b in msg for b in BACKTRACE):
+                problems.append(f"rank {r}: the {op}'s error carries a C++ backtrace")
+    assert not problems, "\n".join(problems) + "\n\n" + job.describe()
 
 
 KILL_TIMEOUT_S = 10

@@ -83,3 +83,50 @@ def test_survivors_get_runtime_error_within_timeout(kill_job):
 def test_survivors_exit(kill_job):
     kill_job.assert_ok("exiting", ranks=SURVIVORS)
     assert not kill_job.hung, kill_job.describe()
+
+
+TRUNC_TIMEOUT_S = 10
+TRUNC_SENT, TRUNC_POSTED = 600, 500  # float32 elements
+
+
+@pytest.fixture(scope="module")
+def truncation_job(transport, counters_mode, tmp_path_factory):
+    out = tmp_path_factory.mktemp("truncation")
+    return gloo_harness.spawn("p2p_truncation", 3, str(out), transport, counters_mode,
+                              params={"timeout_s": TRUNC_TIMEOUT_S, "sent": TRUNC_SENT,
+                                      "posted": TRUNC_POSTED}, timeout_s=120)
+
+
+def test_p2p_truncation_fails_the_group_on_every_rank(transport, truncation_job):
+    """As with the glucx backend (test_backend_failures.py): rank 0 sends 2400 bytes to rank 2,
+    which posted 2000; rank 2's recv raises naming both lengths, and the group is failed on every
+    rank, sender and bystander (rank 1) included: their next barrier and all_reduce raise at once,
+    not at the group's timeout. Over Gloo's TCP transport only the pair's connection fails, so a
+    bystander's collectives can wait for the timeout: that run is not glucx's."""
+    if transport != "UCX":
+        pytest.skip("glucx's failure model; Gloo's TCP transport fails only the pair")
+    job = truncation_job
+    job.assert_ok("warm-up")
+    problems = []
+    call = job.record("call", 2)
+    if call is None or not call["raised"] or not all(
+            w in call["detail"] for w in ("2400", "2000", "rank 0")):
+        problems.append(f"rank 2 (receiver): recv did not raise naming 2400, 2000 bytes and "
+                        f"rank 0: {call}")
+    for r in range(3):
+        rec = job.record("call", r)
+        if rec is None or rec["elapsed_s"] >= 1.5 * TRUNC_TIMEOUT_S:
+            problems.append(f"rank {r}: its call did not come back in time: {rec}")
+        for op in ("barrier", "all_reduce"):
+            rec = job.record(op, r)
+            if rec is None:
+                problems.append(f"rank {r}: never came back from the {op}")
+            elif not rec["raised"]:
+                problems.append(f"rank {r} ({rec['role']}): the {op} after the truncation worked")
+            elif rec["elapsed_s"] >= 0.5 * TRUNC_TIMEOUT_S or "2000" not in rec["detail"]:
+                problems.append(f"rank {r} ({rec['role']}): the {op} failed after "
+                                f"{rec['elapsed_s']:.1f} s without naming the truncation: "
+                                f"{rec['detail'][:400]}")
+    assert not problems, "\n".join(problems) + "\n\n" + job.describe()
+    job.assert_ok("exiting")
+    assert not job.hung, job.describe()

@@ -3,14 +3,19 @@
 Two emulated hosts: two network namespaces joined by a veth pair (10.231.x.1 and .2, addresses
 that exist only inside the namespaces this test creates). Rank 0 runs in one, rank 1 in the
 other, each with its own GLUCX_HOSTID and UCX_TLS=tcp,self (processes on one machine would
-otherwise find each other's shared memory, which real hosts cannot). The job is plain torch:
-GLOO_DEVICE_TRANSPORT=UCX + init_process_group("gloo") + all_reduce.
+otherwise find each other's shared memory, which real hosts cannot). The job is plain torch,
+once per path: GLOO_DEVICE_TRANSPORT=UCX + init_process_group("gloo"), and
+init_process_group("glucx"); then an all_reduce.
 
 * GLOO_SOCKET_IFNAME=<the veth end>: the job succeeds and glucx's log (GLUCX_LOG_LEVEL=info)
   says each rank reaches the other over tcp/<that veth end>.
 * GLOO_SOCKET_IFNAME=lo: the peer is not reachable over loopback (each namespace has its own),
   so creation fails on both ranks, promptly, with glucx's message — proof that the named
   interface, not "any interface that works", carries the traffic.
+* `glucx` backend, GLOO_SOCKET_IFNAME=lo,<the veth end>: every listed interface is a UCX network
+  device of the group, so the job succeeds over the veth end (were only the first entry used, it
+  would fail as with lo alone). ProcessGroupGloo instead makes one device per listed interface
+  and connects each of them to every peer, so there the lo device fails as above.
 
 Needs root and iproute2 (CI runs as root); skipped with the reason otherwise.
 """
@@ -24,8 +29,8 @@ import time
 import pytest
 
 JOB = r"""
-import torch, torch.distributed as dist
-dist.init_process_group("gloo")
+import os, torch, torch.distributed as dist
+dist.init_process_group(os.environ["NETNS_TEST_BACKEND"])
 r = dist.get_rank()
 t = torch.arange(1000, dtype=torch.float64) + r
 dist.all_reduce(t)
@@ -43,7 +48,10 @@ def two_hosts(tmp_path):
     if os.geteuid() != 0 or shutil.which("ip") is None:
         pytest.skip("needs root and iproute2 to create network namespaces")
     tag = f"{os.getpid() % 100000}"
-    ns = (f"glxa{tag}", f"glxb{tag}")
+    # namespaces name the worktree too (several checkouts may run this test at once)
+    tree = re.sub(r"[^A-Za-z0-9-]", "", os.path.basename(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))[:40]
+    ns = (f"glx-{tree}-{tag}-a", f"glx-{tree}-{tag}-b")
     dev = (f"gva{tag}", f"gvb{tag}")
     subnet = 10 + os.getpid() % 200
     addrs = (f"10.231.{subnet}.1", f"10.231.{subnet}.2")
@@ -64,7 +72,10 @@ def two_hosts(tmp_path):
             subprocess.run(["ip", "netns", "del", n], capture_output=True, timeout=30)
 
 
-def _run(hosts, ifnames, port):
+BACKENDS = ["gloo", "glucx"]
+
+
+def _run(hosts, ifnames, port, backend):
     job = hosts["dir"] / "job.py"
     job.write_text(JOB)
     procs, logs = [], []
@@ -72,6 +83,7 @@ def _run(hosts, ifnames, port):
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "GLOO_DEVICE_TRANSPORT": "UCX",
+            "NETNS_TEST_BACKEND": backend,
             "GLOO_SOCKET_IFNAME": ifnames[rank],
             "MASTER_ADDR": hosts["addrs"][0],
             "MASTER_PORT": str(port),
@@ -104,8 +116,9 @@ def _run(hosts, ifnames, port):
     return codes, outs, time.monotonic() - start
 
 
-def test_named_interface_carries_the_traffic(two_hosts):
-    codes, outs, _ = _run(two_hosts, two_hosts["dev"], 29000 + os.getpid() % 500)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_named_interface_carries_the_traffic(two_hosts, backend):
+    codes, outs, _ = _run(two_hosts, two_hosts["dev"], 29000 + os.getpid() % 500, backend)
     for rank in range(2):
         assert codes[rank] == 0, f"rank {rank} exited {codes[rank]}:\n{outs[rank]}"
         assert "RESULT ok" in outs[rank], outs[rank]
@@ -115,11 +128,23 @@ def test_named_interface_carries_the_traffic(two_hosts):
         assert m.group(1) == f"tcp/{two_hosts['dev'][rank]}", outs[rank]
 
 
-def test_interface_that_cannot_reach_the_peer_fails_promptly(two_hosts):
-    codes, outs, took = _run(two_hosts, ("lo", "lo"), 29500 + os.getpid() % 400)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interface_that_cannot_reach_the_peer_fails_promptly(two_hosts, backend):
+    codes, outs, took = _run(two_hosts, ("lo", "lo"), 29500 + os.getpid() % 400, backend)
     for rank in range(2):
         assert codes[rank] not in (0, None), f"rank {rank} exited {codes[rank]}:\n{outs[rank]}"
         assert "RESULT" not in outs[rank]
         assert "glucx" in outs[rank] and "rank" in outs[rank], outs[rank]
     # well within the 20 s glucx timeout: an unreachable address fails at connect
     assert took < 60, f"took {took:.1f} s"
+
+
+def test_glucx_backend_uses_every_listed_interface(two_hosts):
+    ifnames = tuple(f"lo,{d}" for d in two_hosts["dev"])
+    codes, outs, _ = _run(two_hosts, ifnames, 28500 + os.getpid() % 500, "glucx")
+    for rank in range(2):
+        assert codes[rank] == 0, f"rank {rank} exited {codes[rank]}:\n{outs[rank]}"
+        assert "RESULT ok" in outs[rank], outs[rank]
+        m = re.search(rf"rank {rank} reaches rank {1 - rank} over (.+)$", outs[rank], re.M)
+        assert m, f"glucx did not log rank {rank}'s transport:\n{outs[rank]}"
+        assert m.group(1).strip() == f"tcp/{two_hosts['dev'][rank]}", outs[rank]

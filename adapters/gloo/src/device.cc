@@ -11,9 +11,11 @@
 #include <net/if.h>
 #include <netdb.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+#include <vector>
 
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
@@ -125,8 +127,61 @@ std::string CheckGlooBuild()
 namespace
 {
 
-/* The interface that holds @p host's address ("lo" for loopback), or "" if none does. */
-std::string interfaceOfHost(const std::string &host)
+/* Whether two addresses of one family are equal. */
+bool sameAddress(const struct sockaddr *a, const struct sockaddr *b)
+{
+    if (a->sa_family != b->sa_family)
+        return false;
+    if (a->sa_family == AF_INET)
+        return reinterpret_cast<const struct sockaddr_in *>(a)->sin_addr.s_addr ==
+               reinterpret_cast<const struct sockaddr_in *>(b)->sin_addr.s_addr;
+    if (a->sa_family == AF_INET6)
+        return std::memcmp(&reinterpret_cast<const struct sockaddr_in6 *>(a)->sin6_addr,
+                           &reinterpret_cast<const struct sockaddr_in6 *>(b)->sin6_addr,
+                           sizeof(struct in6_addr)) == 0;
+    return false;
+}
+
+bool isLoopback(const struct sockaddr *a)
+{
+    if (a->sa_family == AF_INET) /* any 127/8 address is routed through loopback */
+        return (ntohl(reinterpret_cast<const struct sockaddr_in *>(a)->sin_addr.s_addr) >> 24) ==
+               127;
+    return a->sa_family == AF_INET6 &&
+           IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const struct sockaddr_in6 *>(a)->sin6_addr);
+}
+
+/* The interfaces of this host with an IPv4 or IPv6 address, in getifaddrs order, once each;
+ * @p ok is false when getifaddrs fails. */
+std::vector<std::string> addressedInterfaces(bool *ok)
+{
+    std::vector<std::string> names;
+    struct ifaddrs *ifs = nullptr;
+    *ok = getifaddrs(&ifs) == 0;
+    if (!*ok)
+        return names;
+    for (struct ifaddrs *i = ifs; i != nullptr; i = i->ifa_next) {
+        if (i->ifa_addr == nullptr ||
+            (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+            continue;
+        if (std::find(names.begin(), names.end(), i->ifa_name) == names.end())
+            names.push_back(i->ifa_name);
+    }
+    freeifaddrs(ifs);
+    return names;
+}
+
+std::string listed(const std::vector<std::string> &names)
+{
+    std::string s;
+    for (const auto &n : names)
+        s += (s.empty() ? "" : ", ") + n;
+    return s.empty() ? "none" : s;
+}
+
+/* The interface that holds @p host's address into @p out ("lo" for loopback); "" or the
+ * reason it has none. */
+std::string interfaceOfHost(const std::string &host, std::string *out)
 {
     struct addrinfo hints;
     std::memset(&hints, 0, sizeof(hints));
@@ -134,64 +189,84 @@ std::string interfaceOfHost(const std::string &host)
     hints.ai_socktype = SOCK_STREAM;
     struct addrinfo *res = nullptr;
     int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
-    GLOO_ENFORCE(rc == 0, "glucx: cannot resolve host name '", host, "': ", gai_strerror(rc));
+    if (rc != 0)
+        return "glucx: cannot resolve host name '" + host + "': " + gai_strerror(rc) +
+               " (set GLOO_SOCKET_IFNAME to name the network interface)";
     struct ifaddrs *ifs = nullptr;
-    if (getifaddrs(&ifs) != 0) {
-        freeaddrinfo(res);
-        return "";
-    }
+    const bool have_ifs = getifaddrs(&ifs) == 0;
     std::string found;
     for (struct addrinfo *a = res; a != nullptr && found.empty(); a = a->ai_next) {
-        if (a->ai_family == AF_INET) {
-            auto *sin = reinterpret_cast<const struct sockaddr_in *>(a->ai_addr);
-            if ((ntohl(sin->sin_addr.s_addr) >> 24) == 127) {
-                found = "lo"; /* any 127/8 address is routed through loopback */
-                break;
-            }
-        } else if (a->ai_family == AF_INET6) {
-            auto *sin6 = reinterpret_cast<const struct sockaddr_in6 *>(a->ai_addr);
-            if (IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr)) {
-                found = "lo";
-                break;
-            }
+        if (isLoopback(a->ai_addr)) {
+            found = "lo";
+            break;
         }
-        for (struct ifaddrs *i = ifs; i != nullptr; i = i->ifa_next) {
-            if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != a->ai_family)
-                continue;
-            bool same = false;
-            if (a->ai_family == AF_INET)
-                same = reinterpret_cast<const struct sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr ==
-                       reinterpret_cast<const struct sockaddr_in *>(a->ai_addr)->sin_addr.s_addr;
-            else
-                same = std::memcmp(
-                           &reinterpret_cast<const struct sockaddr_in6 *>(i->ifa_addr)->sin6_addr,
-                           &reinterpret_cast<const struct sockaddr_in6 *>(a->ai_addr)->sin6_addr,
-                           sizeof(struct in6_addr)) == 0;
-            if (same) {
+        for (struct ifaddrs *i = have_ifs ? ifs : nullptr; i != nullptr; i = i->ifa_next) {
+            if (i->ifa_addr != nullptr && sameAddress(i->ifa_addr, a->ai_addr)) {
                 found = i->ifa_name;
                 break;
             }
         }
     }
-    freeifaddrs(ifs);
+    if (have_ifs)
+        freeifaddrs(ifs);
     freeaddrinfo(res);
-    return found;
-}
-
-bool interfaceHasAddress(const std::string &iface)
-{
-    struct ifaddrs *ifs = nullptr;
-    if (getifaddrs(&ifs) != 0)
-        return true; /* cannot tell: let UCX decide */
-    bool found = false;
-    for (struct ifaddrs *i = ifs; i != nullptr && !found; i = i->ifa_next)
-        found = i->ifa_addr != nullptr && iface == i->ifa_name &&
-                (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6);
-    freeifaddrs(ifs);
-    return found;
+    if (found.empty()) {
+        bool ok = false;
+        return "glucx: host name '" + host +
+               "' does not resolve to an address of a local interface (interfaces with an "
+               "address: " +
+               listed(addressedInterfaces(&ok)) +
+               "; set GLOO_SOCKET_IFNAME to name the network interface)";
+    }
+    *out = found;
+    return "";
 }
 
 } // namespace
+
+std::string ChooseNetDevices(const attr &a, std::string *net)
+{
+    if (a.iface.empty()) {
+        if (a.hostname.empty()) {
+            *net = "";
+            return "";
+        }
+        return interfaceOfHost(a.hostname, net);
+    }
+    const std::string from =
+        a.source.empty() ? std::string() : " (from " + a.source + "='" + a.iface + "')";
+    std::vector<std::string> names;
+    size_t pos = 0;
+    while (pos <= a.iface.size()) {
+        size_t comma = a.iface.find(',', pos);
+        if (comma == std::string::npos)
+            comma = a.iface.size();
+        std::string name = a.iface.substr(pos, comma - pos);
+        pos = comma + 1;
+        if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end())
+            names.push_back(name);
+    }
+    if (names.empty())
+        return "glucx: '" + a.iface + "'" + from + " names no network interface";
+    bool ok = false;
+    const std::vector<std::string> have = addressedInterfaces(&ok);
+    std::string joined;
+    for (const auto &name : names) {
+        if (if_nametoindex(name.c_str()) == 0)
+            return "glucx: network interface '" + name + "'" + from +
+                   " does not exist on this host (interfaces with an address: " + listed(have) +
+                   ")";
+        /* getifaddrs failing: cannot tell, let UCX decide */
+        if (ok && std::find(have.begin(), have.end(), name) == have.end())
+            return "glucx: network interface '" + name + "'" + from +
+                   " has no IPv4 or IPv6 address (is it up and configured? interfaces with an "
+                   "address: " +
+                   listed(have) + ")";
+        joined += (joined.empty() ? "" : ",") + name;
+    }
+    *net = joined;
+    return "";
+}
 
 /* ---- device ------------------------------------------------------------------------------ */
 
@@ -229,17 +304,10 @@ std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a)
     if (!why.empty())
         GLOO_THROW_IO_EXCEPTION("glucx: ", why);
     std::string net;
-    if (!a.iface.empty()) {
-        GLOO_ENFORCE(if_nametoindex(a.iface.c_str()) != 0, "glucx: network interface '", a.iface,
-                     "' does not exist on this host");
-        GLOO_ENFORCE(interfaceHasAddress(a.iface), "glucx: network interface '", a.iface,
-                     "' has no IPv4 or IPv6 address (is it up and configured?)");
-        net = a.iface;
-    } else if (!a.hostname.empty()) {
-        net = interfaceOfHost(a.hostname);
-        GLOO_ENFORCE(!net.empty(), "glucx: host name '", a.hostname,
-                     "' does not resolve to an address of a local interface");
-    }
+    const std::string refused = ChooseNetDevices(a, &net);
+    if (!refused.empty())
+        throw ::gloo::EnforceNotMet(__FILE__, __LINE__, "the network interface choice is valid",
+                                    refused);
     glucx_context_params_t params;
     std::memset(&params, 0, sizeof(params));
     if (!net.empty()) {

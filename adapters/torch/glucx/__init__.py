@@ -40,7 +40,17 @@ and bool, with ReduceOp SUM, PRODUCT, MIN, MAX, AVG (floating dtypes) and BAND, 
   raise RuntimeError on every rank (from wait(), or the Future) within the group's timeout, with
   glucx's message (collective, sizes, peer); the group is then failed, and every later operation
   raises the same error at once (create a new group to go on). A wait(timeout) shorter than the
-  operation also fails the group.
+  operation also fails the group. Messages carry glucx's text, never PyTorch's C++ backtrace.
+* A point-to-point message longer than the receive: the recv raises RuntimeError naming both
+  lengths and the sender (nothing is written past its tensor) and fails the group on every rank:
+  the sender's and the other ranks' next operations on it raise at once with that text. The send
+  itself completes or raises, depending on whether it finished before the failure reached it.
+* Network interface (between hosts; ranks on one host use shared memory): GLOO_SOCKET_IFNAME,
+  read at each group creation; a comma-separated list gives the group's UCX context every listed
+  interface as a network device (UCX picks the ones that reach each peer). Unset: the interface
+  holding the address this host's name resolves to, else loopback (as ProcessGroupGloo). A
+  missing interface makes init_process_group/new_group raise RuntimeError naming it and
+  GLOO_SOCKET_IFNAME; the other ranks raise at once too, naming that rank.
 * Works inside torch.no_grad() and torch.inference_mode(); thread-safe.
 
 The extension and the libraries it loads (libglucx.so.0, libglucx_gloo.so.0) live in this
@@ -112,7 +122,8 @@ def _create_process_group(store, rank, size, timeout):
     """The creator registered for backend "glucx": torch.distributed calls it with the group's
     store (a PrefixStore unique to the group), rank, size and timeout (datetime.timedelta) on
     every member rank, and it returns a ProcessGroupGlucx once all ranks have joined.
-    Raises RuntimeError if the rendezvous fails or times out."""
+    Raises RuntimeError if the rendezvous fails or times out, if GLOO_SOCKET_IFNAME names an
+    interface this host lacks, or if another rank could not join (naming it and why)."""
     return _C.ProcessGroupGlucx(store, rank, size, timeout)
 
 

@@ -14,6 +14,7 @@
 #define GLUCX_TORCH_DEVICE_H
 
 #include <cstdint>
+#include <string>
 
 namespace glucx
 {
@@ -32,6 +33,26 @@ inline constexpr const char *kDeviceName = "UCX";
  * Thread-safe.
  */
 bool RegisterDevice();
+
+/** The variable that names the network interfaces, as in PyTorch's ProcessGroupGloo. */
+inline constexpr const char *kInterfaceVariable = "GLOO_SOCKET_IFNAME";
+
+/**
+ * The UCX network devices of a `glucx` backend group, chosen as PyTorch 1.13's
+ * ProcessGroupGloo chooses its Gloo devices, then mapped by glucx::gloo::ChooseNetDevices() (the
+ * definition the Gloo device "UCX" uses too):
+ * - GLOO_SOCKET_IFNAME set (PyTorch reads it only when it has 2 characters or more): its
+ *   comma-separated interfaces, all of them. PyTorch's Gloo makes one device per interface and
+ *   spreads its operations over them; a glucx group has one UCX context, so the interfaces all
+ *   become its UCX network devices (UCX then picks and stripes over them per peer).
+ * - else this host's name, when it resolves to an address a socket can bind to, else 127.0.0.1
+ *   (with PyTorch's warning): the interface that holds that address.
+ * Reads the environment at each call.
+ * @return the UCX_NET_DEVICES value ("lo", "eth0,eth1"; never empty).
+ * @throws std::runtime_error naming the interface and GLOO_SOCKET_IFNAME (or the host name) when
+ *         an interface does not exist or has no address. Thread-safe.
+ */
+std::string BackendNetDevices();
 
 /** Whether PyTorch's Gloo device registry has kDeviceName. Thread-safe. */
 bool DeviceRegistered();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
@@ -18,6 +19,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "bindings.h"
+#include "device.h"
 #include "process_group_work.h"
 
 namespace py = pybind11;
@@ -41,30 +43,46 @@ int64_t NowNs()
     throw std::runtime_error(text);
 }
 
-// ---- one libglucx context per process, shared by the groups that exist ----
+// ---- one libglucx context per set of network devices, shared by the groups that exist ----
 
-std::shared_ptr<glucx_context_t> SharedContext()
+// The context for UCX network devices @p net (BackendNetDevices()); nullptr with the reason in
+// @p why when libglucx cannot create it.
+std::shared_ptr<glucx_context_t> SharedContext(const std::string &net, std::string *why)
 {
     static std::mutex mu;
-    static std::weak_ptr<glucx_context_t> current;
+    static std::map<std::string, std::weak_ptr<glucx_context_t>> current;
     std::lock_guard<std::mutex> lock(mu);
-    if (auto ctx = current.lock())
+    if (auto ctx = current[net].lock())
         return ctx;
+    glucx_context_params_t params{};
+    params.field_mask = GLUCX_CONTEXT_PARAM_NET_DEVICES;
+    params.net_devices = net.c_str();
     glucx_context_t *raw = nullptr;
-    glucx_status_t st = glucx_context_create(nullptr, &raw);
-    if (st != GLUCX_OK)
-        Fail(std::string("glucx: cannot create the libglucx context: ") + glucx_last_error());
+    glucx_status_t st = glucx_context_create(&params, &raw);
+    if (st != GLUCX_OK) {
+        *why = "cannot create the libglucx context (network devices " + net +
+               "): " + glucx_last_error();
+        return nullptr;
+    }
     std::shared_ptr<glucx_context_t> ctx(raw, glucx_context_destroy);
-    current = ctx;
+    current[net] = ctx;
     return ctx;
 }
 
 // ---- rendezvous through a c10d Store ----
 
+// A rank that cannot join a group publishes this, then its reason, in place of its rendezvous
+// record, so the other ranks fail at once naming it instead of waiting for it until their
+// timeout. glucx records start with "GLUCXR1\0" (plugin/core/comm.c): no record starts so.
+constexpr char kJoinFailed[] = "glucx-join-failed\0";
+constexpr size_t kJoinFailedLen = sizeof(kJoinFailed) - 1;
+
 struct StoreArg {
     c10::intrusive_ptr<c10d::Store> store;
     std::string prefix;
-    std::string last_error; // the last callback failure, for the creation error
+    std::string last_error;   // the last callback failure, for the creation error
+    std::string peer_failure; // a rank's published failure to join, for the creation error
+    bool published = false;   // whether a set succeeded (libglucx publishes only its record)
 };
 
 glucx_status_t StoreSet(void *arg, const char *key, const void *value, size_t bytes)
@@ -73,9 +91,11 @@ glucx_status_t StoreSet(void *arg, const char *key, const void *value, size_t by
     try {
         const auto *p = static_cast<const uint8_t *>(value);
         a->store->set(a->prefix + key, std::vector<uint8_t>(p, p + bytes));
+        a->published = true;
         return GLUCX_OK;
     } catch (const std::exception &e) {
-        a->last_error = std::string("store set of '") + a->prefix + key + "' failed: " + e.what();
+        a->last_error =
+            std::string("store set of '") + a->prefix + key + "' failed: " + ExceptionText(e);
         return GLUCX_ERR_STORE;
     }
 }
@@ -97,11 +117,15 @@ glucx_status_t StoreGet(void *arg, const char *key, int64_t timeout_ms, void **v
         // c10d stores report a wait timeout as an exception; anything earlier is a failure.
         const bool timed_out = NowNs() - start >= (timeout_ms - 50) * 1000000;
         a->last_error = std::string("store wait for '") + k + "' " +
-                        (timed_out ? "timed out" : "failed") + ": " + e.what();
+                        (timed_out ? "timed out" : "failed") + ": " + ExceptionText(e);
         return timed_out ? GLUCX_ERR_TIMEOUT : GLUCX_ERR_STORE;
     }
     try {
         std::vector<uint8_t> v = a->store->get(k);
+        if (v.size() >= kJoinFailedLen && std::memcmp(v.data(), kJoinFailed, kJoinFailedLen) == 0) {
+            a->peer_failure.assign(v.begin() + kJoinFailedLen, v.end());
+            return GLUCX_ERR_STORE;
+        }
         void *buf = std::malloc(v.empty() ? 1 : v.size());
         if (buf == nullptr)
             return GLUCX_ERR_NO_MEMORY;
@@ -111,8 +135,22 @@ glucx_status_t StoreGet(void *arg, const char *key, int64_t timeout_ms, void **v
         *bytes_p = v.size();
         return GLUCX_OK;
     } catch (const std::exception &e) {
-        a->last_error = std::string("store get of '") + k + "' failed: " + e.what();
+        a->last_error = std::string("store get of '") + k + "' failed: " + ExceptionText(e);
         return GLUCX_ERR_STORE;
+    }
+}
+
+// Publish, under this rank's record key of communicator @p name ("<name>/rank/<r>", the layout
+// of docs/architecture.md), that it cannot join and why. Best effort: on a store failure the
+// peers still fail, at their timeout.
+void PublishJoinFailure(StoreArg &arg, const std::string &name, int rank, const std::string &why)
+{
+    const std::string text = "rank " + std::to_string(rank) + " could not join: " + why;
+    const std::string value = std::string(kJoinFailed, kJoinFailedLen) + text;
+    const std::vector<uint8_t> v(value.begin(), value.end());
+    try {
+        arg.store->set(arg.prefix + name + "/rank/" + std::to_string(rank), v);
+    } catch (const std::exception &) {
     }
 }
 
@@ -354,7 +392,8 @@ void GroupCore::Drop(P2PWork *work)
         glucx_request_free(req); // the communicator still exists: Shutdown() waits for mu_
         return;
     }
-    orphans_.push_back(Orphan{req, std::move(keep), NowNs() + (int64_t)timeout_.count() * 1000000});
+    orphans_.push_back(Orphan{req, std::move(keep), NowNs() + (int64_t)timeout_.count() * 1000000,
+                              work->PostedBytes()});
     if (!helper_.joinable())
         helper_ = std::thread([this] { HelperLoop(); });
     cv_.notify_all();
@@ -430,10 +469,20 @@ void GroupCore::HelperLoop()
         works.clear();
         std::vector<Orphan> left;
         for (auto &o : orphans) {
-            if (glucx_request_test(o.request) == GLUCX_INPROGRESS)
+            glucx_status_t s = glucx_request_test(o.request);
+            if (s == GLUCX_INPROGRESS) {
                 left.push_back(std::move(o));
-            else
-                glucx_request_free(o.request);
+                continue;
+            }
+            int peer = -1;
+            size_t sent = 0;
+            if (s == GLUCX_ERR_TRUNCATED &&
+                glucx_request_info(o.request, &peer, &sent) == GLUCX_OK) {
+                // a receive whose Work was dropped: the group fails all the same (P2PWork)
+                Abort("glucx: a dropped receive on rank " + std::to_string(rank_) + " of " +
+                      std::to_string(size_) + " failed: " + TruncationText(peer, sent, o.posted));
+            }
+            glucx_request_free(o.request);
         }
         orphans.clear();
         {
@@ -514,28 +563,43 @@ ProcessGroupGlucx::ProcessGroupGlucx(const c10::intrusive_ptr<c10d::Store> &stor
              ")");
     if (timeout.count() <= 0)
         Fail(who + ": timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
-    auto context = SharedContext();
 
     // Generation: every rank of one creation adds 1; all adds of a creation happen before any
     // rank of it can finish (each needs every peer's record, published after its add), so a
     // later creation on the same store counts on from there and reads only its own records.
+    // Taken before anything that may fail, so that a failing rank still counts and can tell
+    // the others (PublishJoinFailure).
     int64_t joins;
     try {
         joins = store->add("glucx/joins", 1);
     } catch (const std::exception &e) {
-        Fail(who + ": store add of 'glucx/joins' failed: " + e.what());
+        Fail(who + ": store add of 'glucx/joins' failed: " + ExceptionText(e));
     }
     const int64_t generation = (joins - 1) / size;
-
-    StoreArg arg{store, "glucx/" + std::to_string(generation) + "/", ""};
-    glucx_store_ops_t ops{};
-    ops.set = StoreSet;
-    ops.get = StoreGet;
-    glucx_store_t *gstore = nullptr;
-    glucx_status_t st = glucx_store_create(&ops, &arg, &gstore);
-    if (st != GLUCX_OK)
-        Fail(who + ": " + glucx_last_error());
+    StoreArg arg{store, "glucx/" + std::to_string(generation) + "/", "", "", false};
     const std::string name = "pg" + std::to_string(generation);
+
+    std::string why;
+    std::shared_ptr<glucx_context_t> context;
+    try {
+        context = SharedContext(BackendNetDevices(), &why);
+    } catch (const std::exception &e) {
+        why = ExceptionText(e);
+    }
+    glucx_store_t *gstore = nullptr;
+    if (context) {
+        glucx_store_ops_t ops{};
+        ops.set = StoreSet;
+        ops.get = StoreGet;
+        if (glucx_store_create(&ops, &arg, &gstore) != GLUCX_OK)
+            why = glucx_last_error();
+    }
+    if (!why.empty()) {
+        if (why.rfind("glucx: ", 0) == 0)
+            why.erase(0, 7); // "glucx: creating ...: glucx: ..." says it twice
+        PublishJoinFailure(arg, name, rank, why);
+        Fail(who + ": " + why);
+    }
     glucx_comm_params_t params{};
     params.field_mask = GLUCX_COMM_PARAM_NAME | GLUCX_COMM_PARAM_TIMEOUT;
     params.rank = rank;
@@ -544,13 +608,20 @@ ProcessGroupGlucx::ProcessGroupGlucx(const c10::intrusive_ptr<c10d::Store> &stor
     params.name = name.c_str();
     params.timeout_ms = timeout.count();
     glucx_comm_t *comm = nullptr;
-    st = glucx_comm_create(context.get(), &params, &comm);
+    glucx_status_t st = glucx_comm_create(context.get(), &params, &comm);
     glucx_store_destroy(gstore);
     if (st != GLUCX_OK) {
-        std::string text = who + ": " + glucx_last_error();
-        if (!arg.last_error.empty())
-            text += " (" + arg.last_error + ")";
-        Fail(text);
+        std::string text;
+        if (!arg.peer_failure.empty()) {
+            text = arg.peer_failure; // "rank R could not join: why"
+        } else {
+            text = glucx_last_error();
+            if (!arg.last_error.empty())
+                text += " (" + arg.last_error + ")";
+        }
+        if (!arg.published) // failed before its record was out: the others would wait for it
+            PublishJoinFailure(arg, name, rank, text);
+        Fail(who + ": " + text);
     }
     core_ = std::make_shared<GroupCore>(std::move(context), comm, timeout);
     init();
@@ -1297,12 +1368,22 @@ Args:
     size (int): number of processes.
     timeout (datetime.timedelta): timeout of the rendezvous and of every operation.
 
+Network interface between hosts: GLOO_SOCKET_IFNAME (a comma-separated list gives the group
+every listed interface), else the one holding this host's name's address, as ProcessGroupGloo.
+
 Raises:
-    RuntimeError: the rendezvous failed (the message names the rank and the reason).
+    RuntimeError: the rendezvous failed (the message names the rank and the reason), a named
+        network interface does not exist or has no address (the message names it and
+        GLOO_SOCKET_IFNAME), or another rank could not join ("rank R could not join: ...").
 )")
         .def(py::init([](const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
                          std::chrono::milliseconds timeout) {
-                 return c10::make_intrusive<ProcessGroupGlucx>(store, rank, size, timeout);
+                 try {
+                     return c10::make_intrusive<ProcessGroupGlucx>(store, rank, size, timeout);
+                 } catch (const c10::Error &e) {
+                     // what() would append PyTorch's C++ backtrace to the Python message
+                     throw std::runtime_error(ExceptionText(e));
+                 }
              }),
              py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
              py::call_guard<py::gil_scoped_release>())

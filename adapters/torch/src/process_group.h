@@ -18,7 +18,14 @@
  * throw std::runtime_error (Python RuntimeError) from the call itself, naming the operation,
  * the sizes and the rank; failures found while running (a mismatch across ranks, a dead peer,
  * a timeout) are raised by Work::wait() and set on the Future. A failure other than an invalid
- * argument fails the whole group: every later operation throws the same error at once.
+ * argument fails the whole group: every later operation throws the same error at once. A
+ * receive that a longer message truncates fails the group too (GroupCore::Abort, before the
+ * receive's Work completes), so the sender and the other ranks fail through libglucx's failure
+ * notice. Messages are glucx's text (c10::Error's backtrace is dropped: ExceptionText()).
+ *
+ * Network devices: each group's libglucx context gets the UCX network devices of
+ * BackendNetDevices() (device.h), i.e. GLOO_SOCKET_IFNAME as ProcessGroupGloo reads it; groups
+ * with the same devices share one context.
  */
 #ifndef GLUCX_TORCH_PROCESS_GROUP_H
 #define GLUCX_TORCH_PROCESS_GROUP_H
@@ -118,6 +125,7 @@ class GroupCore
         glucx_request_t *request;
         std::vector<at::Tensor> keep;
         int64_t deadline_ns;
+        size_t posted; // bytes the operation posted
     };
     std::vector<Orphan> orphans_;
     std::unordered_set<P2PWork *> registered_;
@@ -136,8 +144,12 @@ class ProcessGroupGlucx : public c10d::ProcessGroup
      * counter "glucx/joins", so a store reused by a later group of the same ranks does not mix
      * records). Blocks until every rank has joined or @p timeout passes.
      * @param timeout default timeout of every operation (> 0).
+     * A rank that cannot join (a missing network interface, a context or store failure before
+     * its record is out) publishes its reason in place of its record, so the others fail at
+     * once naming it ("rank R could not join: ...") instead of at their timeout.
      * @throws std::runtime_error naming the rank, size and glucx's reason (a peer that did not
-     *         join in time, version/settings mismatch, store failures).
+     *         join in time or could not join, a missing network interface, version/settings
+     *         mismatch, store failures).
      */
     ProcessGroupGlucx(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
                       std::chrono::milliseconds timeout);

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <c10/core/InferenceMode.h>
+#include <c10/util/Exception.h>
 
 namespace glucx
 {
@@ -46,6 +47,21 @@ const c10::TypePtr &TensorListType()
 
 } // namespace
 
+std::string TruncationText(int sender, size_t sent, size_t posted)
+{
+    return "rank " + std::to_string(sender) + " sent " + std::to_string(sent) +
+           " bytes, more than the " + std::to_string(posted) +
+           " bytes this receive posted (the ranks disagree on the message length; the process "
+           "group is failed on every rank)";
+}
+
+std::string ExceptionText(const std::exception &e)
+{
+    if (const auto *c10_error = dynamic_cast<const c10::Error *>(&e))
+        return c10_error->what_without_backtrace();
+    return e.what();
+}
+
 GlucxWork::GlucxWork(std::weak_ptr<GroupCore> core, int rank, int size, c10d::OpType type,
                      const OpInfo &info, std::chrono::milliseconds op_timeout)
     : c10d::Work(rank, type), core_(std::move(core)), size_(size), info_(info),
@@ -67,6 +83,11 @@ std::string GlucxWork::Describe() const
         s += ")";
     }
     return s;
+}
+
+size_t GlucxWork::PostedBytes() const
+{
+    return info_.dtype == GLUCX_DTYPE_COUNT ? 0 : info_.elements * glucx_dtype_size(info_.dtype);
 }
 
 bool GlucxWork::isCompleted()
@@ -133,7 +154,8 @@ void GlucxWork::Complete(glucx_status_t status, const char *text)
             finish_();
         } catch (const std::exception &e) {
             err = std::make_exception_ptr(std::runtime_error(
-                Describe() + ": writing the result into the output tensors failed: " + e.what()));
+                Describe() +
+                ": writing the result into the output tensors failed: " + ExceptionText(e)));
         }
     } else if (status != GLUCX_OK) {
         err = std::make_exception_ptr(
@@ -326,9 +348,18 @@ void P2PWork::FinishRequest(glucx_status_t status, const char *text)
     }
     if (req != nullptr) {
         int peer = -1;
+        size_t bytes = 0;
         if (status == GLUCX_OK && glucx_request_info(req, &peer, nullptr) == GLUCX_OK)
             source_.store(peer, std::memory_order_relaxed);
+        if (status == GLUCX_ERR_TRUNCATED && glucx_request_info(req, &peer, &bytes) == GLUCX_OK)
+            msg = TruncationText(peer, bytes, PostedBytes());
         glucx_request_free(req);
+    }
+    if (status == GLUCX_ERR_TRUNCATED) {
+        // Fail the whole group before the receiver learns of it (see process_group.h): its
+        // next operation fails at once, and the others' through glucx's failure notice.
+        if (auto core = core_.lock())
+            core->Abort(Describe() + " failed: " + msg);
     }
     Complete(status, msg.c_str());
 }

@@ -42,6 +42,19 @@ namespace glucx
 namespace torch
 {
 
+/**
+ * The text of @p e for glucx's own messages: c10::Error's message without the C++ backtrace
+ * PyTorch appends to what() (c10::Error::what_without_backtrace()), any other exception's
+ * what(). Thread-safe.
+ */
+std::string ExceptionText(const std::exception &e);
+
+/**
+ * The error text of a receive of @p posted bytes that rank @p sender truncated by sending
+ * @p sent bytes (more than posted). Thread-safe.
+ */
+std::string TruncationText(int sender, size_t sent, size_t posted);
+
 /** What an error message says about an operation. */
 struct OpInfo {
     const char *op = "";                     /**< c10d name: "allreduce", "send", ... */
@@ -67,6 +80,8 @@ class GlucxWork : public c10d::Work
 
     /** "glucx allreduce on rank 0 of 2 (f32, 1024 elements)". */
     std::string Describe() const;
+    /** Bytes of this rank's input (a receive: the bytes it posted); 0 without a dtype. */
+    size_t PostedBytes() const;
 
     /** Result tensors: the Future's value and result(). Set before the operation starts. */
     std::vector<at::Tensor> outputs_;

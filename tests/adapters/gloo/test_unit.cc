@@ -138,6 +138,58 @@ TEST(CreateDevice, RejectsAHostThatIsNotLocal)
     EXPECT_THROW(glucx::gloo::CreateDevice(a), ::gloo::EnforceNotMet);
 }
 
+/* ChooseNetDevices: the interface choice the Gloo device and the torch backend share. */
+std::string Choose(const std::string &iface, const std::string &host = "",
+                   const std::string &source = "")
+{
+    glucx::gloo::attr a;
+    a.iface = iface;
+    a.hostname = host;
+    a.source = source;
+    std::string net = "(untouched)";
+    std::string why = glucx::gloo::ChooseNetDevices(a, &net);
+    return why.empty() ? net : "error: " + why;
+}
+
+TEST(ChooseNetDevices, NothingNamedMeansEveryDevice)
+{
+    EXPECT_EQ(Choose(""), "");
+}
+
+TEST(ChooseNetDevices, ListsKeepEveryInterfaceOnceInOrder)
+{
+    EXPECT_EQ(Choose("lo"), "lo");
+    EXPECT_EQ(Choose("lo,lo"), "lo");
+    EXPECT_EQ(Choose(",lo,"), "lo"); /* empty entries are ignored */
+}
+
+TEST(ChooseNetDevices, NamesTheMissingInterfaceAndItsSource)
+{
+    for (const char *list : {"glucxnosuch0", "lo,glucxnosuch0", "glucxnosuch0,lo"}) {
+        std::string got = Choose(list, "", "GLOO_SOCKET_IFNAME");
+        EXPECT_EQ(got.rfind("error: ", 0), 0u) << list << ": " << got;
+        EXPECT_NE(got.find("'glucxnosuch0'"), std::string::npos) << got;
+        EXPECT_NE(got.find(std::string("GLOO_SOCKET_IFNAME='") + list + "'"), std::string::npos)
+            << got;
+        EXPECT_NE(got.find("does not exist"), std::string::npos) << got;
+        EXPECT_NE(got.find("lo"), std::string::npos) << "lists the interfaces: " << got;
+    }
+    EXPECT_NE(Choose(",", "", "X").find("names no network interface"), std::string::npos);
+}
+
+TEST(ChooseNetDevices, HostNameGivesTheInterfaceHoldingItsAddress)
+{
+    EXPECT_EQ(Choose("", "127.0.0.1"), "lo");
+    EXPECT_EQ(Choose("", "127.0.1.1"), "lo"); /* all of 127/8 is loopback */
+    EXPECT_EQ(Choose("", "::1"), "lo");
+    std::string got = Choose("", "192.0.2.1"); /* TEST-NET-1: never a local address */
+    EXPECT_NE(got.find("does not resolve to an address of a local interface"), std::string::npos)
+        << got;
+    EXPECT_NE(got.find("192.0.2.1"), std::string::npos) << got;
+    /* an interface, when named, wins over the host name */
+    EXPECT_EQ(Choose("lo", "192.0.2.1"), "lo");
+}
+
 /* Gloo's connectFullMesh concatenates a rank's pair addresses and splits them evenly, so all
  * pairs of a context must have addresses of one length. */
 TEST(CreateDevice, PairAddressesOfAContextHaveOneLength)

@@ -51,22 +51,42 @@ namespace gloo
 
 /** Where the device sends traffic between hosts (traffic within a host uses shared memory). */
 struct GLUCX_GLOO_API attr {
-    /** Network interface name, e.g. "eth0" (what GLOO_SOCKET_IFNAME names); empty: see below. */
+    /** Network interface name, e.g. "eth0" (what GLOO_SOCKET_IFNAME names), or several separated
+     *  by commas ("eth0,eth1": all become UCX network devices; empty entries are ignored);
+     *  empty: see below. */
     std::string iface;
     /** Host name or address; its interface is used when iface is empty (what PyTorch passes to
      *  the device creator when no interface is named). Empty and iface empty: every interface
      *  UCX finds (or UCX_NET_DEVICES). */
     std::string hostname;
+    /** What named iface, quoted in error messages (e.g. "GLOO_SOCKET_IFNAME"); may be empty. */
+    std::string source;
 };
+
+/**
+ * The UCX network devices (a UCX_NET_DEVICES value) for @p a, the one definition of the
+ * interface choice that CreateDevice() and the `glucx` torch.distributed backend share:
+ * - iface set: each listed interface must exist and hold an IPv4 or IPv6 address; the value is
+ *   the list without empty entries and duplicates, in the given order;
+ * - else hostname set: the interface holding the address the name resolves to ("lo" for
+ *   loopback addresses);
+ * - else "": every device UCX finds (or UCX_NET_DEVICES from the environment).
+ * @param a    the choice (borrowed for the call).
+ * @param net  receives the devices on success; untouched on failure.
+ * @return "" on success, else the reason, naming the interface (and a.source) or the host name,
+ *         and listing the interfaces of this host that have an address. Never throws (but
+ *         std::bad_alloc). Thread-safe.
+ */
+GLUCX_GLOO_API std::string ChooseNetDevices(const attr &a, std::string *net);
 
 /**
  * Create a device.
  * @param a where inter-host traffic goes (copied).
  * @return a new device (each has its own glucx context).
- * @throws gloo::EnforceNotMet if @p a names an interface that does not exist or a host name
- *         that does not resolve to a local interface; gloo::IoException if glucx cannot create
- *         its context, or if the libgloo loaded in this process is not the one this shim was
- *         built against (the message gives both build ids; rebuild glucx).
+ * @throws gloo::EnforceNotMet if ChooseNetDevices() refuses @p a (an interface that does not
+ *         exist or has no address, a host name that does not resolve to a local interface);
+ * gloo::IoException if glucx cannot create its context, or if the libgloo loaded in this process is
+ * not the one this shim was built against (the message gives both build ids; rebuild glucx).
  */
 GLUCX_GLOO_API std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a = attr());
 
