@@ -80,8 +80,13 @@ glucx_status_t glucx_coll_irecv(glucx_coll_ctx_t *ctx, int peer, unsigned step, 
         return st;
     GLUCX_TP(recv_begin, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
              glucx_topo_link_id(ctx->topo, peer, ctx->rank), glucx_coll_tag(ctx, step), bytes);
-    st = ctx->tx->ops->irecv(ctx->tx, &peer, 1, glucx_coll_tag(ctx, step), GLUCX_COLL_TAG_SIG_MASK,
-                             buf, bytes, req);
+    /* The signature is matched exactly when the transport can look for unexpected messages: a
+     * message of another collective (or dtype, op, count) then never takes this receive's
+     * place, and check_foreign finds it within CHECK_FOREIGN_NS. Without probe, a receive
+     * takes any signature and the completion check names the difference. */
+    st = ctx->tx->ops->irecv(ctx->tx, &peer, 1, glucx_coll_tag(ctx, step),
+                             ctx->tx->ops->probe != NULL ? 0 : GLUCX_COLL_TAG_SIG_MASK, buf, bytes,
+                             req);
     if (st != GLUCX_OK)
         GLUCX_TP(recv_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
                  glucx_topo_link_id(ctx->topo, peer, ctx->rank), glucx_coll_tag(ctx, step),
@@ -180,8 +185,17 @@ static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n
 
 /* A message that arrived for this collective's sequence number and matches no receive: a peer
  * signs every message of one call alike, so the first one from each peer tells what it runs. */
-static glucx_status_t check_foreign(glucx_coll_ctx_t *ctx)
+static glucx_status_t check_foreign(glucx_coll_ctx_t *ctx, const glucx_tx_req_t *reqs, int n)
 {
+    /* A foreign message may also have matched one of this wait's receives (matching ignores
+     * the signature), while another receive waits for a message that will never come. */
+    for (int i = 0; i < n; i++) {
+        const glucx_tx_req_t *r = &reqs[i];
+        if (r->is_recv && glucx_tx_req_done(r) &&
+            (r->status == GLUCX_OK || r->status == GLUCX_ERR_TRUNCATED) &&
+            (r->tag & GLUCX_COLL_TAG_SIG_MASK) != ctx->sig)
+            return sig_mismatch(ctx, r->peer, (uint16_t)(r->tag & GLUCX_COLL_TAG_SIG_MASK));
+    }
     const uint64_t ignore =
         GLUCX_COLL_TAG_SIG_MASK | ((uint64_t)GLUCX_COLL_STEP_MAX << GLUCX_COLL_TAG_STEP_SHIFT);
     for (int p = 0; p < ctx->size; p++) {
@@ -238,7 +252,7 @@ static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n
         st = ctx->tx->ops->wait(ctx->tx, pp, n, until);
         if (st != GLUCX_ERR_TIMEOUT || until >= ctx->deadline_ns)
             break;
-        st = check_foreign(ctx);
+        st = check_foreign(ctx, reqs, n);
         if (st != GLUCX_OK) {
             if (pp != ptrs)
                 free(pp);

@@ -608,6 +608,8 @@ static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t
                         first = i;
                 }
             }
+            if (pending == 0)
+                break; /* completed by another thread's progress meanwhile */
             const glucx_tx_req_t *r = reqs[first];
             return glucx_error(GLUCX_ERR_TIMEOUT,
                                "wait: rank %d: %d of %d requests pending at the deadline (first: "

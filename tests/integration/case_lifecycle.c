@@ -261,9 +261,14 @@ int itest_case_early_destroy(const itest_env_t *env, int rank, int size)
 static const struct {
     glucx_coll_t zero, others;
 } kind_pairs[] = {
-    {GLUCX_COLL_ALLGATHER, GLUCX_COLL_ALLREDUCE},    {GLUCX_COLL_BARRIER, GLUCX_COLL_ALLREDUCE},
-    {GLUCX_COLL_ALLREDUCE, GLUCX_COLL_BROADCAST},    {GLUCX_COLL_ALLTOALL, GLUCX_COLL_ALLGATHER},
+    {GLUCX_COLL_ALLGATHER, GLUCX_COLL_ALLREDUCE},
+    {GLUCX_COLL_BARRIER, GLUCX_COLL_ALLREDUCE},
+    {GLUCX_COLL_ALLREDUCE, GLUCX_COLL_BROADCAST},
+    {GLUCX_COLL_ALLTOALL, GLUCX_COLL_ALLGATHER},
     {GLUCX_COLL_REDUCE_SCATTER, GLUCX_COLL_BARRIER},
+    /* at 3 ranks a barrier message would match a receive of the reduce's (matching ignored the
+     * signature) in a wait that never completes */
+    {GLUCX_COLL_REDUCE, GLUCX_COLL_BARRIER},
 };
 
 int itest_case_kind_mismatch(const itest_env_t *env, int rank, int size)
