@@ -13,9 +13,10 @@ import pytest
 import backend_harness
 import backend_jobs
 from backend_harness import ok
+from gloo_harness import time_scale
 
 MISMATCH_TIMEOUT_S = 10
-TIMEOUT_S = 4  # the group of the timeout case
+TIMEOUT_S = 4  # the group of the timeout case (what is tested: not scaled)
 
 
 @pytest.fixture(scope="module", params=[2, 4], ids=lambda p: f"{p}ranks")
@@ -28,7 +29,7 @@ def mismatch_job(request, tmp_path_factory):
     # a case may take up to 1.5 timeouts when the backend only notices by timing out
     deadline = 90 + 2 * MISMATCH_TIMEOUT_S * len(backend_jobs.MISMATCH) + 3 * TIMEOUT_S
     return backend_harness.spawn("bad_input", world, str(out),
-                                 params={"timeout_s": MISMATCH_TIMEOUT_S,
+                                 params={"timeout_s": MISMATCH_TIMEOUT_S * time_scale(),
                                          "short_timeout_s": TIMEOUT_S},
                                  timeout_s=deadline)
 
@@ -48,9 +49,9 @@ def mismatch_problems(job, case, phase="mismatch"):
             problems.append(f"rank {r}: never came back from the call (hung or died; last "
                             f"finished check {job.last.get(r)}, exit {job.exitcodes.get(r)})")
             continue
-        if rec["elapsed_s"] >= 1.5 * MISMATCH_TIMEOUT_S:
+        if rec["elapsed_s"] >= 1.5 * MISMATCH_TIMEOUT_S * time_scale():
             problems.append(f"rank {r}: took {rec['elapsed_s']:.1f} s, the group timeout is "
-                            f"{MISMATCH_TIMEOUT_S} s")
+                            f"{MISMATCH_TIMEOUT_S * time_scale()} s")
         if r not in must:
             continue  # it may raise or return, in time
         if not rec["raised"]:
@@ -110,7 +111,7 @@ def test_bad_input_job_exits(mismatch_job):
     mismatch_job.assert_clean_exit()
 
 
-KILL_TIMEOUT_S = 10
+KILL_TIMEOUT_S = 10 * time_scale()  # a bound the failure must beat: scaled
 VICTIM = 1
 
 
@@ -164,4 +165,4 @@ def test_wait_honours_group_timeout(mismatch_job):
         pytest.xfail("ProcessGroupGloo (development mode) died in the mismatch cases")
     job.assert_ok("timeout/raises", ranks=waiters)
     for r, rec in job.assert_ok("timeout/error", ranks=waiters).items():
-        assert 0.8 * TIMEOUT_S <= rec["elapsed_s"] < 2 * TIMEOUT_S, (r, rec)
+        assert 0.8 * TIMEOUT_S <= rec["elapsed_s"] < 2 * TIMEOUT_S * time_scale(), (r, rec)
