@@ -10,7 +10,8 @@ build_pkgs=(gcc g++ make cmake pkg-config libucx-dev ucx-utils libhiredis-dev li
             python3-pip python3-wheel liblttng-ust-dev liblttng-ctl-dev lttng-tools
             libbabeltrace2-dev babeltrace2 libjansson-dev python3-sklearn python3-tqdm)
 test_pkgs=(libcmocka-dev redis-server valgrind libgtest-dev python3-pytest iproute2
-           python3-bt2 python3-jsonschema chromium stress-ng)
+           python3-bt2 python3-jsonschema chromium
+           stress-ng)  # the suite's repeat runs under load (tests/README.md)
 bench_pkgs=(openmpi-bin libopenmpi-dev python3-torch python3-numpy python3-torchvision)
 # The dashboard is built with Node.js (>= 20) and npm, which this kind of machine has (from
 # NodeSource, whose nodejs package bundles npm). Debian's nodejs/npm only where there is none:

@@ -38,6 +38,8 @@
 #include <glucx/store.h>
 #include <glucx/trace.h>
 
+#include "support/timescale.h" /* glucx_test_ms(): the suite's time-scale factor */
+
 #define DELAY_MS 20
 #define FAIL_ITERS 4
 /* 1 MiB blocks on 4 ranks: each travels as several ring segments with the same (seq, step) */
@@ -100,7 +102,8 @@ static int child(const char *mode, int rank, const char *store_dir, const char *
                              .size = n,
                              .store = store,
                              .name = mode,
-                             .timeout_ms = strcmp(mode, "fail") == 0 ? 10000 : 30000};
+                             .timeout_ms = strcmp(mode, "fail") == 0 ? glucx_test_ms(10000)
+                                                                     : glucx_test_ms(30000)};
     st = glucx_comm_create(ctx, &p, &comm);
     CHECK(st == GLUCX_OK, "comm_create: %s", glucx_status_string(st));
     float *a = calloc(ARB / sizeof(float), sizeof(float));
@@ -247,7 +250,7 @@ int main(int argc, char **argv)
         }
     }
     int failed = 0;
-    int64_t deadline = now_ns() + (int64_t)60 * 1000000000;
+    int64_t deadline = now_ns() + glucx_test_ms(60000) * 1000000;
     for (int done = 0; done < n;) {
         int status;
         pid_t p = waitpid(-1, &status, WNOHANG);
@@ -260,7 +263,8 @@ int main(int argc, char **argv)
             continue;
         }
         if (now_ns() > deadline) {
-            fprintf(stderr, "gt_run: ranks did not finish within 60 s; killing them\n");
+            fprintf(stderr, "gt_run: ranks did not finish within %lld ms; killing them\n",
+                    (long long)glucx_test_ms(60000));
             for (int r = 0; r < n; r++)
                 kill(pids[r], SIGKILL);
             failed = 1;

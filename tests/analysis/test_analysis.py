@@ -41,6 +41,9 @@ import sys
 
 import jsonschema
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
+
 SKIP = 77
 
 
@@ -53,7 +56,7 @@ def check(cond, what):
         raise Failure(what)
 
 
-def run(cmd, timeout=90, env=None, ok=True):
+def run(cmd, timeout=scaled(90), env=None, ok=True):
     e = dict(os.environ)
     e.pop("GLUCX_TRACE", None)
     if env:

@@ -51,9 +51,13 @@ function check(cond, what) {
   return cond;
 }
 
-const timeoutMs = Number(opts['timeout-s']) * 1000;
+// The suite's time-scale factor (tests/README.md): every timeout here is a base value times it.
+const timeScale = Number(process.env.GLUCX_TEST_TIME_SCALE || 1);
+if (!(timeScale > 0 && timeScale < 1000)) usage(`GLUCX_TEST_TIME_SCALE=${process.env.GLUCX_TEST_TIME_SCALE}: expected a number in (0, 1000)`);
+const scaledMs = (ms) => Math.ceil(ms * timeScale);
+const timeoutMs = scaledMs(Number(opts['timeout-s']) * 1000);
 const watchdog = setTimeout(() => {
-  process.stderr.write(`browser_test ${opts.name}: FAILED: no result after ${opts['timeout-s']} s\n`);
+  process.stderr.write(`browser_test ${opts.name}: FAILED: no result after ${timeoutMs / 1000} s\n`);
   process.exit(1);
 }, timeoutMs);
 
@@ -104,10 +108,10 @@ try {
            '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     viewport: { width: 1440, height: 900 },
     deviceScaleFactor: 1,
-    timeout: 30000,
+    timeout: scaledMs(30000),
   });
   const page = context.pages()[0] || await context.newPage();
-  page.setDefaultTimeout(20000);
+  page.setDefaultTimeout(scaledMs(20000));
   const consoleErrors = [];
   const pageErrors = [];
   const foreignRequests = [];
@@ -119,7 +123,7 @@ try {
   });
 
   await page.goto(pageUrl, { waitUntil: 'load' });
-  await page.waitForFunction(() => document.body && document.body.dataset.state !== 'loading', null, { timeout: 20000 });
+  await page.waitForFunction(() => document.body && document.body.dataset.state !== 'loading', null, { timeout: scaledMs(20000) });
   const state = await page.evaluate(() => document.body.dataset.state);
 
   if (opts.bare) {

@@ -7,10 +7,14 @@ usage: check_fixtures.py --node NODE --schema SCHEMA --example EXAMPLE --empty E
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
 
 import jsonschema
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
 
 
 def main():
@@ -27,7 +31,7 @@ def main():
         script = ("import(process.argv[1]).then((m) => { const fs = require('fs');"
                   f" process.stdout.write(JSON.stringify(m.{variant}(JSON.parse(fs.readFileSync(process.argv[2], 'utf8'))))); }})")
         out = subprocess.run([args.node, "-e", script, "file://" + args.variants, args.example],
-                             check=True, capture_output=True, text=True, timeout=60).stdout
+                             check=True, capture_output=True, text=True, timeout=scaled(60)).stdout
         cases[variant] = json.loads(out)
     failed = 0
     for name, doc in cases.items():

@@ -26,6 +26,9 @@ import sys
 import bt2
 import jsonschema
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
+
 RANKS, EPOCHS, FLOOR = 4, 2, 0.85
 
 
@@ -71,7 +74,7 @@ def main():
     env.pop("LD_PRELOAD", None)
     cmd = [os.path.join(a.source_dir, "scripts", "demo.sh"), "--ranks", str(RANKS), "--epochs",
            str(EPOCHS), "--out", a.work, "--min-accuracy", str(FLOOR)]
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=540)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=scaled(540))
     log = p.stdout + p.stderr
     check(p.returncode == 0, "scripts/demo.sh exited %d:\n%s" % (p.returncode, log[-4000:]))
 
@@ -136,7 +139,7 @@ def main():
                             "--html", os.path.join(rdir, "report.html"),
                             "--report", os.path.join(rdir, "report.json"),
                             "--screenshot", os.path.join(shots, "report.png")],
-                           capture_output=True, text=True, timeout=180)
+                           capture_output=True, text=True, timeout=scaled(180))
         check(b.returncode == 0, "browser test of the demo's report.html failed:\n%s"
               % (b.stdout + b.stderr)[-3000:])
 

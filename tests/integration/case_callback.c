@@ -26,7 +26,7 @@
 #define BURST 16
 #define COUNT 257
 #define CHAIN 8
-#define WAIT_MS 60000
+#define WAIT_MS glucx_test_ms(60000)
 
 typedef struct cb_slot {
     atomic_int calls;
@@ -59,7 +59,8 @@ static int wait_slots(cb_slot_t *s, int n, const char *what)
         if (done == n)
             return 0;
         if (itest_now_ns() > end) {
-            ITEST_FAIL("%s: only %d of %d callbacks ran within %d ms", what, done, n, WAIT_MS);
+            ITEST_FAIL("%s: only %d of %d callbacks ran within %lld ms", what, done, n,
+                       (long long)WAIT_MS);
             return -1;
         }
         itest_sleep_ms(1);
@@ -253,7 +254,8 @@ static void part_destroy(const itest_env_t *env, glucx_context_t *ctx, glucx_sto
                          int rank, int size)
 {
     glucx_comm_t *comm = NULL;
-    if (itest_comm(ctx, store, rank, size, "callback-destroy", 20000, &comm) != GLUCX_OK)
+    if (itest_comm(ctx, store, rank, size, "callback-destroy", glucx_test_ms(20000), &comm) !=
+        GLUCX_OK)
         return;
     static int32_t buf[2][8];
     cb_slot_t s[2];
@@ -294,7 +296,8 @@ int itest_case_callback(const itest_env_t *env, int rank, int size)
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
-    if (itest_open(env, rank, size, "callback", 30000, &ctx, &store, &comm) != GLUCX_OK)
+    if (itest_open(env, rank, size, "callback", glucx_test_ms(30000), &ctx, &store, &comm) !=
+        GLUCX_OK)
         return 1;
     part_burst(comm, rank, size);
     part_chain(comm, rank, size);

@@ -814,14 +814,14 @@ static int async_colls(glucx_comm_t *comm)
         }
     }
     /* poll the last one to completion with glucx_request_test, wait for the others backwards */
-    int64_t deadline = itest_now_ns() + INT64_C(60) * 1000000000;
+    int64_t deadline = itest_now_ns() + glucx_test_ms(60000) * 1000000;
     glucx_status_t st;
     while ((st = glucx_request_test(req[NA - 1])) == GLUCX_INPROGRESS && itest_now_ns() < deadline)
         itest_sleep_ms(1);
     if (ITEST_STATUS(st, GLUCX_OK, "glucx_request_test of started collective %d", NA - 1) != 0)
         rc = -1;
     for (int k = NA - 2; k >= 0; k--)
-        if (ITEST_STATUS(glucx_request_wait(req[k], 60000), GLUCX_OK,
+        if (ITEST_STATUS(glucx_request_wait(req[k], glucx_test_ms(60000)), GLUCX_OK,
                          "glucx_request_wait of started collective %d (%s)", k,
                          glucx_coll_name(args[k].coll)) != 0)
             rc = -1;
@@ -847,7 +847,7 @@ int itest_case_coll(const itest_env_t *env, int rank, int size)
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
-    if (itest_open(env, rank, size, "coll", 60000, &ctx, &store, &comm) != GLUCX_OK)
+    if (itest_open(env, rank, size, "coll", glucx_test_ms(60000), &ctx, &store, &comm) != GLUCX_OK)
         return -1;
     itest_check_transport(env, comm);
     if (rank == 0)

@@ -65,7 +65,8 @@ int itest_case_create(const itest_env_t *env, int rank, int size)
     }
     glucx_comm_t *comm = NULL;
     int64_t ms;
-    glucx_status_t st = try_create(ctx, store, rank, size, "tune", 10000, &comm, &ms);
+    glucx_status_t st =
+        try_create(ctx, store, rank, size, "tune", glucx_test_ms(10000), &comm, &ms);
     if (ITEST_STATUS(st, GLUCX_ERR_MISMATCH, "comm_create with GLUCX_TUNE='%s' on rank %d only",
                      tune, odd) == 0) {
         const char *text = glucx_last_error();
@@ -81,7 +82,8 @@ int itest_case_create(const itest_env_t *env, int rank, int size)
         rc = -1;
     }
     ITEST_CHECK(comm == NULL, "glucx_comm_create wrote a communicator on failure");
-    ITEST_CHECK(ms < 10000, "the mismatch was reported after %lld ms", (long long)ms);
+    ITEST_CHECK(ms < glucx_test_ms(10000), "the mismatch was reported after %lld ms",
+                (long long)ms);
     glucx_comm_destroy(comm);
     glucx_context_destroy(ctx);
     unsetenv("GLUCX_TUNE");
@@ -93,7 +95,7 @@ int itest_case_create(const itest_env_t *env, int rank, int size)
 
     /* 2. the last rank never shows up */
     if (rank == odd) {
-        int64_t end = itest_now_ns() + INT64_C(30) * 1000000000;
+        int64_t end = itest_now_ns() + glucx_test_ms(30000) * 1000000;
         while (__atomic_load_n(&sh->counter[0], __ATOMIC_ACQUIRE) < size - 1 &&
                itest_now_ns() < end)
             itest_sleep_ms(10);
@@ -112,7 +114,7 @@ int itest_case_create(const itest_env_t *env, int rank, int size)
         } else {
             rc = -1;
         }
-        ITEST_CHECK(ms >= 500 && ms < 5000,
+        ITEST_CHECK(ms >= 500 && ms < glucx_test_ms(5000),
                     "comm_create with a 1000 ms timeout returned after %lld ms", (long long)ms);
         ITEST_CHECK(comm == NULL, "glucx_comm_create wrote a communicator on failure");
         glucx_comm_destroy(comm);
@@ -120,7 +122,7 @@ int itest_case_create(const itest_env_t *env, int rank, int size)
 
     /* 3. the context is still good: a communicator of every rank works */
     comm = NULL;
-    if (itest_comm(ctx, store, rank, size, "after", 30000, &comm) == GLUCX_OK) {
+    if (itest_comm(ctx, store, rank, size, "after", glucx_test_ms(30000), &comm) == GLUCX_OK) {
         int32_t v = rank + 1, sum = 0;
         if (ITEST_STATUS(glucx_allreduce(comm, &v, &sum, 1, GLUCX_DTYPE_I32, GLUCX_OP_SUM, NULL),
                          GLUCX_OK, "allreduce after the failed creations") == 0)

@@ -43,8 +43,8 @@ static int death_case(const itest_env_t *env, int rank, int size, int use_exit)
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
-    if (itest_open(env, rank, size, use_exit ? "exited" : "killed", KILL_COMM_TIMEOUT_MS, &ctx,
-                   &store, &comm) != GLUCX_OK) {
+    if (itest_open(env, rank, size, use_exit ? "exited" : "killed",
+                   glucx_test_ms(KILL_COMM_TIMEOUT_MS), &ctx, &store, &comm) != GLUCX_OK) {
         __atomic_store_n(&sh->done[rank], 2, __ATOMIC_SEQ_CST);
         return -1;
     }
@@ -67,7 +67,7 @@ static int death_case(const itest_env_t *env, int rank, int size, int use_exit)
         rc = -1;
     }
     /* allreduce until it fails (the victim dies in here, too) */
-    int64_t start = itest_now_ns(), end = start + INT64_C(40) * 1000000000;
+    int64_t start = itest_now_ns(), end = start + glucx_test_ms(40000) * 1000000;
     long iters = 0;
     while (st == GLUCX_OK && itest_now_ns() < end) {
         st = glucx_allreduce(comm, GLUCX_IN_PLACE, buf, count, GLUCX_DTYPE_F32, GLUCX_OP_SUM, NULL);
@@ -90,9 +90,10 @@ static int death_case(const itest_env_t *env, int rank, int size, int use_exit)
                    "got %s: %s",
                    iters, glucx_status_string(st), sh->text[rank]);
         rc = -1;
-    } else if (t_death == 0 || ms > KILL_COMM_TIMEOUT_MS + 2000) {
-        ITEST_FAIL("%s noticed %lld ms after rank %d died (communicator timeout %d ms)",
-                   glucx_status_string(st), (long long)ms, VICTIM, KILL_COMM_TIMEOUT_MS);
+    } else if (t_death == 0 || ms > glucx_test_ms(KILL_COMM_TIMEOUT_MS + 2000)) {
+        ITEST_FAIL("%s noticed %lld ms after rank %d died (communicator timeout %lld ms)",
+                   glucx_status_string(st), (long long)ms, VICTIM,
+                   (long long)glucx_test_ms(KILL_COMM_TIMEOUT_MS));
         rc = -1;
     } else {
         itest_note("%s after %lld ms (%ld allreduces): %s", glucx_status_string(st), (long long)ms,
@@ -104,8 +105,8 @@ static int death_case(const itest_env_t *env, int rank, int size, int use_exit)
     free(buf);
     itest_close(ctx, store, comm);
     int64_t close_ms = (itest_now_ns() - t0) / 1000000;
-    ITEST_CHECK(close_ms < 10000, "tearing down the failed communicator took %lld ms",
-                (long long)close_ms);
+    ITEST_CHECK(close_ms < glucx_test_ms(10000),
+                "tearing down the failed communicator took %lld ms", (long long)close_ms);
     __atomic_store_n(&sh->done[rank], rc == 0 && itest_failures() == 0 ? 1 : 2, __ATOMIC_SEQ_CST);
     return rc;
 }
@@ -158,12 +159,13 @@ int itest_case_timeout(const itest_env_t *env, int rank, int size)
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
-    if (itest_open(env, rank, size, "timeout", 30000, &ctx, &store, &comm) != GLUCX_OK)
+    if (itest_open(env, rank, size, "timeout", glucx_test_ms(30000), &ctx, &store, &comm) !=
+        GLUCX_OK)
         return -1;
     int rc = ITEST_STATUS(glucx_barrier(comm, NULL), GLUCX_OK, "warm-up barrier");
     if (rank == absent) {
         /* never comes: wait until the others are done with their barrier */
-        int64_t end = itest_now_ns() + INT64_C(30) * 1000000000;
+        int64_t end = itest_now_ns() + glucx_test_ms(30000) * 1000000;
         while (__atomic_load_n(&sh->counter[0], __ATOMIC_ACQUIRE) < size - 1 &&
                itest_now_ns() < end)
             itest_sleep_ms(10);
@@ -180,7 +182,8 @@ int itest_case_timeout(const itest_env_t *env, int rank, int size)
                            "barrier with timeout_ms=%lld while rank %d "
                            "never comes",
                            (long long)op_timeout_ms, absent);
-        ITEST_CHECK(ms < 10 * op_timeout_ms, "the barrier returned after %lld ms", (long long)ms);
+        ITEST_CHECK(ms < glucx_test_ms(10 * op_timeout_ms), "the barrier returned after %lld ms",
+                    (long long)ms);
         ITEST_CHECK(ms >= op_timeout_ms / 2,
                     "the barrier gave up after %lld ms, before its %lld ms timeout", (long long)ms,
                     (long long)op_timeout_ms);
@@ -198,11 +201,12 @@ int itest_case_timeout(const itest_env_t *env, int rank, int size)
     comm = NULL;
 
     /* a p2p wait with a limit on rank 0: nobody sends; the others keep the communicator up */
-    if (itest_comm(ctx, store, rank, size, "timeout-p2p", 30000, &comm) != GLUCX_OK) {
+    if (itest_comm(ctx, store, rank, size, "timeout-p2p", glucx_test_ms(30000), &comm) !=
+        GLUCX_OK) {
         rc = -1;
         __atomic_store_n(&sh->flag, 1, __ATOMIC_RELEASE);
     } else if (rank != 0) {
-        int64_t end = itest_now_ns() + INT64_C(30) * 1000000000;
+        int64_t end = itest_now_ns() + glucx_test_ms(30000) * 1000000;
         while (__atomic_load_n(&sh->flag, __ATOMIC_ACQUIRE) == 0 && itest_now_ns() < end)
             itest_sleep_ms(10);
     } else {
@@ -215,11 +219,13 @@ int itest_case_timeout(const itest_env_t *env, int rank, int size)
             int64_t ms = (itest_now_ns() - t0) / 1000000;
             rc |= ITEST_STATUS(st, GLUCX_ERR_TIMEOUT,
                                "glucx_request_wait(300 ms) of an unmatched receive");
-            ITEST_CHECK(ms < 3000 && ms >= 250, "the wait returned after %lld ms", (long long)ms);
+            ITEST_CHECK(ms < glucx_test_ms(3000) && ms >= 250, "the wait returned after %lld ms",
+                        (long long)ms);
             t0 = itest_now_ns();
             glucx_request_free(req);
             ms = (itest_now_ns() - t0) / 1000000;
-            ITEST_CHECK(ms < 5000, "freeing the timed-out receive took %lld ms", (long long)ms);
+            ITEST_CHECK(ms < glucx_test_ms(5000), "freeing the timed-out receive took %lld ms",
+                        (long long)ms);
         } else {
             rc = -1;
         }

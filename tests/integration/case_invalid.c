@@ -163,7 +163,8 @@ int itest_case_invalid(const itest_env_t *env, int rank, int size)
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
-    if (itest_open(env, rank, size, "invalid", 30000, &ctx, &store, &comm) != GLUCX_OK)
+    if (itest_open(env, rank, size, "invalid", glucx_test_ms(30000), &ctx, &store, &comm) !=
+        GLUCX_OK)
         return -1;
     int rc = 0;
     int rounds = rank == 0 ? 2 : rank == size - 1 ? 1 : 0;
@@ -171,7 +172,8 @@ int itest_case_invalid(const itest_env_t *env, int rank, int size)
     for (int i = 0; i < rounds; i++)
         rc |= invalid_calls(comm);
     int64_t ms = (itest_now_ns() - t0) / 1000000;
-    ITEST_CHECK(ms < 2000, "%d rounds of invalid calls took %lld ms", rounds, (long long)ms);
+    ITEST_CHECK(ms < glucx_test_ms(2000), "%d rounds of invalid calls took %lld ms", rounds,
+                (long long)ms);
 
     /* the communicator is healthy and in step: good collectives and p2p work */
     char text[512] = "";
@@ -211,8 +213,8 @@ int itest_case_invalid(const itest_env_t *env, int rank, int size)
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
     if (ITEST_STATUS(glucx_irecv(comm, &rv, 4, prev, 5, &rr), GLUCX_OK, "irecv") ||
         ITEST_STATUS(glucx_isend(comm, &sv, 4, next, 5, &sr), GLUCX_OK, "isend") ||
-        ITEST_STATUS(glucx_request_wait(rr, 30000), GLUCX_OK, "wait irecv") ||
-        ITEST_STATUS(glucx_request_wait(sr, 30000), GLUCX_OK, "wait isend"))
+        ITEST_STATUS(glucx_request_wait(rr, glucx_test_ms(30000)), GLUCX_OK, "wait irecv") ||
+        ITEST_STATUS(glucx_request_wait(sr, glucx_test_ms(30000)), GLUCX_OK, "wait isend"))
         rc = -1;
     else
         ITEST_CHECK(rv == prev + 100, "p2p after the invalid calls: got %d from rank %d", rv, prev);

@@ -47,7 +47,7 @@ static int scenario(glucx_context_t *ctx, glucx_store_t *store, int rank, int si
     snprintf(name, sizeof(name), "mismatch-%d-%d", (int)kind, index);
     snprintf(what, sizeof(what), "%s mismatch [alg=%s]", kind_name(kind), alg ? alg : "auto");
     glucx_comm_t *comm;
-    if (itest_comm(ctx, store, rank, size, name, COMM_TIMEOUT_MS, &comm) != GLUCX_OK)
+    if (itest_comm(ctx, store, rank, size, name, glucx_test_ms(COMM_TIMEOUT_MS), &comm) != GLUCX_OK)
         return -1;
     /* a good collective first, so the endpoints are up and the mismatch is what fails */
     int rc = ITEST_STATUS(glucx_barrier(comm, NULL), GLUCX_OK, "%s: barrier before", what);
@@ -91,9 +91,9 @@ static int scenario(glucx_context_t *ctx, glucx_store_t *store, int rank, int si
         glucx_comm_last_error(comm, ctext, sizeof(ctext));
         ITEST_CHECK(ctext[0] != '\0', "%s: glucx_comm_last_error is empty", what);
     }
-    if (ms >= COMM_TIMEOUT_MS) {
-        ITEST_FAIL("%s: the error took %lld ms, the communicator timeout is %d ms", what,
-                   (long long)ms, COMM_TIMEOUT_MS);
+    if (ms >= glucx_test_ms(COMM_TIMEOUT_MS)) {
+        ITEST_FAIL("%s: the error took %lld ms, the communicator timeout is %lld ms", what,
+                   (long long)ms, (long long)glucx_test_ms(COMM_TIMEOUT_MS));
         rc = -1;
     }
     /* the communicator stays failed */

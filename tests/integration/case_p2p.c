@@ -12,7 +12,7 @@
 #include "itest.h"
 #include "support/util.h"
 
-#define WAIT_MS 30000
+#define WAIT_MS glucx_test_ms(30000)
 
 static uint64_t seed_of(int src, uint64_t tag, int k)
 {
@@ -317,11 +317,12 @@ static int cancel(glucx_comm_t *comm)
     if (ITEST_STATUS(glucx_request_cancel(req), GLUCX_OK, "request_cancel"))
         goto out;
     int64_t t0 = itest_now_ns();
-    if (ITEST_STATUS(glucx_request_wait(req, 10000), GLUCX_ERR_ABORTED,
+    if (ITEST_STATUS(glucx_request_wait(req, glucx_test_ms(10000)), GLUCX_ERR_ABORTED,
                      "wait for a cancelled receive"))
         goto out;
     int64_t ms = (itest_now_ns() - t0) / 1000000;
-    ITEST_CHECK(ms < 5000, "waiting for a cancelled receive took %lld ms", (long long)ms);
+    ITEST_CHECK(ms < glucx_test_ms(5000), "waiting for a cancelled receive took %lld ms",
+                (long long)ms);
     check_untouched("cancelled receive", buf, 0, 128);
     if (ITEST_STATUS(glucx_irecv(comm, buf, 128, prev, 13, &req2), GLUCX_OK, "irecv to free"))
         goto out;
@@ -329,7 +330,8 @@ static int cancel(glucx_comm_t *comm)
     glucx_request_free(req2);
     req2 = NULL;
     ms = (itest_now_ns() - t0) / 1000000;
-    ITEST_CHECK(ms < 5000, "freeing an unmatched receive took %lld ms", (long long)ms);
+    ITEST_CHECK(ms < glucx_test_ms(5000), "freeing an unmatched receive took %lld ms",
+                (long long)ms);
     rc = 0;
 out:
     glucx_request_free(req);
@@ -381,7 +383,7 @@ int itest_case_p2p(const itest_env_t *env, int rank, int size)
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
-    if (itest_open(env, rank, size, "p2p", 60000, &ctx, &store, &comm) != GLUCX_OK)
+    if (itest_open(env, rank, size, "p2p", glucx_test_ms(60000), &ctx, &store, &comm) != GLUCX_OK)
         return -1;
     itest_check_transport(env, comm);
     int rc = 0;

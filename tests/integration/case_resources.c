@@ -41,7 +41,8 @@ int itest_case_waitcpu(const itest_env_t *env, int rank, int size)
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
-    if (itest_open(env, rank, size, "waitcpu", 60000, &ctx, &store, &comm) != GLUCX_OK)
+    if (itest_open(env, rank, size, "waitcpu", glucx_test_ms(60000), &ctx, &store, &comm) !=
+        GLUCX_OK)
         return -1;
     const int late = size - 1;
     int rc = 0;
@@ -68,12 +69,14 @@ int itest_case_waitcpu(const itest_env_t *env, int rank, int size)
             itest_sleep_ms(2000);
             rc = ITEST_STATUS(glucx_isend(comm, &v, sizeof(v), 1, 3, &req), GLUCX_OK, "isend");
             if (rc == 0)
-                rc = ITEST_STATUS(glucx_request_wait(req, 30000), GLUCX_OK, "wait isend");
+                rc = ITEST_STATUS(glucx_request_wait(req, glucx_test_ms(30000)), GLUCX_OK,
+                                  "wait isend");
         } else {
             rc = ITEST_STATUS(glucx_irecv(comm, &got, sizeof(got), 0, 3, &req), GLUCX_OK, "irecv");
             int64_t w0 = itest_now_ns(), c0 = itest_cpu_ns();
             if (rc == 0)
-                rc = ITEST_STATUS(glucx_request_wait(req, 30000), GLUCX_OK, "wait irecv");
+                rc = ITEST_STATUS(glucx_request_wait(req, glucx_test_ms(30000)), GLUCX_OK,
+                                  "wait irecv");
             int64_t wall = itest_now_ns() - w0, cpu = itest_cpu_ns() - c0;
             if (rc == 0) {
                 rc = check_cpu("p2p receive", wall, cpu, 1500);
@@ -110,7 +113,7 @@ int itest_case_leaks(const itest_env_t *env, int rank, int size)
         char name[32];
         snprintf(name, sizeof(name), "leak-%d", it);
         glucx_comm_t *comm;
-        if (itest_comm(ctx, store, rank, size, name, 30000, &comm) != GLUCX_OK) {
+        if (itest_comm(ctx, store, rank, size, name, glucx_test_ms(30000), &comm) != GLUCX_OK) {
             rc = -1;
             break;
         }

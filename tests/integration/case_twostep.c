@@ -39,7 +39,7 @@
 #include "support/procs.h"
 #include "support/util.h"
 
-#define WAIT_MS 30000
+#define WAIT_MS glucx_test_ms(30000)
 #define SYNC_MS 40000
 
 /* ------------------------------------------------------------------------------------------ */
@@ -106,8 +106,8 @@ static int sync_all(ts_t *t, const char *where)
     if (t->broken)
         return -1;
     if (glucx_test_barrier_wait(&t->x->barrier, t->size, SYNC_MS, NULL, NULL) != 0) {
-        ITEST_FAIL("test barrier %d (%s): not every rank arrived within %d ms", t->nsync, where,
-                   SYNC_MS);
+        ITEST_FAIL("test barrier %d (%s): not every rank arrived within %lld ms", t->nsync, where,
+                   (long long)glucx_test_ms(SYNC_MS));
         t->broken = 1;
         return -1;
     }
@@ -860,7 +860,7 @@ static int waitany_timeout(ts_t *t, glucx_context_t *ctx, glucx_store_t *store)
                 rc = -1;
             }
             ITEST_CHECK(idx == 4242, "a timed-out wait_any wrote index %zu", idx);
-            ITEST_CHECK(ms >= limit_ms - 10 && ms < 20000,
+            ITEST_CHECK(ms >= limit_ms - 10 && ms < glucx_test_ms(20000),
                         "wait_any with a %lld ms limit returned after %lld ms", (long long)limit_ms,
                         (long long)ms);
             /* the communicator failed: new operations fail at once with its status */
@@ -877,13 +877,13 @@ static int waitany_timeout(ts_t *t, glucx_context_t *ctx, glucx_store_t *store)
             ITEST_STATUS(glucx_barrier(comm, NULL), GLUCX_ERR_TIMEOUT,
                          "glucx_barrier after the wait_any timeout");
             /* the receives that were pending end with an error, promptly */
-            glucx_status_t ast = glucx_request_wait(a.req, 10000);
+            glucx_status_t ast = glucx_request_wait(a.req, glucx_test_ms(10000));
             ITEST_CHECK(ast != GLUCX_OK && ast != GLUCX_INPROGRESS,
                         "the receive pending at the timeout: wait returned %s",
                         glucx_status_string(ast));
             ms = ms_since(t0);
-            ITEST_CHECK(ms < 5000, "operations on the failed communicator took %lld ms",
-                        (long long)ms);
+            ITEST_CHECK(ms < glucx_test_ms(5000),
+                        "operations on the failed communicator took %lld ms", (long long)ms);
         }
         rx_free(&a);
         rx_free(&b);
@@ -966,13 +966,13 @@ static int waiter_start(waiter_t *w, int any, glucx_request_t *r0, glucx_request
     w->reqs[0] = r0;
     w->reqs[1] = r1;
     w->n = r1 != NULL ? 2 : 1;
-    w->timeout_ms = 60000;
+    w->timeout_ms = glucx_test_ms(60000);
     w->index = 4242;
     if (pthread_create(&w->thread, NULL, waiter_main, w) != 0) {
         ITEST_FAIL("cannot start a thread");
         return -1;
     }
-    int64_t end = itest_now_ns() + INT64_C(10) * 1000000000;
+    int64_t end = itest_now_ns() + glucx_test_ms(10000) * 1000000;
     while (!atomic_load(&w->started) && itest_now_ns() < end)
         itest_sleep_ms(1);
     return 0;
@@ -991,7 +991,7 @@ static int waiter_done_within(waiter_t *w, int64_t ms)
 static int check_woken(waiter_t *w, const char *what)
 {
     int rc = 0;
-    if (!waiter_done_within(w, 30000)) {
+    if (!waiter_done_within(w, glucx_test_ms(30000))) {
         ITEST_FAIL("%s: glucx_request_wait_any (60 s limit) did not return within 30 s of "
                    "glucx_comm_wake",
                    what);
@@ -1005,8 +1005,8 @@ static int check_woken(waiter_t *w, const char *what)
                    w->error);
         rc = -1;
     }
-    ITEST_CHECK(w->elapsed_ms < 30000, "%s: woken after %lld ms of a 60 s limit", what,
-                (long long)w->elapsed_ms);
+    ITEST_CHECK(w->elapsed_ms < glucx_test_ms(30000), "%s: woken after %lld ms of a 60 s limit",
+                what, (long long)w->elapsed_ms);
     return rc;
 }
 
@@ -1018,7 +1018,7 @@ int itest_case_twostep_wake(const itest_env_t *env, int rank, int size)
     ts_t *t = ts_open(env, rank, size);
     if (t == NULL)
         return -1;
-    if (itest_open(env, rank, size, "wk", 60000, &ctx, &store, &comm) != GLUCX_OK) {
+    if (itest_open(env, rank, size, "wk", glucx_test_ms(60000), &ctx, &store, &comm) != GLUCX_OK) {
         ts_close(t);
         return -1;
     }
@@ -1047,12 +1047,13 @@ int itest_case_twostep_wake(const itest_env_t *env, int rank, int size)
             glucx_comm_wake(comm);
             size_t idx = 4242;
             int64_t t0 = itest_now_ns();
-            glucx_status_t st = glucx_request_wait_any(&rs.req, 1, 60000, &since, &idx);
+            glucx_status_t st =
+                glucx_request_wait_any(&rs.req, 1, glucx_test_ms(60000), &since, &idx);
             int64_t ms = ms_since(t0);
             ITEST_STATUS(st, GLUCX_INPROGRESS,
                          "glucx_request_wait_any(60 s) with since read before a wake");
-            ITEST_CHECK(ms < 30000, "wait_any with since before a wake returned after %lld ms",
-                        (long long)ms);
+            ITEST_CHECK(ms < glucx_test_ms(30000),
+                        "wait_any with since before a wake returned after %lld ms", (long long)ms);
             ITEST_CHECK(idx == 4242, "an interrupted wait_any wrote index %zu", idx);
             ITEST_STATUS(glucx_request_test(rs.req), GLUCX_INPROGRESS,
                          "the receive of an interrupted wait_any");

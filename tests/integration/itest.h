@@ -20,6 +20,8 @@
 
 #include <glucx/glucx.h>
 
+#include "support/util.h" /* glucx_test_ms(): every deadline for another rank is scaled */
+
 /** What the parent prepares before forking; each rank gets a copy (the shared area is shared). */
 typedef struct itest_env {
     const char *case_name;

@@ -510,7 +510,7 @@ static int case_rank_fn(glucx_fake_world_t *w, int rank, void *arg)
         rk->status = GLUCX_OK;
         return 0;
     }
-    int64_t timeout = run->c->timeout_ms > 0 ? run->c->timeout_ms : 20000;
+    int64_t timeout = run->c->timeout_ms > 0 ? run->c->timeout_ms : glucx_test_ms(20000);
     rk->status = glucx_test_coll(glucx_fake_tx(w, rank), run->topo, &rk->args, run->alg_index,
                                  run->seq, timeout);
     return 0;

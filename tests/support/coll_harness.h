@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "coll/coll.h"
+#include "support/util.h" /* glucx_test_ms(): deadlines of the rank threads */
 
 /** In a rank function: when @p cond is false, print file:line and the message, return 1. */
 #define GLUCX_TEST_CHECK(cond, ...)                                                                \
@@ -106,7 +107,7 @@ typedef struct glucx_test_case {
     int random; /**< random floats: compare within tolerance, and (allreduce) check
                      every rank's bytes equal rank 0's */
     uint64_t seed;
-    int64_t timeout_ms; /**< default (0): 20000 */
+    int64_t timeout_ms; /**< default (0): glucx_test_ms(20000) */
     /* faults: bad_rank >= 0 runs with bad_count / bad_dtype / bad_counts instead */
     int bad_rank; /**< -1 (set by glucx_test_case_init) for none */
     size_t bad_count;

@@ -30,9 +30,11 @@
 #include "util/time.h"
 
 #define CW_MAX_RANKS 16
-/** Timeout of runs that must succeed (generous: the machine is shared). */
+/** Timeout of runs that must succeed (generous: the machine is shared; scaled by
+ * glucx_test_ms()). */
 #define CW_TIMEOUT_MS 60000
-/** Timeout of runs that must fail. */
+/** Timeout of runs that must fail (what is tested: not scaled; the bound on how long failing
+ * may take is). */
 #define CW_FAULT_TIMEOUT_MS 500
 
 typedef struct cw_rank {
@@ -64,7 +66,7 @@ static inline void cw_init(cw_t *c, int n, glucx_coll_t coll, int alg)
     assert_true(n >= 1 && n <= CW_MAX_RANKS);
     memset(c, 0, sizeof(*c));
     c->n = n;
-    c->timeout_ms = CW_TIMEOUT_MS;
+    c->timeout_ms = glucx_test_ms(CW_TIMEOUT_MS);
     assert_int_equal(glucx_fake_world_create(n, &c->w), GLUCX_OK);
     assert_int_equal(glucx_topo_create_uniform(n, 1, &c->topo), GLUCX_OK);
     for (int r = 0; r < n; r++) {
@@ -250,7 +252,7 @@ static inline void cw_fault_count(glucx_coll_t coll, int alg, int n, int root, i
 {
     cw_t c;
     cw_init(&c, n, coll, alg);
-    c.timeout_ms = CW_TIMEOUT_MS; /* a timeout would be a failure: make it obvious */
+    c.timeout_ms = glucx_test_ms(CW_TIMEOUT_MS); /* a timeout would be a failure: make it obvious */
     for (int r = 0; r < n; r++)
         mk(&c, r, r == bad ? (zero ? 0 : count + 1) : count, root);
     cw_run(&c);
@@ -287,7 +289,7 @@ static inline void cw_fault_root(glucx_coll_t coll, int alg, int n, int root, in
         mk(&c, r, 10, r == bad ? bad_root : root);
     int64_t t0 = glucx_now_ns();
     cw_run(&c);
-    assert_true((glucx_now_ns() - t0) / 1000000 < 20 * CW_FAULT_TIMEOUT_MS);
+    assert_true((glucx_now_ns() - t0) / 1000000 < glucx_test_ms(20 * CW_FAULT_TIMEOUT_MS));
     for (int r = 0; r < n; r++) {
         glucx_status_t st = c.rank[r].status;
         if (st != GLUCX_ERR_MISMATCH && st != GLUCX_ERR_TIMEOUT)

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "support/timescale.h"
+
 static long long now_ms(void)
 {
     struct timespec ts;
@@ -68,7 +70,8 @@ int glucx_test_procs_run_ex(int n, int (*fn)(int rank, int size, void *arg), voi
         started++;
     }
     int failures = started < n ? 1 : 0;
-    long long deadline = now_ms() + (long long)timeout_s * 1000;
+    long long timeout_ms = glucx_test_ms((int64_t)timeout_s * 1000);
+    long long deadline = now_ms() + timeout_ms;
     int running = started;
     while (running > 0) {
         for (int r = 0; r < started; r++) {
@@ -97,8 +100,8 @@ int glucx_test_procs_run_ex(int n, int (*fn)(int rank, int size, void *arg), voi
     }
     for (int r = 0; r < started; r++) {
         if (state[r] == 2) {
-            fprintf(stderr, "procs: rank %d (pid %d) timed out after %d s and was killed\n", r,
-                    (int)pids[r], timeout_s);
+            fprintf(stderr, "procs: rank %d (pid %d) timed out after %.1f s and was killed\n", r,
+                    (int)pids[r], (double)timeout_ms / 1000);
             failures++;
         } else if (WIFSIGNALED(status[r]) && WTERMSIG(status[r]) == SIGKILL && r < 64 &&
                    (may_be_killed >> r) & 1) {
@@ -134,7 +137,7 @@ int glucx_test_barrier_wait(glucx_test_barrier_t *b, int n, int timeout_ms, void
         atomic_fetch_add(&b->generation, 1);
         return 0;
     }
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = now_ms() + glucx_test_ms(timeout_ms);
     for (long spins = 0; atomic_load(&b->generation) == gen; spins++) {
         if (poll_fn != NULL)
             poll_fn(poll_arg);

@@ -15,6 +15,7 @@
  * otherwise prints which rank failed, timed out or crashed to stderr and returns non-zero.
  * Children leave through exit() so AddressSanitizer's leak check runs in each of them.
  * Call before any UCX initialisation in the parent (the children inherit the parent's memory).
+ * timeout_s is a base value: the wait is glucx_test_ms(timeout_s * 1000) (support/timescale.h).
  */
 int glucx_test_procs_run(int n, int (*fn)(int rank, int size, void *arg), void *arg, int timeout_s);
 
@@ -40,7 +41,7 @@ typedef struct glucx_test_barrier {
 /**
  * Wait until all n processes arrived. Spins briefly, then sleeps in short naps; calls
  * poll_fn(poll_arg) (when not NULL) while waiting, e.g. to keep a transport progressing.
- * @return 0, or -1 after timeout_ms (the barrier is then unusable).
+ * @return 0, or -1 after glucx_test_ms(timeout_ms) (the barrier is then unusable).
  */
 int glucx_test_barrier_wait(glucx_test_barrier_t *b, int n, int timeout_ms, void (*poll_fn)(void *),
                             void *poll_arg);
@@ -65,7 +66,7 @@ glucx_test_exchange_t *glucx_test_exchange_alloc(int max_ranks);
  * Publish addr (len <= GLUCX_TEST_ADDR_MAX) for rank and, once every one of the n ranks has,
  * fill addrs[r]/lens[r] with pointers into shared memory (valid until the next exchange on x).
  * Reusable: each call starts with a barrier so nobody overwrites a slot still being read.
- * @return 0, or -1 on timeout or bad arguments.
+ * @return 0, or -1 on timeout (glucx_test_ms(timeout_ms) per barrier) or bad arguments.
  */
 int glucx_test_exchange(glucx_test_exchange_t *x, int rank, int n, const void *addr, size_t len,
                         const void **addrs, size_t *lens, int timeout_ms);

@@ -7,32 +7,6 @@
 
 #include <glucx/glucx.h>
 
-double glucx_test_time_scale(void)
-{
-    static double scale = 0; /* racy first read is benign: every thread computes the same */
-    if (scale == 0) {
-        double v = 1;
-        const char *env = getenv("GLUCX_TEST_TIME_SCALE");
-        if (env != NULL && *env != '\0') {
-            char *end;
-            double x = strtod(env, &end);
-            if (*end == '\0' && x > 0 && x < 1000)
-                v = x;
-            else
-                fprintf(stderr, "GLUCX_TEST_TIME_SCALE=%s: expected a number in (0, 1000); using 1\n",
-                        env);
-        }
-        scale = v;
-    }
-    return scale;
-}
-
-int64_t glucx_test_ms(int64_t base_ms)
-{
-    double ms = (double)base_ms * glucx_test_time_scale();
-    return ms < 1 ? 1 : (int64_t)ms;
-}
-
 void glucx_test_fill_bytes(void *buf, size_t bytes, uint64_t seed)
 {
     unsigned char *p = buf;
@@ -82,7 +56,7 @@ int glucx_test_store_exchange(glucx_store_t *store, int rank, int nranks, const 
         glucx_test_fill_bytes(expect, value_bytes, seed + (uint64_t)peer);
         void *got = NULL;
         size_t bytes = 0;
-        if (glucx_store_get(store, key, 30000, &got, &bytes) != GLUCX_OK) {
+        if (glucx_store_get(store, key, glucx_test_ms(30000), &got, &bytes) != GLUCX_OK) {
             fprintf(stderr, "rank %d: get %s: %s\n", rank, key, glucx_last_error());
             rc = 4;
             goto out;

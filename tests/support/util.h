@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "support/timescale.h" /* glucx_test_ms() */
+
 /** splitmix64: a fast deterministic generator for test data. */
 static inline uint64_t glucx_test_rand(uint64_t *state)
 {
@@ -13,18 +15,6 @@ static inline uint64_t glucx_test_rand(uint64_t *state)
     z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
     return z ^ (z >> 31);
 }
-
-/**
- * The suite's one time-scale factor: GLUCX_TEST_TIME_SCALE (a positive number, default 1; see
- * tests/README.md). Every deadline a test sets for another process, thread or rank (waits,
- * communicator and store timeouts, "failure found within" bounds) is a base value for a loaded
- * 2-core machine multiplied by it, so a slower machine (sanitizers, valgrind, heavy load) scales
- * them all at once instead of editing tests. Values below 1 are allowed (quick local runs).
- */
-double glucx_test_time_scale(void);
-
-/** @p base_ms scaled by glucx_test_time_scale() (at least 1 ms). */
-int64_t glucx_test_ms(int64_t base_ms);
 
 /** Fill bytes with a pattern determined by seed. */
 void glucx_test_fill_bytes(void *buf, size_t bytes, uint64_t seed);
@@ -37,7 +27,7 @@ struct glucx_store;
 /**
  * What every rank of a rendezvous does, for the stores' multi-process tests: set
  * "<key_prefix>rank:<rank>/addr" to @p value_bytes bytes of the pattern with seed seed + rank,
- * then get every other rank's key (30 s timeout) and compare it with the pattern of seed
+ * then get every other rank's key (30 s timeout, scaled) and compare it with the pattern of seed
  * seed + peer. @return 0, or non-zero after printing what went wrong.
  */
 int glucx_test_store_exchange(struct glucx_store *store, int rank, int nranks,

@@ -5,9 +5,11 @@
 #    "size count type redop algo time algbw busbw #wrong", at least one row (exactly ROWS if
 #    given), and every row with #wrong 0, a positive time, and algo ALGO if given.
 if(CMAKE_SCRIPT_MODE_FILE)
+  include(${CMAKE_CURRENT_LIST_DIR}/timescale.cmake)
+  glucx_scaled_timeout(bench_timeout 240)
   separate_arguments(args UNIX_COMMAND "${ARGS}")
   execute_process(COMMAND ${BENCH} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err TIMEOUT 240)
+                  ERROR_VARIABLE err TIMEOUT ${bench_timeout})
   message("${out}")
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "glucx-bench ${ARGS} exited with ${rc}:\n${err}")
@@ -76,7 +78,8 @@ function(glucx_bench_test name rows)
   add_test(NAME tools/glucx-bench/${name}
            COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:glucx-bench> "-DARGS=${args}"
                    -DROWS=${rows} ${algo_check} -P ${_bench_script})
-  set_tests_properties(tools/glucx-bench/${name} PROPERTIES TIMEOUT 300 LABELS integration)
+  glucx_scaled_timeout(timeout 300)
+  set_tests_properties(tools/glucx-bench/${name} PROPERTIES TIMEOUT ${timeout} LABELS integration)
 endfunction()
 
 # The two sweeps the tool is mostly used for: 1 KiB .. 1 MiB, 11 rows each, checked.
@@ -96,19 +99,21 @@ glucx_bench_test(allreduce_forced_ring_3ranks 3 --ranks 3 --algo ring -b 3K -e 3
 set(_bad "--coll nosuchcoll" "-b 2M -e 1M" "-b 1X" "-f 1" "--dtype f128" "--op nop"
          "--dtype f32 --op bxor" "--algo nosuchalgo" "--check 2" "--ranks 0" "--ranks 2 --root 2" "--iters" "stray")
 set(_i 0)
+glucx_scaled_timeout(_t30 30)
 foreach(args IN LISTS _bad)
   add_test(NAME tools/glucx-bench/bad_args_${_i}
            COMMAND sh -c "$<TARGET_FILE:glucx-bench> ${args} 2>&1 | grep -q '^usage:' && { $<TARGET_FILE:glucx-bench> ${args} >/dev/null 2>&1; test $? -eq 2; }")
-  set_tests_properties(tools/glucx-bench/bad_args_${_i} PROPERTIES TIMEOUT 30 LABELS unit)
+  set_tests_properties(tools/glucx-bench/bad_args_${_i} PROPERTIES TIMEOUT ${_t30} LABELS unit)
   math(EXPR _i "${_i} + 1")
 endforeach()
 # Without --ranks and launcher variables: a clear error, exit status 2.
 add_test(NAME tools/glucx-bench/no_launcher
          COMMAND env -u RANK -u OMPI_COMM_WORLD_RANK -u PMI_RANK $<TARGET_FILE:glucx-bench>)
 set_tests_properties(tools/glucx-bench/no_launcher PROPERTIES
-                     PASS_REGULAR_EXPRESSION "no --ranks and no launcher variables" TIMEOUT 30
+                     PASS_REGULAR_EXPRESSION "no --ranks and no launcher variables" TIMEOUT ${_t30}
                      LABELS unit)
 # Launcher mode: two processes that get RANK/WORLD_SIZE as torchrun sets them and a file store.
 add_test(NAME tools/glucx-bench/launcher_env
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/bench_launcher.sh $<TARGET_FILE:glucx-bench>)
-set_tests_properties(tools/glucx-bench/launcher_env PROPERTIES TIMEOUT 120 LABELS integration)
+glucx_scaled_timeout(_t 120)
+set_tests_properties(tools/glucx-bench/launcher_env PROPERTIES TIMEOUT ${_t} LABELS integration)

@@ -8,9 +8,11 @@ d=$(mktemp -d "${TMPDIR:-/tmp}/glucx-bench-test.XXXXXX") || exit 1
 trap 'rm -rf "$d"' EXIT
 export GLUCX_STORE="file:$d/store" WORLD_SIZE=2
 unset OMPI_COMM_WORLD_RANK PMI_RANK
-RANK=1 "$bench" -b 4K -e 64K --iters 3 --timeout-ms 30000 >"$d/rank1.out" 2>"$d/rank1.err" &
+# the ranks' communicator timeout: 30 s times the suite's time-scale factor (tests/README.md)
+timeout_ms=$(awk -v s="${GLUCX_TEST_TIME_SCALE:-1}" 'BEGIN { printf "%d", 30000 * (s > 0 ? s : 1) }')
+RANK=1 "$bench" -b 4K -e 64K --iters 3 --timeout-ms "$timeout_ms" >"$d/rank1.out" 2>"$d/rank1.err" &
 pid1=$!
-RANK=0 "$bench" -b 4K -e 64K --iters 3 --timeout-ms 30000 >"$d/rank0.out" 2>&1
+RANK=0 "$bench" -b 4K -e 64K --iters 3 --timeout-ms "$timeout_ms" >"$d/rank0.out" 2>&1
 rc0=$?
 wait $pid1
 rc1=$?

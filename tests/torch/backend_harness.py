@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from gloo_harness import Launch, free_port, spawn_job
+from gloo_harness import Launch, free_port, spawn_job, time_scale
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BACKEND = os.environ.get("TORCH_SUITE_BACKEND", "glucx")
@@ -50,7 +50,8 @@ def spawn(job, world, out, params=None, timeout_s=120, backend=BACKEND, extra_en
     """Run <jobs_module>.<job>(ctx, backend=..., **params) on `world` spawned ranks
     (jobs_module: backend_jobs by default).
 
-    Ranks still alive after timeout_s seconds are killed (SIGKILL by PID) and listed as hung.
+    Ranks still alive after timeout_s seconds (times time_scale()) are killed (SIGKILL by PID) and
+    listed as hung.
     """
     params = dict(params or {})
     params.setdefault("backend", backend)
@@ -82,7 +83,7 @@ def torchrun(world, out, timeout_s=120, backend=BACKEND):
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, cwd=out)
         try:
-            rc = proc.wait(timeout=timeout_s)
+            rc = proc.wait(timeout=timeout_s * time_scale())
         except subprocess.TimeoutExpired:
             rc = None
             hung = ["launcher"]
@@ -96,7 +97,7 @@ def torchrun(world, out, timeout_s=120, backend=BACKEND):
                         os.kill(int(f.read().strip()), signal.SIGKILL)
                 except (OSError, ValueError):
                     pass
-            proc.wait(10)
+            proc.wait(10 * time_scale())
     exitcodes = {}
     for r in range(world):
         # a worker writes exit<r> as its last act; a missing one means it did not finish

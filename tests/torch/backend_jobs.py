@@ -23,6 +23,7 @@ import warnings
 import torch
 import torch.distributed as dist
 
+from gloo_harness import time_scale
 from gloo_jobs import RankContext, dname, expect_equal  # noqa: F401 - RankContext for the harness
 
 F16, BF16, F32, F64 = torch.float16, torch.bfloat16, torch.float32, torch.float64
@@ -49,13 +50,13 @@ def red_op(name):
     return getattr(dist.ReduceOp, name)
 
 
-def init(ctx, backend, timeout_s=30, **kw):
+def init(ctx, backend, timeout_s=30 * time_scale(), **kw):
     if "init_method" not in kw:
         kw["rank"], kw["world_size"] = ctx.rank, ctx.world
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s), **kw)
 
 
-def side_store(ctx, timeout_s=60):
+def side_store(ctx, timeout_s=60 * time_scale()):
     """A client of the rendezvous store (MASTER_PORT): coordination that must not go through the
     backend under test."""
     return dist.TCPStore("127.0.0.1", int(os.environ["MASTER_PORT"]), ctx.world, False,
@@ -141,7 +142,7 @@ def first_line(e):
 
 # ---- the main job: every operation x dtype x ReduceOp --------------------------------------------
 
-def ops(ctx, backend, timeout_s=30, skip=()):
+def ops(ctx, backend, timeout_s=30 * time_scale(), skip=()):
     """Every operation of the backend, checked against local references.
 
     `skip`: check-name prefixes not to run at all (used only for ProcessGroupGloo in development,
@@ -1149,7 +1150,7 @@ def bad_input(ctx, backend, timeout_s, short_timeout_s):
     init(ctx, backend, timeout_s)
     r, P = ctx.rank, ctx.world
     odd = P - 1
-    store = side_store(ctx, timeout_s=max(60, 4 * timeout_s))
+    store = side_store(ctx, timeout_s=max(60 * time_scale(), 4 * timeout_s))
     names = list(MISMATCH)
     groups = {(phase, name): dist.new_group(list(range(P)), backend=backend)
               for phase in ("control", "mismatch") for name in names}
@@ -1200,7 +1201,7 @@ def killed_rank(ctx, backend, victim, timeout_s):
     (on another group); both waits must raise, and so must their next collectives."""
     init(ctx, backend, timeout_s)
     r = ctx.rank
-    store = side_store(ctx, timeout_s=max(60, 4 * timeout_s))
+    store = side_store(ctx, timeout_s=max(60 * time_scale(), 4 * timeout_s))
     # a group of its own for a receive from the victim: its failure must come from the
     # point-to-point path, not from the default group's failed all_reduce
     p2p = dist.new_group(list(range(ctx.world)), backend=backend)
@@ -1362,7 +1363,7 @@ def init_method(ctx, backend, method, path=None):
     else:
         url = f"file://{path}"
     with ctx.check(f"init/{method}"):
-        init(ctx, backend, 30, init_method=url, rank=r, world_size=P)
+        init(ctx, backend, 30 * time_scale(), init_method=url, rank=r, world_size=P)
         if dist.get_backend() != backend:
             raise AssertionError(f"get_backend() is {dist.get_backend()!r}")
         if (dist.get_rank(), dist.get_world_size()) != (r, P):
@@ -1465,7 +1466,7 @@ def _digest(model):
     return hashlib.sha256(_flat(model).numpy().tobytes()).hexdigest()
 
 
-def ddp(ctx, backend, timeout_s=60):
+def ddp(ctx, backend, timeout_s=60 * time_scale()):
     """DistributedDataParallel over the backend, trained twice: with DDP's own all_reduce path
     ("ddp") and with the fp16-compression comm hook, which goes through the all_reduce Work's
     future and then() ("ddp-fp16-hook")."""

@@ -27,18 +27,11 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-
-def time_scale():
-    """The suite's one time-scale factor, GLUCX_TEST_TIME_SCALE (default 1; tests/README.md):
-    every deadline a test sets for another process is a base value for a loaded 2-core machine
-    times this factor. Raises ValueError on a value that is not a positive number."""
-    raw = os.environ.get("GLUCX_TEST_TIME_SCALE", "")
-    if not raw:
-        return 1.0
-    value = float(raw)
-    if not 0 < value < 1000:
-        raise ValueError(f"GLUCX_TEST_TIME_SCALE={raw}: expected a number in (0, 1000)")
-    return value
+# time_scale(): the suite's one time-scale factor, GLUCX_TEST_TIME_SCALE (default 1;
+# tests/README.md): every deadline a test sets for another process is a base value for a loaded
+# 2-core machine times this factor. One definition for all Python tests: tests/support/timescale.py.
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from timescale import time_scale  # noqa: E402,F401 - the torch suites' name for it
 
 
 def free_port():
@@ -229,7 +222,8 @@ def _wait(procs, deadline):
 def spawn_job(jobs_module, job, world, out, env, unset, params, timeout_s, title):
     """Run <jobs_module>.<job>(ctx, **params) on `world` ranks started by torch.multiprocessing
     with os.environ changed by env/unset for the start. Every rank still alive after timeout_s
-    seconds is killed (SIGKILL by PID) and listed as hung. Returns a Launch named `title`."""
+    seconds (a base value, times time_scale()) is killed (SIGKILL by PID) and listed as hung.
+    Returns a Launch named `title`."""
     import torch.multiprocessing as mp
 
     os.makedirs(out, exist_ok=True)
@@ -238,7 +232,7 @@ def spawn_job(jobs_module, job, world, out, env, unset, params, timeout_s, title
         ctx = mp.start_processes(_spawn_entry, args=(jobs_module, job, world, out, params),
                                  nprocs=world, join=False, start_method="spawn")
     procs = ctx.processes
-    alive = _wait(procs, t0 + timeout_s)
+    alive = _wait(procs, t0 + timeout_s * time_scale())
     hung = []
     for p in alive:
         hung.append(procs.index(p))
@@ -247,7 +241,7 @@ def spawn_job(jobs_module, job, world, out, env, unset, params, timeout_s, title
         except ProcessLookupError:
             pass
     for p in procs:
-        p.join(10)
+        p.join(10 * time_scale())
     exitcodes = {i: p.exitcode for i, p in enumerate(procs)}
     return Launch(title, world, out, exitcodes, hung, time.monotonic() - t0)
 
@@ -256,7 +250,8 @@ def spawn(job, world, out, transport="UCX", counters="require", params=None, tim
           extra_env=None):
     """Run gloo_jobs.<job>(ctx, **params) on `world` ranks started by torch.multiprocessing.
 
-    The deadline kills every rank still alive after timeout_s seconds (SIGKILL by PID).
+    The deadline kills every rank still alive after timeout_s seconds (times time_scale();
+    SIGKILL by PID).
     """
     env, unset = rank_env(transport, counters, free_port(), extra_env)
     return spawn_job("gloo_jobs", job, world, out, env, unset, params or {}, timeout_s,
@@ -309,12 +304,12 @@ def launcher(kind, world, out, transport="UCX", job_args=(), timeout_s=120, extr
                                 start_new_session=True, cwd=out)
         hung = []
         try:
-            rc = proc.wait(timeout=timeout_s)
+            rc = proc.wait(timeout=timeout_s * time_scale())
         except subprocess.TimeoutExpired:
             rc = None
             hung = ["launcher"]
             _kill_tree(proc, out, world)
-            proc.wait(10)
+            proc.wait(10 * time_scale())
     exitcodes = {}
     for r in range(world):
         path = os.path.join(out, f"exit{r}.json")

@@ -31,6 +31,8 @@ import traceback
 import torch
 import torch.distributed as dist
 
+from gloo_harness import time_scale
+
 COUNTER_KEYS = ("sends", "send_bytes", "recvs", "recv_bytes")
 
 
@@ -138,7 +140,7 @@ def nbytes(t):
     return t.numel() * t.element_size()
 
 
-def init(ctx, timeout_s=60):
+def init(ctx, timeout_s=60 * time_scale()):
     dist.init_process_group("gloo", rank=ctx.rank, world_size=ctx.world,
                             timeout=datetime.timedelta(seconds=timeout_s))
 
@@ -397,7 +399,7 @@ def _barriers(ctx):
         for _ in range(3):
             dist.barrier()
     with ctx.check("monitored_barrier", sends=1):
-        dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))
+        dist.monitored_barrier(timeout=datetime.timedelta(seconds=30 * time_scale()))
 
 
 def _p2p(ctx):
@@ -640,7 +642,7 @@ def negative_control(ctx):
 
 def _store(ctx):
     return dist.TCPStore("127.0.0.1", int(os.environ["MASTER_PORT"]), ctx.world, False,
-                         timeout=datetime.timedelta(seconds=60))
+                         timeout=datetime.timedelta(seconds=60 * time_scale()))
 
 
 def timeout(ctx, timeout_s):

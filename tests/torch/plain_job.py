@@ -20,6 +20,8 @@ import traceback
 import torch
 import torch.distributed as dist
 
+from gloo_harness import time_scale  # plain stdlib: the suite's time-scale factor
+
 
 def main():
     out = sys.argv[1]
@@ -48,7 +50,7 @@ def main():
             raise AssertionError(f"{what}: {bad.numel()} of {want.numel()} elements wrong, "
                                  f"first at {int(bad[0])}")
 
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60 * time_scale()))
     record("init", dist.get_rank() == rank and dist.get_world_size() == world,
            f"rank {dist.get_rank()} of {dist.get_world_size()}")
 

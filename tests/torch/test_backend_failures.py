@@ -13,9 +13,10 @@ import pytest
 import backend_harness
 import backend_jobs
 from backend_harness import ok
+from gloo_harness import time_scale
 
 MISMATCH_TIMEOUT_S = 10
-TIMEOUT_S = 4  # the group of the timeout case
+TIMEOUT_S = 4  # the group of the timeout case (what is tested: not scaled)
 
 
 @pytest.fixture(scope="module", params=[2, 4], ids=lambda p: f"{p}ranks")
@@ -29,7 +30,7 @@ def mismatch_job(request, tmp_path_factory):
     deadline = (90 + 2 * MISMATCH_TIMEOUT_S * len(backend_jobs.MISMATCH) + 3 * TIMEOUT_S
                 + 3 * 2 * MISMATCH_TIMEOUT_S * len(backend_jobs.TRUNCATION))
     return backend_harness.spawn("bad_input", world, str(out),
-                                 params={"timeout_s": MISMATCH_TIMEOUT_S,
+                                 params={"timeout_s": MISMATCH_TIMEOUT_S * time_scale(),
                                          "short_timeout_s": TIMEOUT_S},
                                  timeout_s=deadline)
 
@@ -49,9 +50,9 @@ def mismatch_problems(job, case, phase="mismatch"):
             problems.append(f"rank {r}: never came back from the call (hung or died; last "
                             f"finished check {job.last.get(r)}, exit {job.exitcodes.get(r)})")
             continue
-        if rec["elapsed_s"] >= 1.5 * MISMATCH_TIMEOUT_S:
+        if rec["elapsed_s"] >= 1.5 * MISMATCH_TIMEOUT_S * time_scale():
             problems.append(f"rank {r}: took {rec['elapsed_s']:.1f} s, the group timeout is "
-                            f"{MISMATCH_TIMEOUT_S} s")
+                            f"{MISMATCH_TIMEOUT_S * time_scale()} s")
         if r not in must:
             continue  # it may raise or return, in time
         if not rec["raised"]:
@@ -133,7 +134,7 @@ def test_p2p_truncation_fails_the_group_on_every_rank(mismatch_job, size):
             problems.append(f"rank {r}: never came back from its call (last finished check "
                             f"{job.last.get(r)}, exit {job.exitcodes.get(r)})")
             continue
-        if call["elapsed_s"] >= 1.5 * MISMATCH_TIMEOUT_S:
+        if call["elapsed_s"] >= 1.5 * MISMATCH_TIMEOUT_S * time_scale():
             problems.append(f"rank {r} ({call['role']}): its call took {call['elapsed_s']:.1f} s")
         if r == odd:
             msg = call["detail"]
@@ -152,10 +153,10 @@ def test_p2p_truncation_fails_the_group_on_every_rank(mismatch_job, size):
                 problems.append(f"rank {r} ({rec['role']}): the {op} after the truncation "
                                 "worked: the group is not failed there")
                 continue
-            if rec["elapsed_s"] >= 0.5 * MISMATCH_TIMEOUT_S:
+            if rec["elapsed_s"] >= 0.5 * MISMATCH_TIMEOUT_S * time_scale():
                 problems.append(f"rank {r} ({rec['role']}): the {op} took "
                                 f"{rec['elapsed_s']:.1f} s to fail (group timeout "
-                                f"{MISMATCH_TIMEOUT_S} s): {msg[:300]}")
+                                f"{MISMATCH_TIMEOUT_S * time_scale()} s): {msg[:300]}")
             if rec["error_type"] != "RuntimeError" or not (sent_b in msg and posted_b in msg):
                 problems.append(f"rank {r} ({rec['role']}): the {op}'s {rec['error_type']} does "
                                 f"not name the truncation ({sent_b} into {posted_b} bytes): "
@@ -165,7 +166,7 @@ def test_p2p_truncation_fails_the_group_on_every_rank(mismatch_job, size):
     assert not problems, "\n".join(problems) + "\n\n" + job.describe()
 
 
-KILL_TIMEOUT_S = 10
+KILL_TIMEOUT_S = 10 * time_scale()  # a bound the failure must beat: scaled
 VICTIM = 1
 
 
@@ -219,4 +220,4 @@ def test_wait_honours_group_timeout(mismatch_job):
         pytest.xfail("ProcessGroupGloo (development mode) died in the mismatch cases")
     job.assert_ok("timeout/raises", ranks=waiters)
     for r, rec in job.assert_ok("timeout/error", ranks=waiters).items():
-        assert 0.8 * TIMEOUT_S <= rec["elapsed_s"] < 2 * TIMEOUT_S, (r, rec)
+        assert 0.8 * TIMEOUT_S <= rec["elapsed_s"] < 2 * TIMEOUT_S * time_scale(), (r, rec)

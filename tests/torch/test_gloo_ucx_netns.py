@@ -28,6 +28,8 @@ import time
 
 import pytest
 
+from gloo_harness import time_scale
+
 JOB = r"""
 import os, torch, torch.distributed as dist
 dist.init_process_group(os.environ["NETNS_TEST_BACKEND"])
@@ -40,7 +42,7 @@ print("RESULT", "ok" if torch.equal(t, want) else "wrong", flush=True)
 
 
 def _ip(*args):
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30 * time_scale())
 
 
 @pytest.fixture
@@ -69,7 +71,8 @@ def two_hosts(tmp_path):
         yield {"ns": ns, "dev": dev, "addrs": addrs, "dir": tmp_path}
     finally:
         for n in created:  # deleting a namespace deletes its veth end, and so the pair
-            subprocess.run(["ip", "netns", "del", n], capture_output=True, timeout=30)
+            subprocess.run(["ip", "netns", "del", n], capture_output=True,
+                           timeout=30 * time_scale())
 
 
 BACKENDS = ["gloo", "glucx"]
@@ -91,7 +94,7 @@ def _run(hosts, ifnames, port, backend):
             "WORLD_SIZE": "2",
             "GLUCX_HOSTID": f"emulated-host-{rank}",
             "GLUCX_LOG_LEVEL": "info",
-            "GLUCX_TIMEOUT_MS": "20000",
+            "GLUCX_TIMEOUT_MS": str(int(20000 * time_scale())),
             "UCX_TLS": "tcp,self",
         }
         log = open(hosts["dir"] / f"rank{rank}.log", "w+")
@@ -103,7 +106,7 @@ def _run(hosts, ifnames, port, backend):
     codes = []
     for p in procs:
         try:
-            codes.append(p.wait(timeout=max(1.0, 90 - (time.monotonic() - start))))
+            codes.append(p.wait(timeout=max(1.0, 90 * time_scale() - (time.monotonic() - start))))
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
@@ -136,7 +139,7 @@ def test_interface_that_cannot_reach_the_peer_fails_promptly(two_hosts, backend)
         assert "RESULT" not in outs[rank]
         assert "glucx" in outs[rank] and "rank" in outs[rank], outs[rank]
     # well within the 20 s glucx timeout: an unreachable address fails at connect
-    assert took < 60, f"took {took:.1f} s"
+    assert took < 60 * time_scale(), f"took {took:.1f} s"
 
 
 def test_glucx_backend_uses_every_listed_interface(two_hosts):

@@ -35,6 +35,9 @@ import os
 import sys
 import weakref
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
+
 
 def make_model(torch):
     # ~3 MiB of parameters: with bucket_cap_mb=1, DDP uses more than one bucket once it has
@@ -76,7 +79,7 @@ def worker(rank, a):
 
     torch.set_num_threads(1)
     dist.init_process_group(a.backend, init_method="tcp://127.0.0.1:%d" % a.port, rank=rank,
-                            world_size=a.ranks, timeout=datetime.timedelta(seconds=30))
+                            world_size=a.ranks, timeout=datetime.timedelta(seconds=scaled(30)))
     model, ref = make_model(torch), make_model(torch)
     ddp, ref_ddp = DDP(model, bucket_cap_mb=1), DDP(ref, bucket_cap_mb=1)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)

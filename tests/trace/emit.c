@@ -39,6 +39,7 @@
 #endif
 
 #include "core/core.h"
+#include "support/timescale.h" /* glucx_test_ms(): bounds on waits for other processes */
 #include "util/tracepoint.h"
 
 #define COMM_NAME "glucx-trace-test"
@@ -335,8 +336,8 @@ static void sleep_ms(long ms)
  */
 #define P2PW_BYTES 64
 #define P2PW_DELAY_MS 100
-#define P2PW_STEP_MS 10000
-#define P2PW_ALARM_S 40
+#define P2PW_STEP_MS glucx_test_ms(10000) /* bounds on waits for the peer: scaled */
+#define P2PW_ALARM_S (glucx_test_ms(40000) / 1000)
 
 typedef struct p2pw_shared {
     atomic_int stage; /* 1: B posted, 2: D posted, 3: all received, 4: rank 0's sends done */
@@ -356,8 +357,8 @@ static int p2pw_await(p2pw_shared_t *sh, int rank, int stage)
     const int64_t deadline = mono_ms() + P2PW_STEP_MS;
     while (atomic_load(&sh->stage) < stage) {
         if (mono_ms() > deadline) {
-            fprintf(stderr, "emit p2pwait: rank %d: peer %d did not reach stage %d in %d ms\n",
-                    rank, 1 - rank, stage, P2PW_STEP_MS);
+            fprintf(stderr, "emit p2pwait: rank %d: peer %d did not reach stage %d in %lld ms\n",
+                    rank, 1 - rank, stage, (long long)P2PW_STEP_MS);
             return 1;
         }
         sleep_ms(1);
@@ -551,7 +552,7 @@ static int p2pwait(const char *dir)
         perror("emit p2pwait: fork");
         return 1;
     }
-    alarm(P2PW_ALARM_S); /* a rank stuck beyond every bound dies of SIGALRM */
+    alarm((unsigned)P2PW_ALARM_S); /* a rank stuck beyond every bound dies of SIGALRM */
     if (pid == 0) {
         printf("p2pwait_rank1_pid=%d\n", (int)getpid());
         _exit(p2pw_run(1, dir, sh));
@@ -586,7 +587,7 @@ static int p2pwait(const char *dir)
  * forklock_child_status; exits 0 only if the child exited with status 0 in time.
  */
 #define FORKLOCK_HOLD_MS 200
-#define FORKLOCK_CHILD_MS 10000
+#define FORKLOCK_CHILD_MS glucx_test_ms(10000) /* a child that does not deadlock exits by then */
 
 typedef void (*forklock_fn_t)(sigset_t *);
 
@@ -645,8 +646,8 @@ static int forklock(void)
         sleep_ms(1);
     if (!atomic_load(&s.held)) {
         /* the holder is stuck in lttng_ust_before_fork: nothing sane to fork into */
-        fprintf(stderr, "emit forklock: lttng_ust_before_fork did not return in %d ms\n",
-                FORKLOCK_CHILD_MS);
+        fprintf(stderr, "emit forklock: lttng_ust_before_fork did not return in %lld ms\n",
+                (long long)FORKLOCK_CHILD_MS);
         return 1;
     }
 
@@ -673,8 +674,8 @@ static int forklock(void)
     if (got == 0) {
         fprintf(stderr,
                 "emit forklock: child %d forked while another thread held LTTng-UST's locks did "
-                "not exit within %d ms (deadlocked on an inherited lock): killing it\n",
-                (int)pid, FORKLOCK_CHILD_MS);
+                "not exit within %lld ms (deadlocked on an inherited lock): killing it\n",
+                (int)pid, (long long)FORKLOCK_CHILD_MS);
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
         printf("forklock_child=hung\n");

@@ -29,7 +29,10 @@ import textwrap
 
 import bt2
 
-TIMEOUT = 50  # s, for the traced command
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
+
+TIMEOUT = scaled(50)  # s, for the traced command
 SKIP = 77
 COLL_COUNT = 11  # glucx_coll_t values (EVENTS.md)
 ALLREDUCE, ALLGATHER = 0, 1
@@ -238,7 +241,7 @@ def case_c(a, n):
     # bytes; multiples of 4 * n (f32, n blocks). The ring runs 64 KiB, 256 KiB, 1 MiB, 4 MiB:
     # from 1 MiB on its blocks travel as several segments (GLUCX_COLL_RING_SEG_BYTES, 256 KiB)
     small, big = 64 * 1024, 4 * 1024 * 1024
-    bench = [a.bench, "--ranks", str(n), "-n", "2", "-w", "1", "-T", "20000"]
+    bench = [a.bench, "--ranks", str(n), "-n", "2", "-w", "1", "-T", "%d" % scaled(20000)]
     script = " && ".join([
         " ".join(bench + ["--name", "ar", "--coll", "allreduce", "--algo", "ring",
                           "-b", str(small), "-e", str(big), "-f", "4"]),
@@ -389,7 +392,7 @@ TORCH_JOB = textwrap.dedent("""\
     import datetime, os, sys
     import torch, torch.distributed as dist
     rank = int(os.environ["RANK"])
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=PG_TIMEOUT_S))
     t = torch.full((N_AR,), float(rank + 1))
     dist.all_reduce(t)
     assert float(t[0]) == 3.0, float(t[0])
@@ -423,7 +426,7 @@ def case_torch(a):
     job = os.path.join(work, "job.py")
     with open(job, "w") as f:
         f.write(TORCH_JOB.replace("N_AR", str(n_ar)).replace("N_P2P", str(n_p2p))
-                .replace("TAG", str(tag)))
+                .replace("TAG", str(tag)).replace("PG_TIMEOUT_S", "%g" % scaled(30)))
     port = free_port()
     preload = ":".join(os.path.join(a.torch_libs, x) for x in ("libglucx.so.0",
                                                               "libglucx_gloo.so.0"))

@@ -43,9 +43,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_instr import Failure, check, free_port, read_events  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
 
 SKIP = 77
-TIMEOUT = 100  # s, for the traced job
+TIMEOUT = scaled(100)  # s, for the traced job
 RANKS = 2
 STEPS = 5
 LATE = 2  # first recorded iteration of the -late cases
@@ -211,7 +213,8 @@ def main():
         return SKIP
     probe = subprocess.run(
         [a.venv_python, "-c", "import torch.distributed as d, glucx, glucx.torch; "
-         "print(int(hasattr(d.Backend, 'GLUCX')))"], capture_output=True, text=True, timeout=60)
+         "print(int(hasattr(d.Backend, 'GLUCX')))"], capture_output=True, text=True,
+        timeout=scaled(60))
     if probe.returncode != 0:
         print("skipped: the venv has no glucx.torch (stale? run `make venv`):\n" + probe.stderr)
         return SKIP
@@ -234,7 +237,7 @@ def main():
         os.environ.pop("GLOO_DEVICE_TRANSPORT", None)
     d = os.path.join(work, "trace")
     try:
-        record(a, d, ["timeout", "-k", "5", str(TIMEOUT)] + cmd, env)
+        record(a, d, ["timeout", "-k", "5", "%d" % TIMEOUT] + cmd, env)
         jobs = {}
         for r in range(RANKS):
             with open(os.path.join(out, "rank%d.json" % r)) as f:

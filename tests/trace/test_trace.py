@@ -25,7 +25,10 @@ import time
 
 import bt2
 
-TIMEOUT = 60  # s, for any one command; ctest's timeout is the outer bound
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
+
+TIMEOUT = scaled(60)  # s, for any one command; ctest's timeout is the outer bound
 
 
 class Failure(Exception):
@@ -439,8 +442,8 @@ def case_rotate(a):
     at chunk boundaries (recorded + discarded == emitted)."""
     rounds, count = 6, 20000
     d = fresh_dir(os.path.join(a.work, "rotate"))
-    loop = 'for i in $(seq %d); do "$0" burst 1 %d >/dev/null || exit 1; sleep 0.7; done' % (
-        rounds, count)
+    loop = 'for i in $(seq %d); do "$0" burst 1 %d >/dev/null || exit 1; sleep %g; done' % (
+        rounds, count, scaled(0.7))  # the pause lets LTTng's size check (about 1/s) run
     rc, out, err = record(a, d, ["sh", "-c", loop, a.emit],
                           ["--rotate-size", "1M", "--buffer-size", "256K"])
     check(rc == 0, "record --rotate-size exited %d: %s" % (rc, err))
@@ -483,7 +486,7 @@ def case_snapshot(a):
         line = p.stdout.readline()  # bounded by the command: it prints once, then waits
         check(line.strip() == "emitted", "the traced command did not start: %r" % line)
         p.send_signal(signal.SIGUSR1)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         seen = ""
         while time.monotonic() < deadline and "snapshot 1 written" not in seen:
             r, _, _ = select.select([p.stderr], [], [], 1.0)
@@ -493,7 +496,7 @@ def case_snapshot(a):
                     break
                 seen += chunk
         check("snapshot 1 written" in seen, "no snapshot after SIGUSR1: %s" % seen)
-        out, err = p.communicate(input="go\n", timeout=30)
+        out, err = p.communicate(input="go\n", timeout=scaled(30))
         err = seen + err
     finally:
         if p.poll() is None:
@@ -619,10 +622,10 @@ def case_signal(a):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     cmd = [a.glucx_trace, "record", "-o", d, "--", "sh", "-c",
-           '"$0" record 1 && echo emitted && exec sleep 50', a.emit]
+           '"$0" record 1 && echo emitted && exec sleep %d' % scaled(50), a.emit]
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         line = ""
         while time.monotonic() < deadline:  # bounded: the command prints "emitted" once traced
             line = p.stdout.readline()
@@ -630,7 +633,7 @@ def case_signal(a):
                 break
         check(line.strip() == "emitted", "the traced command did not start")
         p.send_signal(signal.SIGTERM)  # like a job scheduler: glucx-trace forwards it
-        out, err = p.communicate(timeout=30)
+        out, err = p.communicate(timeout=scaled(30))
     finally:
         if p.poll() is None:
             p.kill()
@@ -659,13 +662,13 @@ def case_ctrl_c(a):
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     cmd = [a.glucx_trace, "record", "-o", d, "--", "sh", "-c",
-           '"$0" record 1 >/dev/null && echo emitted && exec sleep 50', a.emit]
+           '"$0" record 1 >/dev/null && echo emitted && exec sleep %d' % scaled(50), a.emit]
     p = subprocess.Popen(cmd, env=env, stdin=slave, stdout=slave, stderr=slave,
                          preexec_fn=become_tty_owner)
     os.close(slave)
     output = b""
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while b"emitted" not in output and time.monotonic() < deadline:
             r, _, _ = select.select([master], [], [], 1.0)
             if r:
@@ -675,7 +678,7 @@ def case_ctrl_c(a):
                     break
         check(b"emitted" in output, "the traced command did not start: %r" % output)
         os.write(master, b"\x03")  # the terminal's interrupt character
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while p.poll() is None and time.monotonic() < deadline:
             r, _, _ = select.select([master], [], [], 0.5)
             if r:
@@ -856,10 +859,10 @@ def case_forklock(a):
         open(pid_file, "w").close()
         e = dict(e, GLUCX_TRACE_PIDS=pid_file)
         try:  # emit bounds the child; the bound here is for a fork() that never returns
-            rc, out, err = run([a.emit, "forklock"], env=e, timeout=25)
+            rc, out, err = run([a.emit, "forklock"], env=e, timeout=scaled(25))
         except subprocess.TimeoutExpired:
-            raise Failure("%s: emit forklock did not finish in 25 s: fork() itself deadlocked in "
-                          "the parent (LTTng-UST's fork handling run twice?)" % label)
+            raise Failure("%s: emit forklock did not finish in %d s: fork() itself deadlocked in "
+                          "the parent (LTTng-UST's fork handling run twice?)" % (label, scaled(25)))
         info = kv(out)
         check(info.get("forklock_child") != "hung",
               "%s: the child forked while LTTng-UST's locks were held deadlocked: %s"
@@ -900,22 +903,22 @@ def pid_lines(path):
 # One job of case_concurrent: /usr/bin/python3 -c JOB NAME SYNC BENCH INFO. Says it records
 # (NAME.ready), waits for the other job to record too, runs glucx-bench (2 forked ranks,
 # communicator NAME), says it is done (NAME.done) and waits for the other job's bench to end, so
-# both benches run while both sessions record. Bounded waits.
+# both benches run while both sessions record. Bounded waits (times SCALE, the last argument).
 CONCURRENT_JOB = r"""
 import json, os, subprocess, sys, time
-name, other, sync, bench, info = sys.argv[1:6]
+name, other, sync, bench, info, scale = sys.argv[1:6] + [float(sys.argv[6])]
 def wait_for(path):
-    deadline = time.monotonic() + 40
+    deadline = time.monotonic() + 40 * scale
     while not os.path.exists(path):
         if time.monotonic() > deadline:
-            sys.exit("job %s: %s did not appear within 40 s" % (name, path))
+            sys.exit("job %s: %s did not appear within %d s" % (name, path, 40 * scale))
         time.sleep(0.02)
 open(os.path.join(sync, name + ".ready"), "w").close()
 wait_for(os.path.join(sync, other + ".ready"))
 p = subprocess.Popen([bench, "--ranks", "2", "--name", name, "--coll", "allreduce",
-                      "-b", "1K", "-e", "8K", "-n", "3", "-w", "1", "-T", "20000"],
+                      "-b", "1K", "-e", "8K", "-n", "3", "-w", "1", "-T", "%d" % (20000 * scale)],
                      stdout=subprocess.DEVNULL)
-rc = p.wait(timeout=40)
+rc = p.wait(timeout=40 * scale)
 open(os.path.join(sync, name + ".done"), "w").close()
 wait_for(os.path.join(sync, other + ".done"))
 with open(info, "w") as f:
@@ -949,10 +952,10 @@ def case_concurrent(a):
             infos[j] = os.path.join(base, "info" + j + ".json")
             cmd = [a.glucx_trace, "record", "-o", dirs[j], "--level", "coll", "--",
                    sys.executable, "-c", CONCURRENT_JOB, names[j], names[o], sync, a.bench,
-                   infos[j]]
+                   infos[j], "%g" % scaled(1)]
             procs[j] = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True)
-        res = {j: p.communicate(timeout=100) for j, p in procs.items()}
+        res = {j: p.communicate(timeout=scaled(100)) for j, p in procs.items()}
     finally:
         for p in procs.values():
             if p.poll() is None:

@@ -158,7 +158,7 @@ std::vector<RankOutcome> RunProcesses(const Job &job, const Body &, const std::s
     std::vector<bool> done(job.size, false);
     for (int r = 0; r < job.size; r++)
         done[r] = pids[r] < 0;
-    const auto deadline = Clock::now() + job.deadline;
+    const auto deadline = Clock::now() + Scaled(job.deadline);
     for (;;) {
         bool all = true;
         for (int r = 0; r < job.size; r++) {
@@ -196,9 +196,9 @@ std::vector<RankOutcome> RunProcesses(const Job &job, const Body &, const std::s
             written = ss.str();
         }
         if (hung[r]) {
-            out[r].text =
-                Str("did not finish within ", job.deadline.count(), " ms (SIGKILLed by the runner)",
-                    written.empty() ? "" : "; it wrote: " + written);
+            out[r].text = Str("did not finish within ", Scaled(job.deadline).count(),
+                              " ms (SIGKILLed by the runner)",
+                              written.empty() ? "" : "; it wrote: " + written);
         } else if (WIFSIGNALED(status[r])) {
             int sig = WTERMSIG(status[r]);
             if (meant_to_die && sig == SIGKILL) {
@@ -260,7 +260,7 @@ std::vector<RankOutcome> RunThreads(const Job &job, const Body &body, const std:
     }
     {
         std::unique_lock<std::mutex> lock(shared->m);
-        bool all = shared->cv.wait_until(lock, Clock::now() + job.deadline,
+        bool all = shared->cv.wait_until(lock, Clock::now() + Scaled(job.deadline),
                                          [&] { return shared->finished == job.size; });
         if (!all) {
             std::string which;
@@ -270,7 +270,8 @@ std::vector<RankOutcome> RunThreads(const Job &job, const Body &body, const std:
             std::fprintf(stderr,
                          "[harness] FATAL: %s: rank(s)%s did not finish within %lld ms; a thread "
                          "cannot be stopped, so the test program ends here\n",
-                         JobName(job).c_str(), which.c_str(), (long long)job.deadline.count());
+                         JobName(job).c_str(), which.c_str(),
+                         (long long)Scaled(job.deadline).count());
             for (int r = 0; r < job.size; r++)
                 if (shared->done[r] && !shared->out[r].ok)
                     std::fprintf(stderr, "[harness] rank %d failed: %s\n", r,

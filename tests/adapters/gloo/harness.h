@@ -27,11 +27,20 @@
 #include <gloo/context.h>
 #include <gloo/transport/device.h>
 
+#include "support/timescale.h"
+
 namespace glucx_test
 {
 
 using Ms = std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
+
+/** @p base scaled by the suite's time-scale factor (glucx_test_ms(), tests/README.md): every
+ * deadline a rank body sets for another rank is Scaled(base value for a loaded 2-core machine). */
+inline Ms Scaled(Ms base)
+{
+    return Ms(glucx_test_ms(base.count()));
+}
 
 inline Ms Since(Clock::time_point t0)
 {
@@ -113,7 +122,7 @@ class RankEnv
     /** Out-of-band signalling between the job's ranks (a file in the job directory). */
     void Signal(const std::string &name);
     bool IsSignalled(const std::string &name) const;
-    /** Wait until Signal(name) happened in some rank; false after limit. */
+    /** Wait until Signal(name) happened in some rank; false after limit (pass a Scaled() one). */
     bool Await(const std::string &name, Ms limit) const;
 
     /** End this rank by SIGKILL (process mode only). */
@@ -138,7 +147,8 @@ struct Job {
     int size = 2;
     Mode mode = Mode::kProcesses;
     std::string params;
-    /** Wall-clock bound for the whole job, ranks' teardown included. */
+    /** Wall-clock bound for the whole job, ranks' teardown included (a base value: the runner
+     * scales it, see Scaled()). */
     Ms deadline = Ms(60000);
     /** Ranks (process mode) that are meant to end by SIGKILL. */
     std::vector<int> killed;

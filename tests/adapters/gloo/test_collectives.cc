@@ -464,7 +464,8 @@ std::vector<std::string> SplitList(const std::string &s)
 /* params: op=<collective> [dtypes=int,float,double] [counts=1,1023,12345] [quick=1] */
 GLUCX_RANK_BODY(collective)
 {
-    Run run{env, env.Connect(Ms(env.params.GetInt("timeout_ms", 30000))), env.params.Has("quick")};
+    Run run{env, env.Connect(Scaled(Ms(env.params.GetInt("timeout_ms", 30000)))),
+            env.params.Has("quick")};
     const std::string op = env.params.Get("op");
     if (op == "barrier") {
         Barrier(run);

@@ -62,10 +62,10 @@ void CheckFailsPromptly(const std::function<void()> &op, const std::string &what
 }
 
 /* Bound on an operation that must fail by timeout or failure detection: within the timeout,
- * with half of it again as slack for scheduling. */
+ * with half of it again as slack for scheduling (the bound, not the timeout, is scaled). */
 void CheckWithinTimeout(const Caught &c, const std::string &op, Ms timeout)
 {
-    RANK_CHECK(c.elapsed < timeout * 3 / 2, op, " ended after ", c.elapsed.count(),
+    RANK_CHECK(c.elapsed < Scaled(timeout * 3 / 2), op, " ended after ", c.elapsed.count(),
                " ms, later than the timeout (", timeout.count(), " ms) plus half");
 }
 
@@ -141,7 +141,7 @@ GLUCX_RANK_BODY(killed_p2p)
     if (survivors >= 2) {
         env.Signal(Str("ring.", rank));
         for (int s = 0; s < survivors; s++)
-            RANK_CHECK(env.Await(Str("ring.", s), timeout * 4), "survivor ", s,
+            RANK_CHECK(env.Await(Str("ring.", s), Scaled(timeout * 4)), "survivor ", s,
                        " never got to the exchange among survivors");
         const int to = (rank + 1) % survivors, from = (rank + survivors - 1) % survivors;
         CheckFailsPromptly([&] { SendRecv(ctx, to, from, 44); },
@@ -217,7 +217,7 @@ GLUCX_RANK_BODY(timeout)
     const Ms timeout = per_call ? call_timeout : ctx_timeout;
     auto ctx = env.Connect(ctx_timeout);
     const int rank = ctx->rank, size = ctx->size;
-    const Ms patience = ctx_timeout * 4 + Ms(20000); /* out-of-band waits, generous */
+    const Ms patience = Scaled(ctx_timeout * 4 + Ms(20000)); /* out-of-band waits, generous */
     Barrier(ctx, 1);
 
     if (which == "allreduce" || which == "allreduce_call") {
@@ -297,7 +297,9 @@ GLUCX_RANK_BODY(timeout)
  */
 GLUCX_RANK_BODY(long_call_timeout)
 {
-    const Ms ctx_timeout = TimeoutParam(env, 1000), call_timeout = ctx_timeout * 4;
+    /* the late rank is 2 context timeouts late (what is tested); the call timeout bounds the
+     * wait for it, so it scales */
+    const Ms ctx_timeout = TimeoutParam(env, 1000), call_timeout = Scaled(ctx_timeout * 4);
     auto ctx = env.Connect(ctx_timeout);
     const int rank = ctx->rank, size = ctx->size;
     Barrier(ctx, 1);
@@ -345,7 +347,7 @@ GLUCX_RANK_BODY(long_call_timeout)
 GLUCX_RANK_BODY(mismatch)
 {
     const Ms timeout = TimeoutParam(env, 5000);
-    const Ms patience = timeout * 4 + Ms(20000);
+    const Ms patience = Scaled(timeout * 4 + Ms(20000));
     struct Case {
         size_t send_bytes, recv_bytes;
         bool recv_first;
@@ -395,7 +397,7 @@ GLUCX_RANK_BODY(mismatch)
 GLUCX_RANK_BODY(short_message)
 {
     const Ms timeout = TimeoutParam(env, 5000);
-    const Ms patience = timeout * 4 + Ms(20000);
+    const Ms patience = Scaled(timeout * 4 + Ms(20000));
     const uint64_t slots[] = {::gloo::Slot::build(3, 77), 61};
     int k = 0;
     for (uint64_t slot : slots) {

@@ -80,7 +80,7 @@ int WaitSendRank(UnboundBuffer &buf, const std::string &what)
 
 Ms Timeout(const RankEnv &env)
 {
-    return Ms(env.params.GetInt("timeout_ms", 30000));
+    return Scaled(Ms(env.params.GetInt("timeout_ms", 30000)));
 }
 
 // ---- exchange between all pairs -------------------------------------------------------------

@@ -234,7 +234,7 @@ static void test_timeout(void **state)
     assert_int_equal(glucx_store_get(store, "never/set", 200, &got, &bytes), GLUCX_ERR_TIMEOUT);
     int64_t elapsed = now_ms() - t0;
     assert_true(elapsed >= 200);
-    assert_true(elapsed < 5000);
+    assert_true(elapsed < glucx_test_ms(5000));
     const char *msg = glucx_last_error();
     assert_non_null(strstr(msg, "never/set"));
     assert_non_null(strstr(msg, fx->dir));
@@ -245,7 +245,7 @@ static void test_timeout(void **state)
     /* timeout 0: one look, no wait */
     t0 = now_ms();
     assert_int_equal(glucx_store_get(store, "never/set", 0, &got, &bytes), GLUCX_ERR_TIMEOUT);
-    assert_true(now_ms() - t0 < 1000);
+    assert_true(now_ms() - t0 < glucx_test_ms(1000));
     glucx_store_destroy(store);
 }
 
@@ -292,14 +292,14 @@ static void test_get_waits_for_set(void **state)
     void *got = NULL;
     size_t bytes = 0;
     int64_t t0 = now_ms();
-    glucx_status_t status = glucx_store_get(store, "late/key", 10000, &got, &bytes);
+    glucx_status_t status = glucx_store_get(store, "late/key", glucx_test_ms(10000), &got, &bytes);
     int64_t elapsed = now_ms() - t0;
     pthread_join(thread, NULL);
     assert_int_equal(ls.status, GLUCX_OK);
     assert_int_equal(status, GLUCX_OK);
     assert_int_equal(bytes, 4);
     assert_memory_equal(got, "late", 4);
-    assert_true(elapsed < 5000);
+    assert_true(elapsed < glucx_test_ms(5000));
     free(got);
     glucx_store_destroy(store);
 }
@@ -332,7 +332,7 @@ static void *thread_main(void *arg)
             glucx_test_fill_bytes(expect, sizeof(expect), (uint64_t)(peer * 1000 + k));
             void *got = NULL;
             size_t bytes = 0;
-            if (glucx_store_get(ta->store, key, 20000, &got, &bytes) != GLUCX_OK ||
+            if (glucx_store_get(ta->store, key, glucx_test_ms(20000), &got, &bytes) != GLUCX_OK ||
                 bytes != sizeof(expect) || memcmp(got, expect, bytes) != 0)
                 ta->errors++;
             free(got);
@@ -424,7 +424,7 @@ static int big_writer_main(const char *dir)
 static int big_scanner_main(const char *dir)
 {
     int complete = 0, rc = 0;
-    int64_t deadline = now_ms() + 60000;
+    int64_t deadline = now_ms() + glucx_test_ms(60000);
     char *buf = malloc(BIG_BYTES + 1);
     if (buf == NULL)
         return 2;
@@ -485,7 +485,7 @@ static int big_reader_main(const char *dir)
         glucx_test_fill_bytes(expect, BIG_BYTES, 5000 + (uint64_t)k);
         void *got = NULL;
         size_t bytes = 0;
-        if (glucx_store_get(store, key, 60000, &got, &bytes) != GLUCX_OK) {
+        if (glucx_store_get(store, key, glucx_test_ms(60000), &got, &bytes) != GLUCX_OK) {
             fprintf(stderr, "reader: %s\n", glucx_last_error());
             rc = 3;
         } else if (bytes != BIG_BYTES || memcmp(got, expect, BIG_BYTES) != 0) {

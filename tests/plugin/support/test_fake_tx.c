@@ -297,14 +297,16 @@ static int ring_rank(glucx_fake_world_t *w, int rank, void *arg)
         if (rank != 0) {
             GLUCX_TEST_CHECK(recv_(tx, left, TAG(i), 0, &token, sizeof(int), &r) == GLUCX_OK,
                              "post");
-            GLUCX_TEST_CHECK(wait1(tx, &r, 5000) == GLUCX_OK, "wait rank %d round %d", rank, i);
+            GLUCX_TEST_CHECK(wait1(tx, &r, glucx_test_ms(5000)) == GLUCX_OK,
+                             "wait rank %d round %d", rank, i);
             token++;
         }
         GLUCX_TEST_CHECK(send_(tx, right, TAG(i), &token, sizeof(int), &s) == GLUCX_OK, "send");
         if (rank == 0) {
             GLUCX_TEST_CHECK(recv_(tx, left, TAG(i), 0, &token, sizeof(int), &r) == GLUCX_OK,
                              "post");
-            GLUCX_TEST_CHECK(wait1(tx, &r, 5000) == GLUCX_OK, "wait rank 0 round %d", i);
+            GLUCX_TEST_CHECK(wait1(tx, &r, glucx_test_ms(5000)) == GLUCX_OK, "wait rank 0 round %d",
+                             i);
             GLUCX_TEST_CHECK(token == (i + 1) * (n - 1), "token %d round %d", token, i);
         }
     }

@@ -87,7 +87,7 @@ static int p2p_child(int rank, int size, void *arg)
             CHECK_OK(tx->ops->irecv(tx, me, 1, self_tag, 0, self_in, s, &rs));
         }
         glucx_tx_req_t *all[4] = {&rr, &rs, &sr, &ss};
-        CHECK_OK(tx->ops->wait(tx, all, 4, glucx_deadline_ns(30000)));
+        CHECK_OK(tx->ops->wait(tx, all, 4, glucx_deadline_ns(glucx_test_ms(30000))));
         for (int k = 0; k < 4; k++)
             CHECK(all[k]->status == GLUCX_OK, "size %zu req %d: %s", s, k,
                   glucx_status_string(all[k]->status));
@@ -146,7 +146,7 @@ static int fifo_child(int rank, int size, void *arg)
             CHECK_OK(tx->ops->isend(tx, 1, tag, b, n, &reqs[i]));
             ptrs[i] = &reqs[i];
         }
-        CHECK_OK(tx->ops->wait(tx, ptrs, FIFO_N, glucx_deadline_ns(30000)));
+        CHECK_OK(tx->ops->wait(tx, ptrs, FIFO_N, glucx_deadline_ns(glucx_test_ms(30000))));
         free(bufs);
     } else {
         static glucx_tx_req_t reqs[FIFO_N];
@@ -217,7 +217,7 @@ static int trunc_child(int rank, int size, void *arg)
             glucx_tx_req_t r = {0}, s = {0};
             CHECK_OK(tx->ops->irecv(tx, src, 1, tag, 0, in, post_len[k], &r));
             CHECK_OK(tx->ops->isend(tx, dst, tag, out, send_len[k], &s));
-            CHECK_OK(ucx_wait1(tx, &r, 30000));
+            CHECK_OK(ucx_wait1(tx, &r, glucx_test_ms(30000)));
             CHECK(r.status == GLUCX_ERR_TRUNCATED, "%zu bytes into %zu: %s", send_len[k],
                   post_len[k], glucx_status_string(r.status));
             CHECK(check_guard(in + post_len[k], GUARD), "guard after a truncated receive (%zu)",
@@ -225,7 +225,7 @@ static int trunc_child(int rank, int size, void *arg)
             /* the transport reports the sender's length, so callers can name it */
             CHECK(r.bytes == send_len[k] && r.peer == src[0], "truncated: bytes=%zu peer=%d",
                   r.bytes, r.peer);
-            CHECK(ucx_wait1(tx, &s, 30000) == GLUCX_OK, "sender completes");
+            CHECK(ucx_wait1(tx, &s, glucx_test_ms(30000)) == GLUCX_OK, "sender completes");
             free(in);
         }
     }
@@ -237,7 +237,7 @@ static int trunc_child(int rank, int size, void *arg)
     CHECK_OK(tx->ops->irecv(tx, src, 1, ucx_tag(7, 7), 0, small, 8, &r));
     CHECK_OK(tx->ops->isend(tx, 1 - rank, ucx_tag(7, 7), out, 8, &s));
     glucx_tx_req_t *all[2] = {&r, &s};
-    CHECK_OK(tx->ops->wait(tx, all, 2, glucx_deadline_ns(30000)));
+    CHECK_OK(tx->ops->wait(tx, all, 2, glucx_deadline_ns(glucx_test_ms(30000))));
     CHECK(r.status == GLUCX_OK && memcmp(small, out, 8) == 0, "message after truncation");
     free(out);
     CHECK(ucx_barrier(t, size, tx) == 0, "final barrier");
@@ -281,19 +281,19 @@ static int anysrc_child(int rank, int size, void *arg)
     if (rank == 2) {
         snprintf(msg, sizeof(msg), "from two");
         CHECK_OK(tx->ops->isend(tx, 0, tx_tag, msg, strlen(msg) + 1, &s));
-        CHECK_OK(ucx_wait1(tx, &s, 30000));
+        CHECK_OK(ucx_wait1(tx, &s, glucx_test_ms(30000)));
     }
     if (rank == 0) {
-        CHECK_OK(ucx_wait1(tx, &r1, 30000));
+        CHECK_OK(ucx_wait1(tx, &r1, glucx_test_ms(30000)));
         CHECK(r1.status == GLUCX_OK && r1.peer == 2 && strcmp(in1, "from two") == 0,
               "set receive got peer %d '%s'", r1.peer, in1);
         CHECK(r1.bytes == 9 && r1.tag == (tx_tag | (UINT64_C(2) << GLUCX_TX_TAG_SRC_SHIFT)),
               "bytes %zu tag 0x%llx", r1.bytes, (unsigned long long)r1.tag);
         int me[1] = {0};
         CHECK_OK(tx->ops->irecv(tx, me, 1, tx_tag, 0, in2, sizeof(in2), &r2));
-        CHECK_OK(ucx_wait1(tx, &r2, 30000));
+        CHECK_OK(ucx_wait1(tx, &r2, glucx_test_ms(30000)));
         CHECK(r2.peer == 0 && strcmp(in2, "from self") == 0, "self message kept: '%s'", in2);
-        CHECK_OK(ucx_wait1(tx, &self_send, 30000));
+        CHECK_OK(ucx_wait1(tx, &self_send, glucx_test_ms(30000)));
     }
     CHECK(ucx_barrier(t, size, tx) == 0, "barrier 2");
 
@@ -301,14 +301,14 @@ static int anysrc_child(int rank, int size, void *arg)
     if (rank == 1) {
         snprintf(msg, sizeof(msg), "low five");
         CHECK_OK(tx->ops->isend(tx, 0, ucx_tag(11, 5), msg, strlen(msg) + 1, &s));
-        CHECK_OK(ucx_wait1(tx, &s, 30000));
+        CHECK_OK(ucx_wait1(tx, &s, glucx_test_ms(30000)));
     }
     if (rank == 0) {
         glucx_tx_req_t r = {0};
         int set[2] = {2, 1};
         memset(in1, 0, sizeof(in1));
         CHECK_OK(tx->ops->irecv(tx, set, 2, ucx_tag(11, 0), 0xff, in1, sizeof(in1), &r));
-        CHECK_OK(ucx_wait1(tx, &r, 30000));
+        CHECK_OK(ucx_wait1(tx, &r, glucx_test_ms(30000)));
         CHECK(r.peer == 1 && (r.tag & 0xff) == 5 &&
                   (r.tag & ~GLUCX_TX_TAG_SRC_MASK) == ucx_tag(11, 5) &&
                   strcmp(in1, "low five") == 0,
@@ -320,14 +320,14 @@ static int anysrc_child(int rank, int size, void *arg)
     if (rank == 2) {
         snprintf(msg, sizeof(msg), "cover");
         CHECK_OK(tx->ops->isend(tx, 0, ucx_tag(12, 3), msg, strlen(msg) + 1, &s));
-        CHECK_OK(ucx_wait1(tx, &s, 30000));
+        CHECK_OK(ucx_wait1(tx, &s, glucx_test_ms(30000)));
     }
     if (rank == 0) {
         glucx_tx_req_t r = {0};
         int set[4] = {2, 0, 1, 0};
         memset(in1, 0, sizeof(in1));
         CHECK_OK(tx->ops->irecv(tx, set, 4, ucx_tag(12, 0), 0xff, in1, sizeof(in1), &r));
-        CHECK_OK(ucx_wait1(tx, &r, 30000));
+        CHECK_OK(ucx_wait1(tx, &r, glucx_test_ms(30000)));
         CHECK(r.peer == 2 && (r.tag & 0xff) == 3 && strcmp(in1, "cover") == 0,
               "covering set: peer %d tag 0x%llx", r.peer, (unsigned long long)r.tag);
     }
@@ -348,27 +348,27 @@ static int anysrc_child(int rank, int size, void *arg)
     if (rank == 1) {
         glucx_test_fill_bytes(out, big, 1313);
         CHECK_OK(tx->ops->isend(tx, 2, ucx_tag(13, 0), out, big, &s));
-        CHECK_OK(ucx_wait1(tx, &s, 30000));
+        CHECK_OK(ucx_wait1(tx, &s, glucx_test_ms(30000)));
         glucx_tx_req_t s2 = {0}, s3 = {0};
         CHECK_OK(tx->ops->isend(tx, 2, ucx_tag(14, 0), out, 1000, &s2));
         CHECK_OK(tx->ops->isend(tx, 2, ucx_tag(15, 0), out, big, &s3));
         glucx_tx_req_t *ss[2] = {&s2, &s3};
-        CHECK_OK(tx->ops->wait(tx, ss, 2, glucx_deadline_ns(30000)));
+        CHECK_OK(tx->ops->wait(tx, ss, 2, glucx_deadline_ns(glucx_test_ms(30000))));
     }
     if (rank == 2) {
-        CHECK_OK(ucx_wait1(tx, &rb, 30000));
+        CHECK_OK(ucx_wait1(tx, &rb, glucx_test_ms(30000)));
         glucx_test_fill_bytes(want, big, 1313);
         CHECK(rb.status == GLUCX_OK && rb.peer == 1 && rb.bytes == big, "probe rndv: %s peer %d",
               glucx_status_string(rb.status), rb.peer);
         CHECK(memcmp(in, want, big) == 0 && check_guard(in + big, GUARD), "probe rndv data");
         memset(in, GUARD_BYTE, big + GUARD);
         CHECK_OK(tx->ops->irecv(tx, set01, 2, ucx_tag(14, 0), 0, in, 100, &rt));
-        CHECK_OK(ucx_wait1(tx, &rt, 30000));
+        CHECK_OK(ucx_wait1(tx, &rt, glucx_test_ms(30000)));
         CHECK(rt.status == GLUCX_ERR_TRUNCATED && check_guard(in + 100, GUARD),
               "probe eager truncation: %s", glucx_status_string(rt.status));
         memset(in, GUARD_BYTE, big + GUARD);
         CHECK_OK(tx->ops->irecv(tx, set01, 2, ucx_tag(15, 0), 0, in, 4096, &rte));
-        CHECK_OK(ucx_wait1(tx, &rte, 30000));
+        CHECK_OK(ucx_wait1(tx, &rte, glucx_test_ms(30000)));
         CHECK(rte.status == GLUCX_ERR_TRUNCATED && check_guard(in + 4096, GUARD),
               "probe rndv truncation: %s", glucx_status_string(rte.status));
         /* 5: cancel of a probe-path receive that nothing matches */
@@ -425,20 +425,20 @@ static int cancel_child(int rank, int size, void *arg)
         CHECK_OK(tx->ops->isend(tx, 1, ucx_tag(2, 0), data, big, &s));
         tx->ops->cancel(tx, &s);
         CHECK(ucx_barrier(t, size, tx) == 0, "barrier");
-        CHECK_OK(ucx_wait1(tx, &s, 30000));
+        CHECK_OK(ucx_wait1(tx, &s, glucx_test_ms(30000)));
         CHECK(s.status == GLUCX_OK, "cancelled send: %s", glucx_status_string(s.status));
         /* a second 16 MiB send; stop progressing so the peer's receive stays matched but
          * unfinished while it cancels it */
         glucx_tx_req_t s2 = {0};
         CHECK_OK(tx->ops->isend(tx, 1, ucx_tag(3, 0), data, big, &s2));
         usleep(300000);
-        CHECK_OK(ucx_wait1(tx, &s2, 30000));
+        CHECK_OK(ucx_wait1(tx, &s2, glucx_test_ms(30000)));
         CHECK(s2.status == GLUCX_OK, "second send: %s", glucx_status_string(s2.status));
     } else {
         CHECK(ucx_barrier(t, size, tx) == 0, "barrier");
         glucx_tx_req_t r2 = {0};
         CHECK_OK(tx->ops->irecv(tx, src, 1, ucx_tag(2, 0), 0, data, big, &r2));
-        CHECK_OK(ucx_wait1(tx, &r2, 30000));
+        CHECK_OK(ucx_wait1(tx, &r2, glucx_test_ms(30000)));
         CHECK(r2.status == GLUCX_OK && r2.bytes == big && memcmp(data, want, big) == 0,
               "receive of the cancelled send: %s", glucx_status_string(r2.status));
         memset(data, 0, big);
@@ -447,10 +447,10 @@ static int cancel_child(int rank, int size, void *arg)
         /* once data lands the receive is matched (the sender may still be asleep) */
         double t0 = ucx_now_s();
         while (!glucx_tx_req_done(&r3) && data[0] == 0 && data[big / 2] == 0 &&
-               data[big - 1] == 0 && ucx_now_s() - t0 < 30)
+               data[big - 1] == 0 && ucx_now_s() - t0 < glucx_test_ms(30000) / 1e3)
             tx->ops->progress(tx);
         tx->ops->cancel(tx, &r3); /* matched: no-op */
-        CHECK_OK(ucx_wait1(tx, &r3, 30000));
+        CHECK_OK(ucx_wait1(tx, &r3, glucx_test_ms(30000)));
         CHECK(r3.status == GLUCX_OK && memcmp(data, want, big) == 0,
               "matched receive survives cancel: %s", glucx_status_string(r3.status));
     }
@@ -485,17 +485,18 @@ static int timeout_child(int rank, int size, void *arg)
         glucx_status_t st = ucx_wait1(tx, &r, 200);
         double dt = ucx_now_s() - t0;
         CHECK(st == GLUCX_ERR_TIMEOUT, "wait: %s", glucx_status_string(st));
-        CHECK(dt >= 0.195 && dt < 1.5, "timed out after %.3f s (deadline 0.2 s)", dt);
+        CHECK(dt >= 0.195 && dt < glucx_test_ms(1500) / 1e3,
+              "timed out after %.3f s (deadline 0.2 s)", dt);
         CHECK(!glucx_tx_req_done(&r), "request stays posted");
         CHECK(strstr(glucx_error_text(), "pending") != NULL, "message: %s", glucx_error_text());
         CHECK(ucx_barrier(t, size, tx) == 0, "barrier");
-        CHECK_OK(ucx_wait1(tx, &r, 30000));
+        CHECK_OK(ucx_wait1(tx, &r, glucx_test_ms(30000)));
         CHECK(r.status == GLUCX_OK && strcmp(buf, "late") == 0, "late message '%s'", buf);
     } else {
         CHECK(ucx_barrier(t, size, tx) == 0, "barrier");
         glucx_tx_req_t s = {0};
         CHECK_OK(tx->ops->isend(tx, 0, ucx_tag(5, 0), "late", 5, &s));
-        CHECK_OK(ucx_wait1(tx, &s, 30000));
+        CHECK_OK(ucx_wait1(tx, &s, glucx_test_ms(30000)));
     }
     CHECK(ucx_barrier(t, size, tx) == 0, "final barrier");
     ucx_rank_down(&e);
@@ -539,7 +540,7 @@ static void *thr_main(void *p)
         if (a->rank == 1 && i % 7 == 0)
             usleep(200 + (unsigned)(i % 5) * 300);
         if (st == GLUCX_OK)
-            st = tx->ops->wait(tx, all, 2, glucx_deadline_ns(30000));
+            st = tx->ops->wait(tx, all, 2, glucx_deadline_ns(glucx_test_ms(30000)));
         if (st != GLUCX_OK || r.status != GLUCX_OK || s.status != GLUCX_OK || r.bytes != n ||
             memcmp(in, want, n) != 0) {
             a->failed = 1;
@@ -596,14 +597,14 @@ static int idle_child(int rank, int size, void *arg)
         glucx_tx_req_t *ps[3] = {&s[0], &s[1], &s[2]};
         for (int p = 0; p < 3; p++)
             CHECK_OK(tx->ops->isend(tx, p, ucx_tag(1, 0), "wake", 5, &s[p]));
-        CHECK_OK(tx->ops->wait(tx, ps, 3, glucx_deadline_ns(30000)));
+        CHECK_OK(tx->ops->wait(tx, ps, 3, glucx_deadline_ns(glucx_test_ms(30000))));
     } else {
         char buf[8];
         int src[1] = {3};
         glucx_tx_req_t r = {0};
         double c0 = ucx_cpu_s(), t0 = ucx_now_s();
         CHECK_OK(tx->ops->irecv(tx, src, 1, ucx_tag(1, 0), 0, buf, sizeof(buf), &r));
-        CHECK_OK(ucx_wait1(tx, &r, 30000));
+        CHECK_OK(ucx_wait1(tx, &r, glucx_test_ms(30000)));
         double cpu = ucx_cpu_s() - c0, wall = ucx_now_s() - t0;
         fprintf(stderr, "rank %d (%s): waited %.2f s using %.3f s of CPU (%.1f%%)\n", rank,
                 ucx_mode_name(t->mode), wall, cpu, 100 * cpu / wall);
@@ -654,9 +655,10 @@ static int single_child(int rank, int size, void *arg)
     CHECK_OK(tx->ops->irecv(tx, me, 1, ucx_tag(3, 0), 0, buf, sizeof(buf), &r));
     CHECK_OK(tx->ops->isend(tx, 0, ucx_tag(3, 0), "abc", 4, &s));
     glucx_tx_req_t *all[2] = {&r, &s};
-    CHECK_OK(tx->ops->wait(tx, all, 2, glucx_deadline_ns(10000)));
+    CHECK_OK(tx->ops->wait(tx, all, 2, glucx_deadline_ns(glucx_test_ms(10000))));
     CHECK(strcmp(buf, "abc") == 0 && r.peer == 0 && r.bytes == 4, "self message");
-    CHECK(tx->ops->wait(tx, all, 1, glucx_deadline_ns(10000)) == GLUCX_OK, "wait on done");
+    CHECK(tx->ops->wait(tx, all, 1, glucx_deadline_ns(glucx_test_ms(10000))) == GLUCX_OK,
+          "wait on done");
     ucx_rank_down(&e);
     return 0;
 }

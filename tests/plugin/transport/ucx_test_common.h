@@ -106,7 +106,7 @@ static inline int ucx_rank_create(ucx_test_t *t, int rank, int size, ucx_rank_t 
     return 0;
 }
 
-/** Create, exchange addresses, connect (20 s deadline). */
+/** Create, exchange addresses, connect (20 s deadline, scaled). */
 static inline int ucx_rank_up(ucx_test_t *t, int rank, int size, ucx_rank_t *e)
 {
     const void *addr;
@@ -117,7 +117,7 @@ static inline int ucx_rank_up(ucx_test_t *t, int rank, int size, ucx_rank_t *e)
     size_t lens[16];
     CHECK(glucx_test_exchange(t->x, rank, size, addr, len, addrs, lens, 60000) == 0,
           "address exchange");
-    CHECK_OK(glucx_tx_ucx_connect(e->tx, addrs, lens, glucx_deadline_ns(20000)));
+    CHECK_OK(glucx_tx_ucx_connect(e->tx, addrs, lens, glucx_deadline_ns(glucx_test_ms(20000))));
     return 0;
 }
 
