@@ -38,6 +38,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -315,6 +316,41 @@ def case_discarded(a):
     check(any("discarded" in r for r in rep["trace"]["partial_reasons"]), "no discard reason")
 
 
+MD_MAGIC = 0x75D11D57  # CTF 1.8 packetized metadata: the header's magic
+MD_HEADER = 37  # magic, uuid[16], checksum, content_size, packet_size (bits), 5 one-byte fields
+
+
+def edit_metadata(path, edit):
+    """Rewrite the CTF metadata file path with edit (bytes -> bytes of the same length) applied
+    to its text: the contents of its packets joined (a statement that a packet boundary cuts, as
+    where the boundaries fall depends on which classes were registered first, is edited whole),
+    written back into the same packets, whose sizes stay as they are."""
+    data = bytearray(open(path, "rb").read())
+    spans, off = [], 0
+    if len(data) >= MD_HEADER and struct.unpack_from("<I", data, 0)[0] == MD_MAGIC:
+        while off < len(data):
+            check(off + MD_HEADER <= len(data) and
+                  struct.unpack_from("<I", data, off)[0] == MD_MAGIC,
+                  "%s: no metadata packet header at byte %d" % (path, off))
+            content_bits, packet_bits = struct.unpack_from("<II", data, off + 24)
+            check(MD_HEADER * 8 <= content_bits <= packet_bits and packet_bits % 8 == 0 and
+                  off + packet_bits // 8 <= len(data),
+                  "%s: bad metadata packet sizes at byte %d" % (path, off))
+            spans.append((off + MD_HEADER, off + content_bits // 8))
+            off += packet_bits // 8
+    else:
+        spans = [(0, len(data))]  # plain-text metadata
+    text = b"".join(bytes(data[x:y]) for x, y in spans)
+    new = edit(text)
+    check(len(new) == len(text), "%s: the edit changed the metadata's length" % path)
+    pos = 0
+    for x, y in spans:
+        data[x:y] = new[pos:pos + y - x]
+        pos += y - x
+    with open(path, "wb") as f:
+        f.write(data)
+
+
 def case_unknown_version(a):
     d, _ = gt(a, "bytes")
     cp = os.path.join(a.work, "unknown_version", "trace")
@@ -323,12 +359,11 @@ def case_unknown_version(a):
     n = 0
     for root, _, files in os.walk(cp):
         if "metadata" in files:
-            path = os.path.join(root, "metadata")
-            data = open(path, "rb").read()
-            # same length, so the packetized metadata stays valid: a renamed field
-            new = data.replace(b" _peer;", b" _pear;")
-            n += data.count(b" _peer;")
-            open(path, "wb").write(new)
+            def rename(text):  # same length, so the packets stay valid: a renamed field
+                nonlocal n
+                n += text.count(b" _peer;")
+                return text.replace(b" _peer;", b" _pear;")
+            edit_metadata(os.path.join(root, "metadata"), rename)
     check(n > 0, "no _peer field found in the metadata to rename")
     p, rep = analyze(a, cp, "unknown_version")
     check(rep["trace"]["partial"] and not rep["provider"]["recognised"], "renamed field not detected")
@@ -372,7 +407,6 @@ def with_format(a, src, name, version):
         if "metadata" not in files:
             continue
         path = os.path.join(root, "metadata")
-        data = open(path, "rb").read()
 
         def sub(m):
             nonlocal n
@@ -383,7 +417,7 @@ def with_format(a, src, name, version):
             new = b'model.emf.uri = "glucx-trace-format:%d";' % version
             check(len(new) <= len(old), "cannot write version %d at the same length" % version)
             return b" " * (len(old) - len(new)) + new
-        open(path, "wb").write(EMF_STMT.sub(sub, data))
+        edit_metadata(path, lambda text: EMF_STMT.sub(sub, text))
     check(n > 0, "no glucx format version found in the metadata of %s" % src)
     want = None if version is None else "glucx-trace-format:%d" % version
     got = class_formats(cp)
@@ -467,6 +501,13 @@ def case_plugin_cli(a):
     run([bt, "--plugin-path=" + a.plugin_dir, d, "-c", "sink.glucx.report", "-p",
          'output="%s",pid-file="%s"' % (out, pid_file)])
     rep = load_report(a, out)
+    # a pid-file that cannot be read fails the sink, naming the file, with no report
+    bad_out, bad_pids = os.path.join(a.work, "plugin_cli", "bad"), os.path.join(d, "no-such-pids")
+    p = run([bt, "--plugin-path=" + a.plugin_dir, d, "-c", "sink.glucx.report", "-p",
+             'output="%s",pid-file="%s"' % (bad_out, bad_pids)], ok=False)
+    check(p.returncode != 0 and "pid-file" in p.stderr and bad_pids in p.stderr and
+          not os.path.exists(os.path.join(bad_out, "report.json")),
+          "an unreadable pid-file: rc %d, %s" % (p.returncode, p.stderr[-2000:]))
     ref_out = os.path.join(a.work, "plugin_cli", "ref")
     run([a.analyze, d, "-o", ref_out, "--no-html"])
     ref = load_report(a, ref_out)
