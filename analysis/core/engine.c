@@ -434,6 +434,7 @@ void glucx_an_engine_destroy(glucx_an_engine_t *e)
     glucx_an_map_free(&e->links);
     glucx_an_map_free(&e->comm_by_id);
     glucx_an_map_free(&e->vpid_map);
+    glucx_an_names_free(e);
     for (size_t i = 0; i < e->ncomms; i++)
         free_comm(e->comms[i]);
     free(e->comms);

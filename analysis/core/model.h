@@ -6,6 +6,7 @@
  * Files (one concern each; see docs/architecture.md, "Analysis"):
  *   engine.c         the driver: feeds events to the analyzers in order, finish, lifecycle
  *   model.c          helpers every file uses (growth, string lists, number formatting)
+ *   names.c          interned names (phases, communicators) and their JSON-escaped forms
  *   pairing.c        compute phases and waits: a begin paired with its end, per thread
  *   breakdown.c      per-rank state machine and the time breakdown of an iteration
  *   iterations.c     iteration windows (markers, inferred, per collective) and finalisation
@@ -73,12 +74,21 @@ typedef struct iter {
     uint32_t ncoll;
 } iter_t;
 
+/* A distinct name, interned in the engine (names.c): one copy whatever its length, compared by
+ * pointer. */
+typedef struct glucx_an_name {
+    struct glucx_an_name *next; /* another name of the same hash and length */
+    size_t len;
+    char *json; /* the name as the content of a JSON string: escaped, no quotes */
+    char s[];   /* the name, NUL-terminated */
+} glucx_an_name_t;
+
 typedef struct open_ent { /* an open compute phase or wait (a wait: on one thread) */
     int is_wait;
     int is_comm; /* a framework phase named "comm:..." (METRICS.md): communication */
     int64_t vtid, ts;
     uint64_t id;
-    char phase[32];
+    const glucx_an_name_t *phase; /* a compute phase: its full name (interned); a wait: NULL */
     uint32_t seq;
     wait_rec_t w; /* a wait: its id and the message attributed so far (w0, w1 set at its end) */
 } open_ent_t;
@@ -284,6 +294,7 @@ struct glucx_an_engine {
     glucx_an_map_t comm_by_id;
     glucx_an_map_t vpid_map; /* vpid -> (comm, rank) of its first comm_init, value = rank_st* */
     glucx_an_map_t msgs, colls, links, groups;
+    glucx_an_map_t names; /* interned names (names.c): (hash, length) -> glucx_an_name_t chain */
     uint64_t ncoll_open_gloo;
 #define GLOO_OPEN_MAX 256
     struct coll_st *gloo_fifo[GLOO_OPEN_MAX];
@@ -397,6 +408,19 @@ typedef struct dec_view {
 int glucx_an_dec_read(FILE *f, dec_view_t *d);
 /* Free what glucx_an_dec_read allocated. */
 void glucx_an_dec_free(dec_view_t *d);
+
+/* ---- names.c ------------------------------------------------------------------------------- */
+
+/* The interned copy of @p s (borrowed), added if new; NULL when out of memory (engine error set).
+ * Valid until the engine is destroyed. */
+const glucx_an_name_t *glucx_an_name_intern(glucx_an_engine_t *e, const char *s);
+/* The interned copy of @p s, or NULL if it was never interned. */
+const glucx_an_name_t *glucx_an_name_find(const glucx_an_engine_t *e, const char *s);
+/* Free every interned name. */
+void glucx_an_names_free(glucx_an_engine_t *e);
+/* @p s as the content of a JSON string (escaped by jansson, without the quotes; bytes that are
+ * not UTF-8 become U+FFFD); allocated (free()), NULL when out of memory. */
+char *glucx_an_json_escape(const char *s);
 
 /* ---- breakdown.c ----------------------------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /*
  * Pairing of compute phases and waits: each begin opens an entry of its rank, each end closes
- * the entry it belongs to (a wait on its own thread; a compute phase by (phase, id), on any
- * thread if none is open on its own). A closed wait is kept in the rank's iteration for the
+ * the entry it belongs to (a wait on its own thread; a compute phase by (phase, id), the full
+ * phase name compared through its interned copy, on any thread if none is open on its own). A
+ * closed wait is kept in the rank's iteration for the
  * late-sender split and the critical path.
  */
 #include <inttypes.h>
@@ -28,6 +29,9 @@ int glucx_an_pair_open(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
     }
     if (!GROW(rs->open, rs->capopen, rs->nopen + 1))
         return glucx_an_oom(e, "open phases");
+    const glucx_an_name_t *phase = NULL;
+    if (!is_wait && !(phase = glucx_an_name_intern(e, ev->phase)))
+        return -1;
     open_ent_t *o = &rs->open[rs->nopen++];
     memset(o, 0, sizeof(*o));
     o->is_wait = is_wait;
@@ -38,22 +42,22 @@ int glucx_an_pair_open(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
     o->ts = ev->ts;
     o->id = ev->id;
     o->seq = ev->seq;
-    snprintf(o->phase, sizeof(o->phase), "%s", is_wait ? "" : ev->phase);
+    o->phase = phase;
     glucx_an_bd_change(e, rs, r, ev->ts, is_wait || o->is_comm ? 0 : 1, o->is_comm ? 1 : 0,
                        is_wait ? 1 : 0);
     return 0;
 }
 
-/* The newest open entry that @p ev (an end) closes, or (size_t)-1. */
-static size_t find_open(const rank_st_t *rs, const glucx_an_event_t *ev, int is_wait,
-                        int any_thread)
+/* The newest open entry that @p ev (an end; a compute end: its phase name interned as
+ * @p phase) closes, or (size_t)-1. */
+static size_t find_open(const rank_st_t *rs, const glucx_an_event_t *ev,
+                        const glucx_an_name_t *phase, int is_wait, int any_thread)
 {
     size_t i = rs->nopen;
     while (i-- > 0) {
         const open_ent_t *o = &rs->open[i];
         if (o->is_wait == is_wait && (any_thread || o->vtid == ev->vtid) &&
-            (is_wait ||
-             (o->id == ev->id && strncmp(o->phase, ev->phase, sizeof(o->phase) - 1) == 0)))
+            (is_wait || (o->id == ev->id && o->phase == phase)))
             return i;
     }
     return (size_t)-1;
@@ -66,9 +70,14 @@ int glucx_an_pair_close(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
     /* A wait ends on its own thread. A compute phase pairs on (phase, id): on the same thread
      * if one is open there, else on any thread (a framework may end a phase from another
      * thread, e.g. a communication completed by the backend's thread). */
-    size_t i = find_open(rs, ev, is_wait, 0);
-    if (i == (size_t)-1 && !is_wait)
-        i = find_open(rs, ev, 0, 1);
+    /* a name never interned was never opened: nothing to close */
+    const glucx_an_name_t *phase = is_wait ? NULL : glucx_an_name_find(e, ev->phase);
+    size_t i = (size_t)-1;
+    if (is_wait || phase) {
+        i = find_open(rs, ev, phase, is_wait, 0);
+        if (i == (size_t)-1 && !is_wait)
+            i = find_open(rs, ev, phase, 0, 1);
+    }
     if (i == (size_t)-1) {
         e->unpaired++;
         glucx_an_bd_advance(e, rs, r, ev->ts);

@@ -2,6 +2,8 @@
  * timeline.json: Chrome / Perfetto trace events, written as the analyzers see each span end.
  * A process per rank (tracks: iterations, compute, collectives, waits, one per peer and
  * direction) and per communicator's links, flow arrows from a send to its receive.
+ * Names from the trace (phases, communicators) are written JSON-escaped, in full (names.c);
+ * every other string written here is a fixed label.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -55,8 +57,9 @@ static void tl_peer_meta(glucx_an_engine_t *e, comm_st_t *c, int r, int peer, in
            tl_pid(e, c, r), TID_P2P + bit, send ? "send to" : "recv from", peer);
 }
 
-static void tl_x(glucx_an_engine_t *e, int pid, int tid, const char *name, int64_t a, int64_t b,
-                 const char *args)
+/* A complete slice named @p name (JSON-escaped already), followed by " <id>" when @p has_id. */
+static void tl_x(glucx_an_engine_t *e, int pid, int tid, const char *name, int has_id, uint64_t id,
+                 int64_t a, int64_t b, const char *args)
 {
     if (!e->f_tl)
         return;
@@ -65,6 +68,10 @@ static void tl_x(glucx_an_engine_t *e, int pid, int tid, const char *name, int64
     /* no "cat" key: the name says it, and the key costs ~15% of the file */
     wb_lit(w, "{\"ph\":\"X\",\"name\":\"");
     wb_str(w, name);
+    if (has_id) {
+        wb_lit(w, " ");
+        wb_u64(w, id);
+    }
     wb_lit(w, "\",\"pid\":");
     wb_i64(w, pid);
     wb_lit(w, ",\"tid\":");
@@ -78,6 +85,23 @@ static void tl_x(glucx_an_engine_t *e, int pid, int tid, const char *name, int64
         wb_str(w, args);
     }
     wb_lit(w, "}");
+}
+
+/* A process_name record of @p pid: "<before><communicator name><after>" (@p before and @p after
+ * fixed text). */
+static void tl_process_name(glucx_an_engine_t *e, int pid, const char *before, const comm_st_t *c,
+                            const char *after)
+{
+    const glucx_an_name_t *n = glucx_an_name_intern(e, c->name ? c->name : "?");
+    wbuf_t *w = e->w_tl;
+    tl_sep(e);
+    wb_lit(w, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+    wb_i64(w, pid);
+    wb_lit(w, ",\"args\":{\"name\":\"");
+    wb_str(w, before);
+    wb_str(w, n ? n->json : "?"); /* out of memory: the engine's error is set */
+    wb_str(w, after);
+    wb_lit(w, "\"}}");
 }
 
 static void tl_flow(glucx_an_engine_t *e, int start, uint64_t id, int pid, int tid, int64_t ts)
@@ -109,10 +133,9 @@ void glucx_an_tl_rank(glucx_an_engine_t *e, comm_st_t *c, int r)
         return;
     rs->tl_meta = 1;
     int pid = tl_pid(e, c, r);
-    tl_raw(
-        e,
-        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d (%s)\"}}",
-        pid, r, c->name ? c->name : "?");
+    char before[32];
+    snprintf(before, sizeof(before), "rank %d (", r);
+    tl_process_name(e, pid, before, c, ")");
     tl_raw(e,
            "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
            pid, pid);
@@ -129,9 +152,7 @@ void glucx_an_tl_iteration(glucx_an_engine_t *e, comm_st_t *c, int r, uint64_t i
 {
     if (!e->f_tl)
         return;
-    char name[48];
-    snprintf(name, sizeof(name), "iteration %" PRIu64, index);
-    tl_x(e, tl_pid(e, c, r), TID_ITER, name, a, b, NULL);
+    tl_x(e, tl_pid(e, c, r), TID_ITER, "iteration", 1, index, a, b, NULL);
 }
 
 void glucx_an_tl_collective(glucx_an_engine_t *e, comm_st_t *c, int r, const coll_st_t *co)
@@ -142,21 +163,20 @@ void glucx_an_tl_collective(glucx_an_engine_t *e, comm_st_t *c, int r, const col
     snprintf(name, sizeof(name), "%s (%s)", glucx_an_coll_name(co->coll),
              glucx_an_alg_name(co->alg));
     snprintf(args, sizeof(args), "{\"seq\":%" PRIu32 ",\"bytes\":%" PRIu64 "}", co->seq, co->bytes);
-    tl_x(e, tl_pid(e, c, r), TID_COLL, name, co->b[r], co->e[r], args);
+    tl_x(e, tl_pid(e, c, r), TID_COLL, name, 0, 0, co->b[r], co->e[r], args);
 }
 
 void glucx_an_tl_wait(glucx_an_engine_t *e, comm_st_t *c, int r, int64_t a, int64_t b)
 {
-    tl_x(e, tl_pid(e, c, r), TID_WAIT, "wait", a, b, NULL);
+    tl_x(e, tl_pid(e, c, r), TID_WAIT, "wait", 0, 0, a, b, NULL);
 }
 
 void glucx_an_tl_phase(glucx_an_engine_t *e, comm_st_t *c, int r, const open_ent_t *o, int64_t b)
 {
     if (!e->f_tl)
         return;
-    char name[64];
-    snprintf(name, sizeof(name), "%s %" PRIu64, o->phase[0] ? o->phase : "compute", o->id);
-    tl_x(e, tl_pid(e, c, r), o->is_comm ? TID_COLL : TID_COMPUTE, name, o->ts, b, NULL);
+    const char *name = o->phase && o->phase->len ? o->phase->json : "compute";
+    tl_x(e, tl_pid(e, c, r), o->is_comm ? TID_COLL : TID_COMPUTE, name, 1, o->id, o->ts, b, NULL);
 }
 
 void glucx_an_tl_message(glucx_an_engine_t *e, comm_st_t *c, const msg_st_t *m, link_st_t *l,
@@ -171,22 +191,19 @@ void glucx_an_tl_message(glucx_an_engine_t *e, comm_st_t *c, const msg_st_t *m, 
     tl_peer_meta(e, c, m->dst, m->src, 0);
     int ps = tl_pid(e, c, m->src), pd = tl_pid(e, c, m->dst);
     int ts_ = TID_P2P + m->dst * 2, td = TID_P2P + m->src * 2 + 1;
-    tl_x(e, ps, ts_, "send", m->sb, m->se > m->sb ? m->se : m->re, args);
-    tl_x(e, pd, td, "recv", m->rb < m->re ? m->rb : m->re, m->re, args);
+    tl_x(e, ps, ts_, "send", 0, 0, m->sb, m->se > m->sb ? m->se : m->re, args);
+    tl_x(e, pd, td, "recv", 0, 0, m->rb < m->re ? m->rb : m->re, m->re, args);
     int lp = 1000000 + (int)glucx_an_comm_index(e, c);
     int lt = m->src * 4096 + m->dst;
     if (!l->tl_meta) {
         l->tl_meta = 1;
-        tl_raw(e,
-               "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"links "
-               "(%s)\"}}",
-               lp, c->name ? c->name : "?");
+        tl_process_name(e, lp, "links (", c, ")");
         tl_raw(e,
                "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{"
                "\"name\":\"link %d->%d\"}}",
                lp, lt, m->src, m->dst);
     }
-    tl_x(e, lp, lt, "transfer", a, m->re, args);
+    tl_x(e, lp, lt, "transfer", 0, 0, a, m->re, args);
     uint64_t fid = e->n_tl;
     tl_flow(e, 1, fid, ps, ts_, m->sb);
     tl_flow(e, 0, fid, pd, td, m->re);

@@ -16,8 +16,9 @@ BT_PLUGIN_SINK_COMPONENT_CLASS_DESCRIPTION(
     "directory given by the parameter output");
 BT_PLUGIN_SINK_COMPONENT_CLASS_HELP(
     report,
-    "Parameters: output (string, required), timeline (bool, default true), template (string). "
-    "Definitions: analysis/METRICS.md.");
+    "Parameters: output (string, required), timeline (bool, default true), template (string), "
+    "pid-file (string: glucx-trace's DIR/glucx-pids; events of processes it does not list are "
+    "left out). Definitions: analysis/METRICS.md.");
 BT_PLUGIN_SINK_COMPONENT_CLASS_INITIALIZE_METHOD(report, glucx_an_sink_init);
 BT_PLUGIN_SINK_COMPONENT_CLASS_FINALIZE_METHOD(report, glucx_an_sink_finalize);
 BT_PLUGIN_SINK_COMPONENT_CLASS_GRAPH_IS_CONFIGURED_METHOD(report,

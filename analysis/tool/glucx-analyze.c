@@ -137,75 +137,6 @@ static int find_pid_file(const char *trace, char *out, size_t len)
     return -1;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Read a process list: one decimal pid per line. 0, or -1 with a message in @p why. */
-static int read_pid_file(const char *path, glucx_an_pidset_t *set, uint64_t *bad_p, char *why,
-                         size_t len)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(why, len, "cannot read %s: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t cap = 0;
-    char line[64];
-    *bad_p = 0;
-    while (fgets(line, sizeof(line), f)) {
-        size_t l = strlen(line);
-        int whole = l > 0 && line[l - 1] == '\n';
-        if (!whole && !feof(f)) { /* an over-long line: skip the rest of it */
-            int ch;
-            while ((ch = fgetc(f)) != EOF && ch != '\n') {
-            }
-            (*bad_p)++;
-            continue;
-        }
-        if (whole)
-            line[--l] = 0;
-        if (l == 0)
-            continue;
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(line, &end, 10);
-        if (errno || end == line || *end || v <= 0) {
-            (*bad_p)++;
-            continue;
-        }
-        if (set->n == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            int64_t *nv = realloc(set->pids, nc * sizeof(int64_t));
-            if (!nv) {
-                fclose(f);
-                snprintf(why, len, "out of memory reading %s (%zu pids)", path, set->n);
-                return -1;
-            }
-            set->pids = nv;
-            cap = nc;
-        }
-        set->pids[set->n++] = v;
-    }
-    int rerr = ferror(f);
-    fclose(f);
-    if (rerr) {
-        snprintf(why, len, "cannot read %s: I/O error", path);
-        return -1;
-    }
-    if (set->n > 1) {
-        qsort(set->pids, set->n, sizeof(int64_t), cmp_i64);
-        size_t w = 1;
-        for (size_t i = 1; i < set->n; i++)
-            if (set->pids[i] != set->pids[w - 1])
-                set->pids[w++] = set->pids[i];
-        set->n = w;
-    }
-    return 0;
-}
-
 /* The process list of every trace directory (NULL: none, keep all); files are read once each
  * and reported to the engine (trace.pid_files), problems as warnings. */
 static int load_pid_files(const dirlist_t *traces, glucx_an_engine_t *eng, pidfiles_t *files,
@@ -242,7 +173,7 @@ static int load_pid_files(const dirlist_t *traces, glucx_an_engine_t *eng, pidfi
             }
             char why[PATH_MAX + 128];
             uint64_t bad = 0;
-            if (read_pid_file(path, &pf->set, &bad, why, sizeof(why)) != 0) {
+            if (glucx_an_pidset_read(path, &pf->set, &bad, why, sizeof(why)) != 0) {
                 fprintf(stderr, "glucx-analyze: warning: %s: every process of %s is kept\n", why,
                         traces->v[i]);
                 glucx_an_engine_warn(eng,

@@ -17,11 +17,13 @@ Ground truth (values measured by gt_run itself, never read from the trace):
               as that rank got them; no straggler sentence; the stragglers list still has rank 2.
 Robustness (each: a clear message, a report marked partial where one is possible):
   missing, nontrace, empty, truncated, discarded, unknown_version; plugin_cli: the same sink
-  through `babeltrace2 --plugin-path`; merge: two traces with different UUIDs analysed together.
+  through `babeltrace2 --plugin-path`, given the trace's glucx-pids (parameter pid-file), agrees
+  with glucx-analyze; merge: two traces with different UUIDs analysed together.
   pidfiles: each trace directory's glucx-pids (glucx-trace's process list) filters its own
   events only: a rank's pid removed from one of two merged traces' lists leaves out exactly that
-  process's events (counted here with bt2), the other trace is untouched; found from a trace
-  subdirectory too; without the files everything is analysed as before.
+  process's events (counted here with bt2; plus those of any other job traced at the same time,
+  counted the same way), the other trace is untouched; found from a trace subdirectory too;
+  without the files everything is analysed as before.
 Trace format version (trace/EVENTS.md, "Format version"; copies of a recorded trace whose
 metadata is edited in place):
   format_current  every glucx event class carries EVENTS.md's version; read with no warning.
@@ -36,6 +38,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -43,6 +46,7 @@ import jsonschema
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
+from tracepids import PidListError, trace_pids  # noqa: E402
 
 SKIP = 77
 
@@ -313,6 +317,41 @@ def case_discarded(a):
     check(any("discarded" in r for r in rep["trace"]["partial_reasons"]), "no discard reason")
 
 
+MD_MAGIC = 0x75D11D57  # CTF 1.8 packetized metadata: the header's magic
+MD_HEADER = 37  # magic, uuid[16], checksum, content_size, packet_size (bits), 5 one-byte fields
+
+
+def edit_metadata(path, edit):
+    """Rewrite the CTF metadata file path with edit (bytes -> bytes of the same length) applied
+    to its text: the contents of its packets joined (a statement that a packet boundary cuts, as
+    where the boundaries fall depends on which classes were registered first, is edited whole),
+    written back into the same packets, whose sizes stay as they are."""
+    data = bytearray(open(path, "rb").read())
+    spans, off = [], 0
+    if len(data) >= MD_HEADER and struct.unpack_from("<I", data, 0)[0] == MD_MAGIC:
+        while off < len(data):
+            check(off + MD_HEADER <= len(data) and
+                  struct.unpack_from("<I", data, off)[0] == MD_MAGIC,
+                  "%s: no metadata packet header at byte %d" % (path, off))
+            content_bits, packet_bits = struct.unpack_from("<II", data, off + 24)
+            check(MD_HEADER * 8 <= content_bits <= packet_bits and packet_bits % 8 == 0 and
+                  off + packet_bits // 8 <= len(data),
+                  "%s: bad metadata packet sizes at byte %d" % (path, off))
+            spans.append((off + MD_HEADER, off + content_bits // 8))
+            off += packet_bits // 8
+    else:
+        spans = [(0, len(data))]  # plain-text metadata
+    text = b"".join(bytes(data[x:y]) for x, y in spans)
+    new = edit(text)
+    check(len(new) == len(text), "%s: the edit changed the metadata's length" % path)
+    pos = 0
+    for x, y in spans:
+        data[x:y] = new[pos:pos + y - x]
+        pos += y - x
+    with open(path, "wb") as f:
+        f.write(data)
+
+
 def case_unknown_version(a):
     d, _ = gt(a, "bytes")
     cp = os.path.join(a.work, "unknown_version", "trace")
@@ -321,12 +360,11 @@ def case_unknown_version(a):
     n = 0
     for root, _, files in os.walk(cp):
         if "metadata" in files:
-            path = os.path.join(root, "metadata")
-            data = open(path, "rb").read()
-            # same length, so the packetized metadata stays valid: a renamed field
-            new = data.replace(b" _peer;", b" _pear;")
-            n += data.count(b" _peer;")
-            open(path, "wb").write(new)
+            def rename(text):  # same length, so the packets stay valid: a renamed field
+                nonlocal n
+                n += text.count(b" _peer;")
+                return text.replace(b" _peer;", b" _pear;")
+            edit_metadata(os.path.join(root, "metadata"), rename)
     check(n > 0, "no _peer field found in the metadata to rename")
     p, rep = analyze(a, cp, "unknown_version")
     check(rep["trace"]["partial"] and not rep["provider"]["recognised"], "renamed field not detected")
@@ -347,11 +385,14 @@ EMF_STMT = re.compile(rb'[ \t]*model\.emf\.uri = "glucx-trace-format:\d+";')
 
 
 def class_formats(trace):
-    """{glucx event class name: its model.emf.uri} over the trace's events (bt2)."""
+    """{glucx event class name: its model.emf.uri} over the events of the recorded command (the
+    processes the trace's glucx-pids lists) (bt2)."""
     import bt2  # python3-bt2, as tests/trace uses
+    pids = trace_pids(trace)
     out = {}
     for msg in bt2.TraceCollectionMessageIterator(trace):
-        if type(msg) is bt2._EventMessageConst and msg.event.name.startswith("glucx:"):
+        if type(msg) is bt2._EventMessageConst and msg.event.name.startswith("glucx:") and \
+                int(msg.event.common_context_field["vpid"]) in pids:
             out[msg.event.name] = msg.event.cls.emf_uri
     return out
 
@@ -367,7 +408,6 @@ def with_format(a, src, name, version):
         if "metadata" not in files:
             continue
         path = os.path.join(root, "metadata")
-        data = open(path, "rb").read()
 
         def sub(m):
             nonlocal n
@@ -378,7 +418,7 @@ def with_format(a, src, name, version):
             new = b'model.emf.uri = "glucx-trace-format:%d";' % version
             check(len(new) <= len(old), "cannot write version %d at the same length" % version)
             return b" " * (len(old) - len(new)) + new
-        open(path, "wb").write(EMF_STMT.sub(sub, data))
+        edit_metadata(path, lambda text: EMF_STMT.sub(sub, text))
     check(n > 0, "no glucx format version found in the metadata of %s" % src)
     want = None if version is None else "glucx-trace-format:%d" % version
     got = class_formats(cp)
@@ -455,14 +495,27 @@ def case_plugin_cli(a):
     bt = shutil.which("babeltrace2")
     if not bt:
         sys.exit(SKIP)
+    # the trace's process list, as glucx-analyze finds it by itself: another job traced at the
+    # same time is left out by both
+    pid_file = os.path.join(d, "glucx-pids")
+    trace_pids(d)  # present and well-formed
     run([bt, "--plugin-path=" + a.plugin_dir, d, "-c", "sink.glucx.report", "-p",
-         'output="%s"' % out])
+         'output="%s",pid-file="%s"' % (out, pid_file)])
     rep = load_report(a, out)
+    # a pid-file that cannot be read fails the sink, naming the file, with no report
+    bad_out, bad_pids = os.path.join(a.work, "plugin_cli", "bad"), os.path.join(d, "no-such-pids")
+    p = run([bt, "--plugin-path=" + a.plugin_dir, d, "-c", "sink.glucx.report", "-p",
+             'output="%s",pid-file="%s"' % (bad_out, bad_pids)], ok=False)
+    check(p.returncode != 0 and "pid-file" in p.stderr and bad_pids in p.stderr and
+          not os.path.exists(os.path.join(bad_out, "report.json")),
+          "an unreadable pid-file: rc %d, %s" % (p.returncode, p.stderr[-2000:]))
     ref_out = os.path.join(a.work, "plugin_cli", "ref")
     run([a.analyze, d, "-o", ref_out, "--no-html"])
     ref = load_report(a, ref_out)
-    for k in ("events", "start_ns", "end_ns"):
-        check(rep["trace"][k] == ref["trace"][k], "CLI and glucx-analyze differ in trace.%s" % k)
+    for k in ("events", "start_ns", "end_ns", "left_out_events", "left_out_processes",
+              "pid_files"):
+        check(rep["trace"][k] == ref["trace"][k], "CLI and glucx-analyze differ in trace.%s: "
+              "%s vs %s" % (k, rep["trace"][k], ref["trace"][k]))
     check([l["bytes"] for l in rep["links"]] == [l["bytes"] for l in ref["links"]], "link bytes differ")
     check(rep["verdict"]["sentence"] == ref["verdict"]["sentence"], "verdicts differ")
 
@@ -488,12 +541,17 @@ def case_pidfiles(a):
     import bt2  # python3-bt2, as tests/trace uses
 
     def per_vpid(trace):
-        counts = {}
+        """({vpid: glucx events}, {vpid: [(communicator name, rank, size) of its comm_init]})"""
+        counts, inits = {}, {}
         for msg in bt2.TraceCollectionMessageIterator(trace):
             if type(msg) is bt2._EventMessageConst and msg.event.name.startswith("glucx:"):
                 v = int(msg.event.common_context_field["vpid"])
                 counts[v] = counts.get(v, 0) + 1
-        return counts
+                if msg.event.name == "glucx:comm_init":
+                    f = msg.event.payload_field
+                    inits.setdefault(v, []).append((str(f["name"]), int(f["rank"]),
+                                                    int(f["size"])))
+        return counts, inits
 
     dirs = {}
     for mode in ("bytes", "straggler"):
@@ -505,14 +563,24 @@ def case_pidfiles(a):
     d1, d2 = dirs["bytes"], dirs["straggler"]
     files = [os.path.join(d, "glucx-pids") for d in (d1, d2)]
     lists = []
-    for f in files:
+    for f, d in zip(files, (d1, d2)):
         check(os.path.isfile(f), "glucx-trace did not write %s" % f)
-        with open(f) as fh:
-            lists.append({int(l) for l in fh.read().split()})
-    c1, c2 = per_vpid(d1), per_vpid(d2)
-    check(set(c1) <= lists[0] and set(c2) <= lists[1],
-          "a process with events is not listed: %s %s / %s %s" % (sorted(c1), sorted(lists[0]),
-                                                                  sorted(c2), sorted(lists[1])))
+        lists.append(trace_pids(d))
+    # each trace: the events of the processes its list names (this run's), and those of any other
+    # job traced at the same time (LTTng records it in this session too)
+    own, foreign = [], []
+    for d, mode, pids in ((d1, "bytes", lists[0]), (d2, "straggler", lists[1])):
+        counts, inits = per_vpid(d)
+        own.append({p: n for p, n in counts.items() if p in pids})
+        foreign.append({p: n for p, n in counts.items() if p not in pids})
+        # every rank of this run's communicator is a listed process
+        ranks = sorted((r, n) for p in own[-1] for name, r, n in inits.get(p, []) if name == mode)
+        check(ranks and [r for r, _ in ranks] == list(range(ranks[0][1])),
+              "%s: the listed processes %s hold ranks %s of communicator %s" % (
+                  d, sorted(pids), ranks, mode))
+    c1, c2 = own
+    f_events = sum(foreign[0].values()) + sum(foreign[1].values())
+    f_procs = len(foreign[0]) + len(foreign[1])  # per trace: a process of both counts twice
     # drop the busiest process of the first trace from its list
     v = max(c1, key=lambda k: (c1[k], k))
     with open(files[0], "w") as fh:
@@ -523,14 +591,14 @@ def case_pidfiles(a):
     rep = load_report(a, out)
     tr = rep["trace"]
     total = sum(c1.values()) + sum(c2.values())
-    check(tr["left_out_events"] == c1[v] and tr["left_out_processes"] == 1,
-          "left out %d events of %d processes, expected %d of 1 (pid %d)"
-          % (tr["left_out_events"], tr["left_out_processes"], c1[v], v))
+    check(tr["left_out_events"] == c1[v] + f_events and tr["left_out_processes"] == 1 + f_procs,
+          "left out %d events of %d processes, expected %d of 1 (pid %d) + %d of %d of another "
+          "job" % (tr["left_out_events"], tr["left_out_processes"], c1[v], v, f_events, f_procs))
     check(tr["events"] == total - c1[v], "events %d, expected %d - %d" % (tr["events"], total, c1[v]))
     check(sorted(tr["pid_files"]) == sorted(os.path.realpath(f) for f in files),
           "pid_files %s" % tr["pid_files"])
-    check(tr["warnings"][0].startswith("%d events of 1 processes not listed" % c1[v]),
-          "warning: %s" % tr["warnings"])
+    check(tr["warnings"][0].startswith("%d events of %d processes not listed" % (
+        c1[v] + f_events, 1 + f_procs)), "warning: %s" % tr["warnings"])
     vpids = {r.get("vpid") for c in tr["comms"] for r in c.get("ranks", [])}
     check(v not in vpids, "pid %d left out but still a rank: %s" % (v, tr["comms"]))
     check(sorted(c["name"] for c in tr["comms"]) == ["bytes", "straggler"],
@@ -542,7 +610,7 @@ def case_pidfiles(a):
         if "metadata" in names:
             sub = root
     p, rep = analyze(a, sub, "pidfiles-sub")
-    check(rep["trace"]["left_out_events"] == c1[v] and
+    check(rep["trace"]["left_out_events"] == c1[v] + sum(foreign[0].values()) and
           rep["trace"]["events"] == sum(c1.values()) - c1[v],
           "from %s: left out %d, events %d" % (sub, rep["trace"]["left_out_events"],
                                                rep["trace"]["events"]))
@@ -552,10 +620,11 @@ def case_pidfiles(a):
         os.unlink(f)
     p, rep = analyze(a, d1, "pidfiles-none")
     tr = rep["trace"]
-    check(tr["events"] == sum(c1.values()) and tr["left_out_events"] == 0 and
+    everything = sum(c1.values()) + sum(foreign[0].values())
+    check(tr["events"] == everything and tr["left_out_events"] == 0 and
           tr["pid_files"] == [] and not any("left out" in w for w in tr["warnings"]),
           "without glucx-pids: events %d of %d, left out %d, files %s"
-          % (tr["events"], sum(c1.values()), tr["left_out_events"], tr["pid_files"]))
+          % (tr["events"], everything, tr["left_out_events"], tr["pid_files"]))
 
 
 def main():
@@ -568,7 +637,7 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     try:
         globals()["case_" + a.case](a)
-    except (Failure, jsonschema.ValidationError) as e:
+    except (Failure, PidListError, jsonschema.ValidationError) as e:
         print("FAIL (%s): %s" % (a.case, e))
         return 1
     print("PASS (%s)" % a.case)

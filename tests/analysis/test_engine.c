@@ -1038,6 +1038,162 @@ static void test_borrowed_empty_strings(void **state)
     json_decref(tl);
 }
 
+/* The timeline's slices of compute phases (tid 2) and framework communication (tid 3) in
+ * timeline.json under g_out: into @p names (up to @p max, borrowed from @p *tl_p, which the
+ * caller frees), with their ts and dur in ns; returns how many. */
+static size_t phase_slices(json_t **tl_p, const char **names, int64_t *ts, int64_t *dur, size_t max)
+{
+    char p[1100];
+    snprintf(p, sizeof(p), "%s/timeline.json", g_out);
+    json_error_t err;
+    json_t *tl = json_load_file(p, 0, &err);
+    if (!tl)
+        fail_msg("%s does not parse: %s line %d", p, err.text, err.line);
+    *tl_p = tl;
+    json_t *evs = json_object_get(tl, "traceEvents");
+    size_t n = 0;
+    for (size_t i = 0; i < json_array_size(evs); i++) {
+        json_t *x = json_array_get(evs, i);
+        const char *ph = json_string_value(json_object_get(x, "ph"));
+        json_int_t tid = json_integer_value(json_object_get(x, "tid"));
+        if (!ph || strcmp(ph, "X") != 0 || (tid != 2 && tid != 3))
+            continue;
+        assert_true(n < max);
+        names[n] = json_string_value(json_object_get(x, "name"));
+        assert_non_null(names[n]);
+        /* microseconds with three decimals: exact in ns */
+        ts[n] = llround(json_number_value(json_object_get(x, "ts")) * 1000);
+        dur[n] = llround(json_number_value(json_object_get(x, "dur")) * 1000);
+        n++;
+    }
+    return n;
+}
+
+/* Names that need JSON escaping, as a communicator name and as phase names: each must come back
+ * exactly from report.json and timeline.json (both parsed by jansson), not corrupt the files. */
+static void test_hostile_names(void **state)
+{
+    (void)state;
+    static char longname[6001];
+    for (size_t i = 0; i < sizeof(longname) - 1; i++)
+        longname[i] = (char)('a' + i % 26);
+    longname[sizeof(longname) - 1] = '\0';
+    const char *names[] = {
+        "quote\"d",  "back\\slash\\", "new\nline",
+        "tab\there", "ctl\x01\x1f",   "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80",
+        longname,    "}],{\"x\":\"",
+    };
+    const size_t nn = sizeof(names) / sizeof(names[0]);
+    for (size_t k = 0; k < nn; k++) {
+        char dir[64];
+        snprintf(dir, sizeof(dir), "hostile_%zu", k);
+        start(dir);
+        glucx_an_event_t e = ev(GLUCX_AN_EV_COMM_INIT, 0, 0);
+        e.size = 1;
+        e.npackages = 1;
+        e.name = names[k];
+        e.host = names[k];
+        feed(e);
+        iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 0, 0);
+        e = ev(GLUCX_AN_EV_COMPUTE_BEGIN, 100, 0);
+        e.phase = names[k];
+        e.id = 3;
+        feed(e);
+        e = ev(GLUCX_AN_EV_COMPUTE_END, 400, 0);
+        e.phase = names[k];
+        e.id = 3;
+        feed(e);
+        iter(GLUCX_AN_EV_ITERATION_END, 1000, 0, 0);
+        json_t *rep = finish();
+        json_t *comms = json_object_get(json_object_get(rep, "trace"), "comms");
+        assert_int_equal(json_array_size(comms), 1);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(comms, 0), "name")),
+                            names[k]);
+        assert_int_equal(geti(rank_of(rep, "ranks", 0), "compute_ns"), 300);
+        json_decref(rep);
+
+        json_t *tl;
+        const char *got[8];
+        int64_t ts[8], dur[8];
+        size_t n = phase_slices(&tl, got, ts, dur, 8);
+        char *want = malloc(strlen(names[k]) + 32);
+        assert_non_null(want);
+        sprintf(want, "%s 3", names[k]);
+        assert_int_equal(n, 1);
+        assert_string_equal(got[0], want);
+        assert_int_equal(ts[0], 100);
+        assert_int_equal(dur[0], 300);
+        /* the rank's process is named after the communicator */
+        sprintf(want, "rank 0 (%s)", names[k]);
+        int named = 0;
+        json_t *evs = json_object_get(tl, "traceEvents"), *x;
+        size_t i;
+        json_array_foreach(evs, i, x)
+        {
+            const char *mn = json_string_value(json_object_get(x, "name"));
+            const char *an = json_string_value(json_object_get(json_object_get(x, "args"), "name"));
+            named += mn && an && strcmp(mn, "process_name") == 0 && strcmp(an, want) == 0;
+        }
+        assert_int_equal(named, 1);
+        free(want);
+        json_decref(tl);
+    }
+}
+
+/* Two phases whose names share their first 48 bytes, with the same id, overlapping on one
+ * thread: A [100, 300) and B [200, 500). A's end must close A, although B (the newest open entry,
+ * same id, same 48-byte prefix) would match it by prefix (which made A [100, 500) and B
+ * [200, 300)); the timeline names each slice in full. */
+static void test_long_phase_names(void **state)
+{
+    (void)state;
+    const char *a = "forward.layer1.conv.weight.grad.bucket.0000000000.first",
+               *b = "forward.layer1.conv.weight.grad.bucket.0000000000.second";
+    assert_int_equal(strncmp(a, b, 48), 0);
+    start("long_phases");
+    init(0, 0, 1);
+    iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 0, 0);
+    const struct {
+        int kind;
+        int64_t ts;
+        const char *phase;
+    } steps[] = {
+        {GLUCX_AN_EV_COMPUTE_BEGIN, 100, a},
+        {GLUCX_AN_EV_COMPUTE_BEGIN, 200, b},
+        {GLUCX_AN_EV_COMPUTE_END, 300, a},
+        {GLUCX_AN_EV_COMPUTE_END, 500, b},
+    };
+    char buf[2][128]; /* the caller's buffers: borrowed for each call only */
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        glucx_an_event_t e = ev(steps[i].kind, steps[i].ts, 0);
+        snprintf(buf[i % 2], sizeof(buf[0]), "%s", steps[i].phase);
+        e.phase = buf[i % 2];
+        e.id = 9;
+        feed(e);
+        memset(buf[i % 2], 'x', sizeof(buf[0]) - 1);
+    }
+    iter(GLUCX_AN_EV_ITERATION_END, 1000, 0, 0);
+    json_t *rep = finish();
+    assert_int_equal(geti(rank_of(rep, "ranks", 0), "compute_ns"), 400);
+    json_decref(rep);
+    json_t *tl;
+    const char *got[4];
+    int64_t ts[4], dur[4];
+    size_t n = phase_slices(&tl, got, ts, dur, 4);
+    assert_int_equal(n, 2);
+    char wa[128], wb[128];
+    snprintf(wa, sizeof(wa), "%s 9", a);
+    snprintf(wb, sizeof(wb), "%s 9", b);
+    /* written as each closes: A first */
+    assert_string_equal(got[0], wa);
+    assert_int_equal(ts[0], 100);
+    assert_int_equal(dur[0], 200);
+    assert_string_equal(got[1], wb);
+    assert_int_equal(ts[1], 200);
+    assert_int_equal(dur[1], 300);
+    json_decref(tl);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -1063,6 +1219,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_failed_coll_end),
         cmocka_unit_test(test_failed_first_in_time),
         cmocka_unit_test(test_borrowed_empty_strings),
+        cmocka_unit_test(test_hostile_names),
+        cmocka_unit_test(test_long_phase_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,8 +6,9 @@
 Runs scripts/demo.sh with 4 ranks and 2 epochs, then checks, each from its own source:
   * training: exit 0, test accuracy >= 0.85 and the last epoch's loss below the first's
     (train.json, written by examples/train_digits.py);
-  * the trace (read with Babeltrace 2's Python bindings): events from every rank, the glucx
-    communicator of the training announced by all 4 ranks, DDP's framework events present;
+  * the trace (read with Babeltrace 2's Python bindings; only the processes its glucx-pids lists,
+    not another job traced at the same time): events from every rank, the glucx communicator
+    of the training announced by all 4 ranks, DDP's framework events present;
   * the report: report.json validates against analysis/report.schema.json, its rank count and
     iteration count agree with the trace, report.txt/report.html/timeline.json exist and
     report.html carries the report (no unfilled marker);
@@ -28,6 +29,7 @@ import jsonschema
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
+from tracepids import PidListError, trace_pids  # noqa: E402
 
 RANKS, EPOCHS, FLOOR = 4, 2, 0.85
 
@@ -43,14 +45,21 @@ def check(cond, what):
 
 
 def read_events(trace):
-    """(name, payload dict, vpid) of every event."""
+    """(name, payload dict, vpid) of every event of the processes the trace's glucx-pids lists
+    (the demo's; not those of another job traced at the same time)."""
+    try:
+        pids = trace_pids(trace)
+    except PidListError as e:
+        fail(str(e))
     out = []
     for msg in bt2.TraceCollectionMessageIterator(trace):
         if type(msg) is not bt2._EventMessageConst:
             continue
         ev = msg.event
-        payload = {k: v for k, v in ev.payload_field.items() if not k.startswith("_")}
         vpid = int(ev.common_context_field["vpid"])
+        if vpid not in pids:
+            continue  # another job's: its fields are not even read
+        payload = {k: v for k, v in ev.payload_field.items() if not k.startswith("_")}
         out.append((ev.name, payload, vpid))
     return out
 

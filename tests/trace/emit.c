@@ -7,8 +7,11 @@
  *
  *   emit record NPROCS        every event once per process; rank r = process index
  *   emit burst NPROCS COUNT   COUNT send_begin events per process, as fast as possible
+ *                             (record and burst print rank<r>_pid=<pid> for each forked rank)
  *   emit strings N            every string field of every event, N times, empty and not, in
  *                             the order of strings() below (one process)
+ *   emit names                communicator and phase names that need JSON escaping, and long
+ *                             phase names sharing a long prefix (one process; see names())
  *   emit maps                 which LTTng libraries are mapped, whether tracing is on
  *   emit bench ITERS          ns per site: idle (event disabled) and emitting
  *   emit p2pwait DIR          two forked ranks of a real glucx communicator (file store in DIR)
@@ -136,8 +139,7 @@ static void emit_all(int r, int n)
  * an empty, three empties in a row), else "<prefix>-<i>" written (i % 3) + 1 times joined by
  * "/" (so a shorter value also follows a longer one). P(i) is "" when S would be, else
  * "comm:allreduce-<i>" when (i / 8) is even and "forward-<i>" when odd, written once: a
- * framework communication phase or a compute phase (short: the analysis keeps 31 bytes of a
- * phase name). */
+ * framework communication phase or a compute phase. */
 static void string_value(char *out, size_t len, const char *prefix, int i, int j)
 {
     out[0] = '\0';
@@ -183,6 +185,58 @@ static void strings(int n)
         glucx_trace_compute_end(&comm, phase, (uint64_t)i);
         GLUCX_TP(error, c, 0, GLUCX_ERR_TIMEOUT, text);
     }
+}
+
+/* ---- names: what JSON must escape, and names of any length ----
+ *
+ * One process, rank 0 of communicators of size 1. For k = 0 .. NAMES_N - 1, NAME(k) is:
+ *   0 quote"d   1 back\slash\   2 new<LF>line   3 tab<TAB>here   4 ctl<0x01><0x1f>
+ *   5 "caf\u00e9 \u20ac \U0001f680" in UTF-8   6 NAMES_LONG bytes, byte i = 'a' + i % 26
+ *   7 }],{"x":"
+ * and it emits
+ *   comm_init(NAMES_COMM + k, 0, 1, 0, 1, NAME(k), "names-host", k)
+ *   compute_begin(NAMES_COMM + k, 0, NAME(k), k)    (glucx_trace_compute_*, on a comm of rank 0)
+ *   compute_end(NAMES_COMM + k, 0, NAME(k), k)
+ * then, on communicator NAMES_COMM + NAMES_N named "long-phases", two phases whose names share
+ * their first 48 bytes, with the same id 9, overlapping:
+ *   comm_init(NAMES_COMM + NAMES_N, 0, 1, 0, 1, "long-phases", "names-host", NAMES_N)
+ *   compute_begin(.., NAMES_PHASE_A, 9)  compute_begin(.., NAMES_PHASE_B, 9)
+ *   compute_end(.., NAMES_PHASE_A, 9)    compute_end(.., NAMES_PHASE_B, 9) */
+#define NAMES_N 8
+#define NAMES_LONG 6000
+#define NAMES_COMM UINT64_C(0x6e616d6573000000)
+#define NAMES_PHASE_A "forward.layer1.conv.weight.grad.bucket.0000000000.first"
+#define NAMES_PHASE_B "forward.layer1.conv.weight.grad.bucket.0000000000.second"
+
+static void names(void)
+{
+    static char long_name[NAMES_LONG + 1];
+    for (int i = 0; i < NAMES_LONG; i++)
+        long_name[i] = (char)('a' + i % 26);
+    const char *const name[NAMES_N] = {
+        "quote\"d",  "back\\slash\\", "new\nline",
+        "tab\there", "ctl\x01\x1f",   "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80",
+        long_name,   "}],{\"x\":\"",
+    };
+    struct glucx_comm comm;
+    memset(&comm, 0, sizeof(comm));
+    comm.rank = 0;
+    for (int k = 0; k <= NAMES_N; k++) {
+        const uint64_t c = NAMES_COMM + (uint64_t)k;
+#ifdef GLUCX_COMM_HAS_TRACE_ID
+        comm.trace_id = c;
+#endif
+        GLUCX_TP(comm_init, c, 0, 1, 0, 1, k < NAMES_N ? name[k] : "long-phases", "names-host",
+                 (uint64_t)k);
+        if (k < NAMES_N) {
+            glucx_trace_compute_begin(&comm, name[k], (uint64_t)k);
+            glucx_trace_compute_end(&comm, name[k], (uint64_t)k);
+        }
+    }
+    glucx_trace_compute_begin(&comm, NAMES_PHASE_A, 9);
+    glucx_trace_compute_begin(&comm, NAMES_PHASE_B, 9);
+    glucx_trace_compute_end(&comm, NAMES_PHASE_A, 9);
+    glucx_trace_compute_end(&comm, NAMES_PHASE_B, 9);
 }
 
 static void burst(int r, long count)
@@ -242,6 +296,7 @@ static int run_forked(int nprocs, long count, int record)
                 burst(r, count);
             _exit(0);
         }
+        printf("rank%d_pid=%d\n", r, (int)pid);
         pids[children++] = pid;
     }
     int failed = 0;
@@ -700,8 +755,8 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
-        fprintf(stderr, "usage: emit record NPROCS | burst NPROCS COUNT | strings N | maps | "
-                        "bench ITERS | p2pwait DIR | forklock\n");
+        fprintf(stderr, "usage: emit record NPROCS | burst NPROCS COUNT | strings N | names | "
+                        "maps | bench ITERS | p2pwait DIR | forklock\n");
         return 2;
     }
     printf("compiled=%d\n", GLUCX_TP_COMPILED);
@@ -731,6 +786,10 @@ int main(int argc, char **argv)
         if (n < 1 || n > 100000)
             return 2;
         strings(n);
+        return 0;
+    }
+    if (strcmp(argv[1], "names") == 0 && argc == 2) {
+        names();
         return 0;
     }
     if (strcmp(argv[1], "maps") == 0) {

@@ -31,6 +31,7 @@ import bt2
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
+from tracepids import PidListError, trace_pids  # noqa: E402
 
 TIMEOUT = scaled(50)  # s, for the traced command
 SKIP = 77
@@ -66,7 +67,10 @@ def plain(field):
 
 
 def read_events(path):
-    """Events in trace order as dicts: name (without "glucx:"), ts (ns), vpid, vtid, fields."""
+    """The events of the command glucx-trace recorded into path (the processes its glucx-pids
+    lists: not those of another job traced at the same time), in trace order, as dicts: name
+    (without "glucx:"), ts (ns), vpid, vtid, fields."""
+    pids = trace_pids(path)
     out, discarded = [], 0
     for msg in bt2.TraceCollectionMessageIterator(path):
         if type(msg) is bt2._DiscardedEventsMessageConst:
@@ -74,12 +78,14 @@ def read_events(path):
         if type(msg) is not bt2._EventMessageConst:
             continue
         ev = msg.event
+        ctx = ev.common_context_field
+        ids = {c: int(ctx[c]) if ctx is not None and c in ctx else None for c in ("vpid", "vtid")}
+        if ids["vpid"] not in pids:
+            continue  # another job's: its fields are not even read
         d = {k: plain(v) for k, v in ev.payload_field.items() if not k.startswith("_")}
         d["ev"] = ev.name.split(":", 1)[1]
         d["ts"] = msg.default_clock_snapshot.ns_from_origin
-        ctx = ev.common_context_field
-        for c in ("vpid", "vtid"):
-            d[c] = int(ctx[c]) if ctx is not None and c in ctx else None
+        d.update(ids)
         out.append(d)
     check(discarded == 0, "%d events discarded: the checks below would mis-pair" % discarded)
     return out
@@ -487,7 +493,7 @@ def main():
         else:
             case_c(a, int(a.case[1]))
             rc = 0
-    except Failure as e:
+    except (Failure, PidListError) as e:
         print("FAIL:", e)
         return 1
     if rc == 0:

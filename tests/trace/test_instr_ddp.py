@@ -45,6 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_instr import Failure, check, free_port, read_events  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
+from tracepids import PidListError, trace_pids  # noqa: E402 (test_instr put it on sys.path)
 
 SKIP = 77
 TIMEOUT = scaled(100)  # s, for the traced job
@@ -259,9 +260,12 @@ def main():
                   "rank %d: %d glucx Gloo devices created, backend %s"
                   % (r, j["devices_created"], backend))
         # The session records every process of this user that has the provider loaded (other
-        # traced jobs on the machine too): only the ranks' processes are looked at.
+        # traced jobs on the machine too): read_events keeps the job's processes (glucx-pids),
+        # and only the ranks' processes among them are looked at.
         evs = read_events(d)
         pids = {j["pid"]: r for r, j in jobs.items()}
+        check(set(pids) <= trace_pids(d), "the ranks' processes %s are not all in %s/glucx-pids"
+              " %s" % (sorted(pids), d, sorted(trace_pids(d))))
         check(all(e.get("vpid") is not None for e in evs), "events without the vpid context")
         evs = [e for e in evs if e["vpid"] in pids]
         fw = [e for e in evs if e["ev"] in FRAMEWORK]
@@ -273,7 +277,7 @@ def main():
                        optimizer, first)
         if backend == "glucx":
             check_glucx_colls(evs, jobs)
-    except Failure as e:
+    except (Failure, PidListError) as e:
         print("FAIL:", e)
         return 1
     n_ready = sum(1 for e in fw if e["ev"] == "bucket_ready")

@@ -11,6 +11,7 @@
  */
 #include "sink.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
@@ -59,6 +60,10 @@ typedef struct sink {
     const bt_trace *last_trace;
     size_t last_input;
     glucx_an_map_t left_out_pids; /* (input, vpid) already counted in left_out_processes */
+    /* the CLI's parameter pid-file: one process list for every input, and what it left out */
+    int have_pids;
+    glucx_an_pidset_t pids;
+    uint64_t left_events, left_processes;
     /* trace format versions (EVENTS.md, "Format version") */
     glucx_an_map_t unversioned; /* trace classes already warned about (no version) */
     int refused;                /* a trace's version cannot be read: the graph is stopped */
@@ -607,6 +612,74 @@ static int dump_event(FILE *f, const glucx_an_event_t *e)
 
 /* ---- process lists -------------------------------------------------------------------------- */
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int glucx_an_pidset_read(const char *path, glucx_an_pidset_t *set, uint64_t *bad_p, char *why,
+                         size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(why, len, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 0;
+    char line[64];
+    *bad_p = 0;
+    while (fgets(line, sizeof(line), f)) {
+        size_t l = strlen(line);
+        int whole = l > 0 && line[l - 1] == '\n';
+        if (!whole && !feof(f)) { /* an over-long line: skip the rest of it */
+            int ch;
+            while ((ch = fgetc(f)) != EOF && ch != '\n') {
+            }
+            (*bad_p)++;
+            continue;
+        }
+        if (whole)
+            line[--l] = 0;
+        if (l == 0)
+            continue;
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(line, &end, 10);
+        if (errno || end == line || *end || v <= 0) {
+            (*bad_p)++;
+            continue;
+        }
+        if (set->n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            int64_t *nv = realloc(set->pids, nc * sizeof(int64_t));
+            if (!nv) {
+                fclose(f);
+                snprintf(why, len, "out of memory reading %s (%zu pids)", path, set->n);
+                return -1;
+            }
+            set->pids = nv;
+            cap = nc;
+        }
+        set->pids[set->n++] = v;
+    }
+    int rerr = ferror(f);
+    fclose(f);
+    if (rerr) {
+        snprintf(why, len, "cannot read %s: I/O error", path);
+        return -1;
+    }
+    if (set->n > 1) {
+        qsort(set->pids, set->n, sizeof(int64_t), cmp_i64);
+        size_t w = 1;
+        for (size_t i = 1; i < set->n; i++)
+            if (set->pids[i] != set->pids[w - 1])
+                set->pids[w++] = set->pids[i];
+        set->n = w;
+    }
+    return 0;
+}
+
 /* The glucx-analyze input index @p ev comes from (SIZE_MAX: unknown, or no control block),
  * from its trace's name [<host>/]GLUCX_AN_TRACE_NAME_PREFIX<i>. */
 static size_t event_input(sink_t *s, const bt_event *ev)
@@ -667,13 +740,26 @@ static int pidset_has(const glucx_an_pidset_t *set, int64_t pid)
     return 0;
 }
 
-/* Whether the event belongs to a process its trace's list leaves out (counted in ctl). */
+/* Whether the event belongs to a process its trace's list leaves out (counted in ctl, or with
+ * the CLI's pid-file in the sink). */
 static int left_out(sink_t *s, const evc_t *c, const bt_event *ev)
 {
-    if (!s->ctl || !s->ctl->pidsets || c->vpid_idx < 0)
+    if (c->vpid_idx < 0)
         return 0;
-    size_t input = SIZE_MAX;
-    const glucx_an_pidset_t *set = event_pidset(s, ev, &input);
+    size_t input = 0;
+    const glucx_an_pidset_t *set;
+    uint64_t *events_p, *processes_p;
+    if (s->have_pids) {
+        set = &s->pids;
+        events_p = &s->left_events;
+        processes_p = &s->left_processes;
+    } else if (s->ctl && s->ctl->pidsets) {
+        set = event_pidset(s, ev, &input);
+        events_p = &s->ctl->left_out_events;
+        processes_p = &s->ctl->left_out_processes;
+    } else {
+        return 0;
+    }
     if (!set)
         return 0;
     const bt_field *cc = bt_event_borrow_common_context_field_const(ev);
@@ -685,16 +771,40 @@ static int left_out(sink_t *s, const evc_t *c, const bt_event *ev)
                                       : (int64_t)bt_field_integer_unsigned_get_value(f);
     if (pidset_has(set, vpid))
         return 0;
-    s->ctl->left_out_events++;
+    (*events_p)++;
     glucx_an_key_t k = glucx_an_key((uint64_t)input, (uint64_t)vpid, 0);
     if (!glucx_an_map_get(&s->left_out_pids, &k)) {
-        s->ctl->left_out_processes++;
+        (*processes_p)++;
         (void)glucx_an_map_put(&s->left_out_pids, &k, (void *)1); /* OOM: counted again later */
     }
     return 1;
 }
 
 /* ---- component methods ---------------------------------------------------------------------- */
+
+/* The CLI's parameter pid-file: read @p path into the sink's process list, report it to the
+ * engine. 0, or -1 with the cause appended (the file named). */
+static int load_pids(sink_t *s, bt_self_component_sink *self, const char *path)
+{
+    char real[PATH_MAX], why[PATH_MAX + 128];
+    uint64_t bad = 0;
+    if (!realpath(path, real)) {
+        snprintf(why, sizeof(why), "cannot read %s: %s", path, strerror(errno));
+    } else if (glucx_an_pidset_read(real, &s->pids, &bad, why, sizeof(why)) == 0) {
+        s->have_pids = 1;
+        glucx_an_engine_pid_file(s->engine, real);
+        if (bad)
+            glucx_an_engine_warn(s->engine, "%s: %" PRIu64 " lines that are not a pid ignored",
+                                 real, bad);
+        return 0;
+    }
+    free(s->pids.pids);
+    s->pids.pids = NULL;
+    BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(
+        bt_self_component_sink_as_self_component(self), "sink.glucx.report: parameter pid-file: %s",
+        why);
+    return -1;
+}
 
 static const char *param_str(const bt_value *params, const char *key)
 {
@@ -739,6 +849,14 @@ glucx_an_sink_init(bt_self_component_sink *self, bt_self_component_sink_configur
         s->out_dir = strdup(out);
         const char *t = param_str(params, "template");
         s->template_path = t ? strdup(t) : NULL;
+        const char *pf = param_str(params, "pid-file");
+        if (pf && load_pids(s, self, pf) != 0) {
+            glucx_an_engine_destroy(s->engine);
+            free(s->out_dir);
+            free(s->template_path);
+            free(s);
+            return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
+        }
         char ver[64];
         snprintf(ver, sizeof(ver), "%u.%u.%u", (unsigned)bt_version_get_major(),
                  (unsigned)bt_version_get_minor(), (unsigned)bt_version_get_patch());
@@ -762,6 +880,8 @@ static void finish_own(sink_t *s)
     if (!s->own_engine || s->done)
         return;
     s->done = 1;
+    if (s->have_pids)
+        glucx_an_engine_left_out(s->engine, s->left_events, s->left_processes);
     if (glucx_an_engine_finish(s->engine) != 0) {
         fprintf(stderr, "sink.glucx.report: %s\n", glucx_an_engine_error(s->engine));
         return;
@@ -796,6 +916,7 @@ void glucx_an_sink_finalize(bt_self_component_sink *self)
     glucx_an_map_free(&s->unversioned);
     free(s->alt_ids);
     free(s->alt_cost);
+    free(s->pids.pids);
     free(s->out_dir);
     free(s->template_path);
     free(s);

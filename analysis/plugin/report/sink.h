@@ -6,8 +6,11 @@
  *
  * Parameters (CLI): output (string, required: output directory), timeline (bool, default true),
  * template (string: dashboard template; default: GLUCX_DASHBOARD_TEMPLATE, the build tree, the
- * install prefix). With the CLI the sink writes the reports when the input ends, or a partial
- * report when the graph stops early.
+ * install prefix), pid-file (string: a process list, glucx-trace record's DIR/glucx-pids: the
+ * events of processes it does not list are left out and counted, as glucx-analyze does; it
+ * applies to every input; an unreadable file fails the component's initialisation). With the
+ * CLI the sink writes the reports when the input ends, or a partial report when the graph stops
+ * early.
  */
 #ifndef GLUCX_ANALYSIS_SINK_H
 #define GLUCX_ANALYSIS_SINK_H
@@ -23,6 +26,14 @@ typedef struct glucx_an_pidset {
     int64_t *pids; /**< ascending vpids; may be NULL when n == 0 (an empty list keeps nothing) */
     size_t n;
 } glucx_an_pidset_t;
+
+/**
+ * Read a process list into @p set (empty on entry; set->pids allocated, the caller frees it): one
+ * decimal pid per line, sorted and made unique; lines that are not a positive pid are counted in
+ * @p bad_p and skipped. 0, or -1 with a message naming @p path in @p why (@p len bytes).
+ */
+int glucx_an_pidset_read(const char *path, glucx_an_pidset_t *set, uint64_t *bad_p, char *why,
+                         size_t len);
 
 /** Prefix of the trace-name parameter glucx-analyze gives source i ("<prefix><i>"; source.ctf.fs
  *  then names the trace "<hostname>/<prefix><i>"): the sink finds an event's input index, hence
