@@ -142,7 +142,8 @@ glucx_status_t glucx_config_read(glucx_config_t *c)
     strcpy(c->calibration, cal);
 
     for (char **e = environ; e != NULL && *e != NULL; e++) {
-        if (strncmp(*e, "GLUCX_", 6) != 0)
+        /* GLUCX_TEST_* belong to glucx's test suite (tests/README.md), not to the library */
+        if (strncmp(*e, "GLUCX_", 6) != 0 || strncmp(*e, "GLUCX_TEST_", 11) == 0)
             continue;
         size_t n = strcspn(*e, "=");
         int known = 0;
