@@ -178,6 +178,11 @@ static int server_start(redis_server_t *srv)
         if (pid == 0) {
             /* do not outlive the test if it crashes */
             prctl(PR_SET_PDEATHSIG, SIGKILL);
+            /* its own process group: test_server_dies stops it (SIGSTOP), and the kernel sends
+             * SIGHUP (then SIGCONT) to an orphaned process group that has a stopped member when
+             * a process exits (POSIX); ctest's group, which its tests share, is orphaned when
+             * ctest runs detached (nohup, CI): the test died of SIGHUP that way under load */
+            setpgid(0, 0);
             int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
             if (fd >= 0) {
                 dup2(fd, STDOUT_FILENO);
