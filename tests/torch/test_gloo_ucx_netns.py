@@ -45,11 +45,45 @@ def _ip(*args):
     subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30 * time_scale())
 
 
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+# glx-<tree>-<pid>-a/b, and the names of earlier versions of this test (glxa<pid>, glxb<pid>)
+_NS_NAME = re.compile(r"^glx(?:-[A-Za-z0-9-]*-(\d+)-[ab]|[ab](\d+))$")
+
+
+def _sweep_stale():
+    """Delete the namespaces (and root-namespace veth ends) of runs of this test whose process is
+    gone: a run killed at its deadline (SIGKILL) never reaches its own teardown."""
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                         timeout=30 * time_scale()).stdout
+    for line in out.splitlines():
+        name = line.split()[0] if line.split() else ""
+        m = _NS_NAME.match(name)
+        if m and not _alive(int(m.group(1) or m.group(2))):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True,
+                           timeout=30 * time_scale())
+    links = subprocess.run(["ip", "-o", "link", "show", "type", "veth"], capture_output=True,
+                           text=True, timeout=30 * time_scale()).stdout
+    for m in re.finditer(r"^\d+: gv[ab](\d+)[@:]", links, re.M):
+        if not _alive(int(m.group(1))):
+            subprocess.run(["ip", "link", "del", f"gva{m.group(1)}"], capture_output=True,
+                           timeout=30 * time_scale())
+
+
 @pytest.fixture
 def two_hosts(tmp_path):
     if os.geteuid() != 0 or shutil.which("ip") is None:
         pytest.skip("needs root and iproute2 to create network namespaces")
-    tag = f"{os.getpid() % 100000}"
+    _sweep_stale()
+    tag = str(os.getpid())  # the whole pid: _sweep_stale tells a dead run's names by it
     # namespaces name the worktree too (several checkouts may run this test at once)
     tree = re.sub(r"[^A-Za-z0-9-]", "", os.path.basename(
         os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))[:40]
@@ -73,6 +107,9 @@ def two_hosts(tmp_path):
         for n in created:  # deleting a namespace deletes its veth end, and so the pair
             subprocess.run(["ip", "netns", "del", n], capture_output=True,
                            timeout=30 * time_scale())
+        # a pair still in the root namespace (setup failed before moving it)
+        subprocess.run(["ip", "link", "del", dev[0]], capture_output=True,
+                       timeout=30 * time_scale())
 
 
 BACKENDS = ["gloo", "glucx"]
