@@ -105,7 +105,6 @@ typedef struct rank_st {
     int package;
     int64_t first_ts, last_ts;
     int n_compute, n_comm, n_wait;
-    riter_t *cur;
     iter_t *cur_iter;
     uint64_t cstarts; /* collective starts (inferred iterations) */
     open_ent_t *open;
