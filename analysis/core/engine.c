@@ -327,11 +327,13 @@ static FILE *open_tmp(glucx_an_engine_t *e, const char *name, char **path_p)
     return f;
 }
 
-/* mkdir -p */
-static int mkdir_p(const char *path)
+int glucx_an_mkdir_p(const char *path)
 {
     char buf[4096];
-    snprintf(buf, sizeof(buf), "%s", path);
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
             continue;
@@ -349,7 +351,7 @@ glucx_an_engine_t *glucx_an_engine_create(const glucx_an_options_t *opt, char *e
         snprintf(err, errlen, "no output directory given");
         return NULL;
     }
-    if (mkdir_p(opt->out_dir) != 0) {
+    if (glucx_an_mkdir_p(opt->out_dir) != 0) {
         snprintf(err, errlen, "cannot create output directory %s: %s", opt->out_dir,
                  strerror(errno));
         return NULL;

@@ -95,6 +95,9 @@ const char *glucx_an_engine_error(const glucx_an_engine_t *e);
 /** The verdict sentence (after finish; "" before). */
 const char *glucx_an_engine_verdict(const glucx_an_engine_t *e);
 
+/** mkdir -p @p path: 0, or -1 with errno set. */
+int glucx_an_mkdir_p(const char *path);
+
 /**
  * Write DIR/report.html: the template at @p template_path with its one marker
  * "@GLUCX_REPORT_JSON@" replaced by DIR/report.json, every '<' written as \u003c.

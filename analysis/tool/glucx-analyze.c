@@ -797,25 +797,6 @@ static int publish(const char *stage, const char *out)
     return 0;
 }
 
-/* mkdir -p; 0, or -1 with errno set. */
-static int make_dirs(const char *path)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 int main(int argc, char **argv)
 {
     const char *out = NULL, *tmpl = NULL;
@@ -955,7 +936,7 @@ int main(int argc, char **argv)
     const glucx_an_pidset_t **pidsets = NULL;
     FILE *dump = NULL;
     char stage[4096] = "", err[2048];
-    if (make_dirs(out) != 0) {
+    if (glucx_an_mkdir_p(out) != 0) {
         fprintf(stderr, "glucx-analyze: cannot create output directory %s: %s\n", out,
                 strerror(errno));
         goto out;
