@@ -87,6 +87,23 @@ static void spin_ns(int64_t ns)
         }                                                                                          \
     } while (0)
 
+/* K iterations of one allreduce each, rank 2 sleeping DELAY_MS before it (the straggler); its
+ * total sleep into @p slept_p. 0, or 1 after a message. */
+static int straggler_iters(glucx_comm_t *comm, int rank, int K, float *a, float *b,
+                           int64_t *slept_p)
+{
+    *slept_p = 0;
+    for (int k = 0; k < K; k++) {
+        glucx_trace_iteration_begin(comm, (uint64_t)k);
+        if (rank == 2)
+            *slept_p += sleep_ms(DELAY_MS);
+        glucx_status_t st = glucx_allreduce(comm, a, b, 4096, GLUCX_DTYPE_F32, GLUCX_OP_SUM, NULL);
+        CHECK(st == GLUCX_OK, "allreduce: %s", glucx_status_string(st));
+        glucx_trace_iteration_end(comm, (uint64_t)k);
+    }
+    return 0;
+}
+
 static int child(const char *mode, int rank, const char *store_dir, const char *out)
 {
     int n = strcmp(mode, "overlap") == 0 ? 2 : strcmp(mode, "fail") == 0 ? 3 : 4;
@@ -113,14 +130,8 @@ static int child(const char *mode, int rank, const char *store_dir, const char *
     if (strcmp(mode, "straggler") == 0) {
         int64_t slept = 0;
         const int K = 8;
-        for (int k = 0; k < K; k++) {
-            glucx_trace_iteration_begin(comm, (uint64_t)k);
-            if (rank == 2)
-                slept += sleep_ms(DELAY_MS);
-            st = glucx_allreduce(comm, a, b, 4096, GLUCX_DTYPE_F32, GLUCX_OP_SUM, NULL);
-            CHECK(st == GLUCX_OK, "allreduce: %s", glucx_status_string(st));
-            glucx_trace_iteration_end(comm, (uint64_t)k);
-        }
+        if (straggler_iters(comm, rank, K, a, b, &slept) != 0)
+            return 1;
         if (rank == 2) {
             f = fopen(out, "w");
             CHECK(f, "cannot write %s", out);
@@ -172,14 +183,8 @@ static int child(const char *mode, int rank, const char *store_dir, const char *
         }
     } else if (strcmp(mode, "fail") == 0) {
         int64_t slept = 0;
-        for (int k = 0; k < FAIL_ITERS; k++) {
-            glucx_trace_iteration_begin(comm, (uint64_t)k);
-            if (rank == 2)
-                slept += sleep_ms(DELAY_MS);
-            st = glucx_allreduce(comm, a, b, 4096, GLUCX_DTYPE_F32, GLUCX_OP_SUM, NULL);
-            CHECK(st == GLUCX_OK, "allreduce: %s", glucx_status_string(st));
-            glucx_trace_iteration_end(comm, (uint64_t)k);
-        }
+        if (straggler_iters(comm, rank, FAIL_ITERS, a, b, &slept) != 0)
+            return 1;
         glucx_trace_iteration_begin(comm, FAIL_ITERS);
         int64_t t0 = realtime_ns();
         st = glucx_allreduce(comm, a, b, rank == 2 ? 4097 : 4096, GLUCX_DTYPE_F32, GLUCX_OP_SUM,
