@@ -469,6 +469,12 @@ static int copy_prefix(const char *from, const char *to, uint64_t bytes, char *w
     return rc;
 }
 
+/* The little-endian 32-bit integer at @p p (CTF packet headers as LTTng writes them). */
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 /* Bytes of @p path made of complete packets (LTTng's CTF packet header: magic 0xc1fc1fc1, then
  * packet context with content_size and packet_size in bits at bytes 48 and 56). */
 static uint64_t complete_packets(const char *path, uint64_t size)
@@ -481,8 +487,7 @@ static uint64_t complete_packets(const char *path, uint64_t size)
     while (off + sizeof(h) <= size) {
         if (fseeko(f, (off_t)off, SEEK_SET) != 0 || fread(h, 1, sizeof(h), f) != sizeof(h))
             break;
-        uint32_t magic =
-            (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+        uint32_t magic = le32(h);
         uint64_t bits = 0;
         for (int i = 7; i >= 0; i--)
             bits = bits << 8 | h[56 + i];
@@ -514,14 +519,12 @@ static int metadata_complete(const char *path, uint64_t *size_p)
             complete = 0;
             break;
         }
-        uint32_t magic =
-            (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+        uint32_t magic = le32(h);
         if (magic != 0x75d11d57u) {
             complete = off > 0 ? 0 : 1; /* text metadata (off 0) or garbage after packets */
             break;
         }
-        uint32_t bits =
-            (uint32_t)h[28] | (uint32_t)h[29] << 8 | (uint32_t)h[30] << 16 | (uint32_t)h[31] << 24;
+        uint32_t bits = le32(h + 28);
         if (bits == 0 || bits % 8 || off + bits / 8 > size) {
             complete = 0;
             break;
@@ -553,12 +556,9 @@ static int metadata_text_whole(const char *path)
         /* one packet's content, or (text metadata) the whole file */
         uint64_t begin = off, end = size, next = size;
         if (fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(h, 1, sizeof(h), f) == sizeof(h) &&
-            ((uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24) ==
-                0x75d11d57u) {
-            uint32_t content = (uint32_t)h[24] | (uint32_t)h[25] << 8 | (uint32_t)h[26] << 16 |
-                               (uint32_t)h[27] << 24;
-            uint32_t packet = (uint32_t)h[28] | (uint32_t)h[29] << 8 | (uint32_t)h[30] << 16 |
-                              (uint32_t)h[31] << 24;
+            le32(h) == 0x75d11d57u) {
+            uint32_t content = le32(h + 24);
+            uint32_t packet = le32(h + 28);
             if (packet == 0 || content > packet)
                 break;
             begin = off + sizeof(h);
