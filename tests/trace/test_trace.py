@@ -918,6 +918,15 @@ def case_waits(a):
           "waits on complete requests recorded none, their send/recv ends kept")
 
 
+def with_fork_helper(env):
+    """env plus LTTng's fork helper preloaded, as glucx-trace record runs a command; like
+    glucx-trace, lets a sanitized program start with a preloaded library before its ASan runtime
+    (verify_asan_link_order=0), which ASan otherwise refuses."""
+    asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS", ""), "verify_asan_link_order=0")
+                    if o)
+    return dict(env, LD_PRELOAD="liblttng-ust-fork.so.1", ASAN_OPTIONS=asan)
+
+
 def case_forklock(a):
     """emit forklock (emit.c documents it): fork() while another thread holds LTTng-UST's locks,
     with the provider loaded by GLUCX_TRACE=1 and no session (nothing to connect to, no waiting:
@@ -927,10 +936,7 @@ def case_forklock(a):
     glucx-trace record does (the helper guards fork; the provider must not do it a second time,
     which would deadlock the forking thread on LTTng-UST's non-recursive lock)."""
     env = {"GLUCX_TRACE": "1", "LTTNG_UST_REGISTER_TIMEOUT": "0"}
-    # as glucx-trace does: a sanitized emit accepts a preloaded library before its runtime
-    asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS", ""), "verify_asan_link_order=0")
-                    if o)
-    helper_env = dict(env, LD_PRELOAD="liblttng-ust-fork.so.1", ASAN_OPTIONS=asan)
+    helper_env = with_fork_helper(env)
     runs = (("provider only", env, "0", "1"), ("fork helper preloaded", helper_env, "1", "0"))
     for label, e, helper, guard in runs:
         # the process list (GLUCX_TRACE_PIDS) is kept whichever guards fork()
@@ -1257,9 +1263,8 @@ def record_beside_foreign(a, d, sync, own_args, foreign_args, extra=()):
                 time.monotonic() < deadline:
             time.sleep(0.02)
         check(os.path.exists(os.path.join(sync, "ready")), "the recorded command did not start")
-        rc, fout, ferr = run([a.emit, *foreign_args], env={
-            "GLUCX_TRACE": "1", "LD_PRELOAD": "liblttng-ust-fork.so.1",
-            "LTTNG_UST_REGISTER_TIMEOUT": "30000"})
+        rc, fout, ferr = run([a.emit, *foreign_args], env=with_fork_helper({
+            "GLUCX_TRACE": "1", "LTTNG_UST_REGISTER_TIMEOUT": "30000"}))
         open(os.path.join(sync, "done"), "w").close()
         check(rc == 0, "the foreign emit %s exited %d: %s" % (foreign_args, rc, ferr))
         out, err = p.communicate(timeout=TIMEOUT)
