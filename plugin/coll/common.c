@@ -239,8 +239,11 @@ static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n
     for (;;) {
         /* The wait is cut in slices only to look for a foreign collective in between. */
         int64_t until = ctx->deadline_ns;
-        if (ctx->tx->ops->probe != NULL && glucx_now_ns() < until - CHECK_FOREIGN_NS)
-            until = glucx_now_ns() + CHECK_FOREIGN_NS;
+        if (ctx->tx->ops->probe != NULL) {
+            const int64_t now = glucx_now_ns();
+            if (now < until - CHECK_FOREIGN_NS)
+                until = now + CHECK_FOREIGN_NS;
+        }
         st = ctx->tx->ops->wait(ctx->tx, pp, n, until);
         if (st != GLUCX_ERR_TIMEOUT || until >= ctx->deadline_ns)
             break;
