@@ -141,8 +141,8 @@ typedef struct glucx_ucx_tx {
                                    peer's process exited */
     unsigned char *departed;  /**< [size] 1: the peer left in order (GLUCX_UCX_CTRL_LEAVE): it
                                    sends nothing more; its endpoint closing is no failure */
-    int leave_pending;        /**< a leave arrived: check receives from departed peers */
-    int ctrl_repost;          /**< the control receive completed with a leave: post it again */
+    int leave_arrived;        /**< the control receive took a leave: progress posts it again
+                                   and checks the receives from departed peers */
     char (*desc)[GLUCX_UCX_DESC_LEN];
     int connected;
 
@@ -264,12 +264,6 @@ void glucx_ucx_suspect(glucx_ucx_tx_t *tx, glucx_status_t status, const char *fm
  */
 void glucx_ucx_suspect_peer(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const char *fmt,
                             ...) __attribute__((format(printf, 4, 5)));
-/**
- * After a leave arrived: cancel the unmatched receives whose only source left (a cancelled one
- * can never match: all the peer sent arrived before its leave, in order), which fails the
- * transport. Lock held, outside callbacks.
- */
-void glucx_ucx_leave_check(glucx_ucx_tx_t *tx);
 /** Run the pending teardown if any (lock held, not inside a UCX callback). */
 void glucx_ucx_teardown_if_pending(glucx_ucx_tx_t *tx);
 /** One non-blocking progress round with the lock held; returns events. */

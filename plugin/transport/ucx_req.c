@@ -162,7 +162,7 @@ static void recv_done(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, ucs_status_t stat
                       const ucp_tag_recv_info_t *info)
 {
     if (status == UCS_ERR_CANCELED && glucx_ucx_req_kind(req) == GLUCX_UCX_REQ_DEPARTED) {
-        /* Unmatched after its source left: nothing will ever match it (glucx_ucx_leave_check). */
+        /* Unmatched after its source left: nothing will ever match it (ucx_wait.c). */
         glucx_ucx_record_failure(tx, GLUCX_ERR_ABORTED, GLUCX_UCX_FAIL_NOTIFY, -1, NULL,
                                  "rank %d destroyed its communicator before sending what rank %d "
                                  "waits for (a receive of %zu bytes)",
@@ -213,8 +213,7 @@ static void ctrl_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_
             tx->suspect_at_ns = 0;
         pthread_mutex_unlock(&tx->fail_lock);
         glucx_debug("ucx: rank %d: rank %d left", tx->base.rank, src);
-        tx->leave_pending = 1;
-        tx->ctrl_repost = 1;
+        tx->leave_arrived = 1;
         return;
     }
     int src = SRC_OF(sender_tag);

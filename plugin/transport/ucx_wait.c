@@ -277,11 +277,11 @@ static void send_leaves(glucx_ucx_tx_t *tx)
     send_ctrl_all(tx, GLUCX_UCX_CTRL_LEAVE, offsetof(glucx_ucx_notice_t, text), -1);
 }
 
-void glucx_ucx_leave_check(glucx_ucx_tx_t *tx)
+/* After a leave arrived: cancel the unmatched receives whose only source left (a cancelled one
+ * can never match: all the peer sent arrived before its leave, in order), which fails the
+ * transport. Lock held, outside callbacks, transport not failed. */
+static void leave_check(glucx_ucx_tx_t *tx)
 {
-    tx->leave_pending = 0;
-    if (atomic_load_explicit(&tx->base.failed, memory_order_relaxed) != 0)
-        return;
     glucx_tx_req_t *next;
     for (glucx_tx_req_t *req = tx->outstanding; req != NULL; req = next) {
         next = (glucx_tx_req_t *)req->impl_data[0];
@@ -457,12 +457,11 @@ int glucx_ucx_progress_locked(glucx_ucx_tx_t *tx)
     }
     if (tx->probe_head != NULL)
         n += glucx_ucx_probe_all(tx);
-    if (tx->ctrl_repost && atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0) {
-        tx->ctrl_repost = 0;
+    if (tx->leave_arrived && atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0) {
+        tx->leave_arrived = 0;
         glucx_ucx_post_ctrl(tx); /* on error, notices go unheard; the timeout still holds */
+        leave_check(tx);
     }
-    if (tx->leave_pending)
-        glucx_ucx_leave_check(tx);
     glucx_ucx_teardown_if_pending(tx);
     return n;
 }
