@@ -62,14 +62,16 @@ int glucx_ucx_record_failure(glucx_ucx_tx_t *tx, glucx_status_t status, int flag
     return first;
 }
 
-static void suspect_v(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const char *fmt,
-                      va_list ap)
+void glucx_ucx_suspect(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const char *fmt, ...)
 {
     int first = 0;
     pthread_mutex_lock(&tx->fail_lock);
     if (tx->suspect_at_ns == 0 &&
         atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0) {
+        va_list ap;
+        va_start(ap, fmt);
         vsnprintf(tx->suspect_text, sizeof(tx->suspect_text), fmt, ap);
+        va_end(ap);
         tx->suspect_status = status;
         tx->suspect_rank = rank;
         tx->suspect_at_ns = glucx_now_ns();
@@ -82,21 +84,12 @@ static void suspect_v(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const
     }
 }
 
-void glucx_ucx_suspect(glucx_ucx_tx_t *tx, glucx_status_t status, const char *fmt, ...)
+void glucx_ucx_unsuspect(glucx_ucx_tx_t *tx, int rank)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    suspect_v(tx, -1, status, fmt, ap);
-    va_end(ap);
-}
-
-void glucx_ucx_suspect_peer(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const char *fmt,
-                            ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    suspect_v(tx, rank, status, fmt, ap);
-    va_end(ap);
+    pthread_mutex_lock(&tx->fail_lock);
+    if (tx->suspect_at_ns != 0 && tx->suspect_rank == rank)
+        tx->suspect_at_ns = 0;
+    pthread_mutex_unlock(&tx->fail_lock);
 }
 
 /* The suspicion becomes the failure once its grace period is over. @return when it will (or
@@ -130,10 +123,10 @@ void glucx_ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
     tx->ep_failed[peer->rank] = 1;
     if (tx->departed[peer->rank])
         return; /* it left in order: its endpoint closing is expected */
-    glucx_ucx_suspect_peer(tx, peer->rank,
-                           glucx_ucx_status(status) == GLUCX_ERR_TRANSPORT ? GLUCX_ERR_TRANSPORT
-                                                                           : GLUCX_ERR_PEER_FAILED,
-                           "rank %d failed: %s", peer->rank, ucs_status_string(status));
+    glucx_ucx_suspect(tx, peer->rank,
+                      glucx_ucx_status(status) == GLUCX_ERR_TRANSPORT ? GLUCX_ERR_TRANSPORT
+                                                                      : GLUCX_ERR_PEER_FAILED,
+                      "rank %d failed: %s", peer->rank, ucs_status_string(status));
 }
 
 /* A local peer's process is gone (kill(pid, 0) fails with ESRCH, or it is a zombie). */
@@ -163,7 +156,7 @@ static void peer_exited(glucx_ucx_tx_t *tx, int r)
     tx->ep_failed[r] = 2;
     if (tx->departed[r])
         return; /* it left in order before it exited */
-    glucx_ucx_suspect_peer(tx, r, GLUCX_ERR_PEER_FAILED, "rank %d (pid %d) exited", r, tx->pid[r]);
+    glucx_ucx_suspect(tx, r, GLUCX_ERR_PEER_FAILED, "rank %d (pid %d) exited", r, tx->pid[r]);
 }
 
 void glucx_ucx_check_peers(glucx_ucx_tx_t *tx)
