@@ -184,18 +184,10 @@ static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n
 #define CHECK_FOREIGN_NS 100000000LL
 
 /* A message that arrived for this collective's sequence number and matches no receive: a peer
- * signs every message of one call alike, so the first one from each peer tells what it runs. */
-static glucx_status_t check_foreign(glucx_coll_ctx_t *ctx, const glucx_tx_req_t *reqs, int n)
+ * signs every message of one call alike, so the first one from each peer tells what it runs.
+ * (With probe, receives match the signature exactly: a foreign message never completes one.) */
+static glucx_status_t check_foreign(glucx_coll_ctx_t *ctx)
 {
-    /* A foreign message may also have matched one of this wait's receives (matching ignores
-     * the signature), while another receive waits for a message that will never come. */
-    for (int i = 0; i < n; i++) {
-        const glucx_tx_req_t *r = &reqs[i];
-        if (r->is_recv && glucx_tx_req_done(r) &&
-            (r->status == GLUCX_OK || r->status == GLUCX_ERR_TRUNCATED) &&
-            (r->tag & GLUCX_COLL_TAG_SIG_MASK) != ctx->sig)
-            return sig_mismatch(ctx, r->peer, (uint16_t)(r->tag & GLUCX_COLL_TAG_SIG_MASK));
-    }
     const uint64_t ignore =
         GLUCX_COLL_TAG_SIG_MASK | ((uint64_t)GLUCX_COLL_STEP_MAX << GLUCX_COLL_TAG_STEP_SHIFT);
     for (int p = 0; p < ctx->size; p++) {
@@ -247,12 +239,15 @@ static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n
     for (;;) {
         /* The wait is cut in slices only to look for a foreign collective in between. */
         int64_t until = ctx->deadline_ns;
-        if (ctx->tx->ops->probe != NULL && glucx_now_ns() < until - CHECK_FOREIGN_NS)
-            until = glucx_now_ns() + CHECK_FOREIGN_NS;
+        if (ctx->tx->ops->probe != NULL) {
+            const int64_t now = glucx_now_ns();
+            if (now < until - CHECK_FOREIGN_NS)
+                until = now + CHECK_FOREIGN_NS;
+        }
         st = ctx->tx->ops->wait(ctx->tx, pp, n, until);
         if (st != GLUCX_ERR_TIMEOUT || until >= ctx->deadline_ns)
             break;
-        st = check_foreign(ctx, reqs, n);
+        st = check_foreign(ctx);
         if (st != GLUCX_OK) {
             if (pp != ptrs)
                 free(pp);
@@ -302,8 +297,6 @@ static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n
                                    r->peer, r->bytes, r->posted,
                                    r->posted / (ctx->esize ? ctx->esize : 1),
                                    glucx_dtype_name(ctx->args->dtype));
-        if ((r->tag & GLUCX_COLL_TAG_SIG_MASK) != ctx->sig)
-            return sig_mismatch(ctx, r->peer, (uint16_t)(r->tag & GLUCX_COLL_TAG_SIG_MASK));
     }
     return GLUCX_OK;
 }

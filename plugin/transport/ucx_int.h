@@ -141,8 +141,8 @@ typedef struct glucx_ucx_tx {
                                    peer's process exited */
     unsigned char *departed;  /**< [size] 1: the peer left in order (GLUCX_UCX_CTRL_LEAVE): it
                                    sends nothing more; its endpoint closing is no failure */
-    int leave_pending;        /**< a leave arrived: check receives from departed peers */
-    int ctrl_repost;          /**< the control receive completed with a leave: post it again */
+    int leave_arrived;        /**< the control receive took a leave: progress posts it again
+                                   and checks the receives from departed peers */
     char (*desc)[GLUCX_UCX_DESC_LEN];
     int connected;
 
@@ -255,21 +255,15 @@ int glucx_ucx_record_failure(glucx_ucx_tx_t *tx, glucx_status_t status, int flag
  * A peer failure seen locally (endpoint error, request error): it becomes the transport's
  * failure after GLUCX_UCX_SUSPECT_GRACE_NS unless a failure notice arrives first. Safe from any
  * thread and from UCX callbacks. The first suspicion is kept.
+ * @param rank the peer whose endpoint error or exit is suspected (glucx_ucx_unsuspect() withdraws
+ *             it when that peer's orderly leave arrives within the grace period: its endpoint
+ *             closing is then expected); -1 for a failed request, which nothing withdraws.
  */
-void glucx_ucx_suspect(glucx_ucx_tx_t *tx, glucx_status_t status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/**
- * As glucx_ucx_suspect, for the endpoint error or the exit of @p rank: withdrawn when that peer's
- * orderly leave arrives within the grace period (its endpoint closing is then expected).
- */
-void glucx_ucx_suspect_peer(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const char *fmt,
-                            ...) __attribute__((format(printf, 4, 5)));
-/**
- * After a leave arrived: cancel the unmatched receives whose only source left (a cancelled one
- * can never match: all the peer sent arrived before its leave, in order), which fails the
- * transport. Lock held, outside callbacks.
- */
-void glucx_ucx_leave_check(glucx_ucx_tx_t *tx);
+void glucx_ucx_suspect(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/** Withdraw the pending suspicion about @p rank, if that is the one pending. As safe as
+ *  glucx_ucx_suspect. */
+void glucx_ucx_unsuspect(glucx_ucx_tx_t *tx, int rank);
 /** Run the pending teardown if any (lock held, not inside a UCX callback). */
 void glucx_ucx_teardown_if_pending(glucx_ucx_tx_t *tx);
 /** One non-blocking progress round with the lock held; returns events. */

@@ -137,11 +137,11 @@ static int park_on_error(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, ucs_status_t s
     if (st == GLUCX_ERR_ABORTED)
         st = GLUCX_ERR_PEER_FAILED; /* UCX cancelled it on its own: the endpoint went away */
     if (req->peer >= 0)
-        glucx_ucx_suspect(tx, st, "rank %d failed: %s (%s of %zu bytes)", req->peer,
+        glucx_ucx_suspect(tx, -1, st, "rank %d failed: %s (%s of %zu bytes)", req->peer,
                           ucs_status_string(status), req->is_recv ? "receive" : "send",
                           req->posted);
     else
-        glucx_ucx_suspect(tx, st, "receive of %zu bytes failed: %s", req->posted,
+        glucx_ucx_suspect(tx, -1, st, "receive of %zu bytes failed: %s", req->posted,
                           ucs_status_string(status));
     req->impl = NULL;
     req->impl_data[3] = GLUCX_UCX_REQ_PARKED;
@@ -162,7 +162,7 @@ static void recv_done(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, ucs_status_t stat
                       const ucp_tag_recv_info_t *info)
 {
     if (status == UCS_ERR_CANCELED && glucx_ucx_req_kind(req) == GLUCX_UCX_REQ_DEPARTED) {
-        /* Unmatched after its source left: nothing will ever match it (glucx_ucx_leave_check). */
+        /* Unmatched after its source left: nothing will ever match it (ucx_wait.c). */
         glucx_ucx_record_failure(tx, GLUCX_ERR_ABORTED, GLUCX_UCX_FAIL_NOTIFY, -1, NULL,
                                  "rank %d destroyed its communicator before sending what rank %d "
                                  "waits for (a receive of %zu bytes)",
@@ -203,18 +203,13 @@ static void ctrl_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_
     glucx_ucx_notice_t *n = &tx->ctrl_buf;
     if ((sender_tag & GLUCX_UCX_CTRL_KIND_MASK) == GLUCX_UCX_CTRL_LEAVE && n->status == GLUCX_OK &&
         n->rank == SRC_OF(sender_tag) && n->rank < tx->base.size) {
-        /* An orderly leave: a suspicion about that peer's endpoint or
-         * exit is withdrawn; its receives are checked, and the control receive posted again,
-         * outside this callback. */
+        /* An orderly leave: a suspicion about that peer's endpoint or exit is withdrawn; its
+         * receives are checked, and the control receive posted again, outside this callback. */
         const int src = n->rank;
         tx->departed[src] = 1;
-        pthread_mutex_lock(&tx->fail_lock);
-        if (tx->suspect_at_ns != 0 && tx->suspect_rank == src)
-            tx->suspect_at_ns = 0;
-        pthread_mutex_unlock(&tx->fail_lock);
+        glucx_ucx_unsuspect(tx, src);
         glucx_debug("ucx: rank %d: rank %d left", tx->base.rank, src);
-        tx->leave_pending = 1;
-        tx->ctrl_repost = 1;
+        tx->leave_arrived = 1;
         return;
     }
     int src = SRC_OF(sender_tag);

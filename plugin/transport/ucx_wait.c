@@ -62,14 +62,16 @@ int glucx_ucx_record_failure(glucx_ucx_tx_t *tx, glucx_status_t status, int flag
     return first;
 }
 
-static void suspect_v(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const char *fmt,
-                      va_list ap)
+void glucx_ucx_suspect(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const char *fmt, ...)
 {
     int first = 0;
     pthread_mutex_lock(&tx->fail_lock);
     if (tx->suspect_at_ns == 0 &&
         atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0) {
+        va_list ap;
+        va_start(ap, fmt);
         vsnprintf(tx->suspect_text, sizeof(tx->suspect_text), fmt, ap);
+        va_end(ap);
         tx->suspect_status = status;
         tx->suspect_rank = rank;
         tx->suspect_at_ns = glucx_now_ns();
@@ -82,21 +84,12 @@ static void suspect_v(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const
     }
 }
 
-void glucx_ucx_suspect(glucx_ucx_tx_t *tx, glucx_status_t status, const char *fmt, ...)
+void glucx_ucx_unsuspect(glucx_ucx_tx_t *tx, int rank)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    suspect_v(tx, -1, status, fmt, ap);
-    va_end(ap);
-}
-
-void glucx_ucx_suspect_peer(glucx_ucx_tx_t *tx, int rank, glucx_status_t status, const char *fmt,
-                            ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    suspect_v(tx, rank, status, fmt, ap);
-    va_end(ap);
+    pthread_mutex_lock(&tx->fail_lock);
+    if (tx->suspect_at_ns != 0 && tx->suspect_rank == rank)
+        tx->suspect_at_ns = 0;
+    pthread_mutex_unlock(&tx->fail_lock);
 }
 
 /* The suspicion becomes the failure once its grace period is over. @return when it will (or
@@ -130,10 +123,10 @@ void glucx_ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
     tx->ep_failed[peer->rank] = 1;
     if (tx->departed[peer->rank])
         return; /* it left in order: its endpoint closing is expected */
-    glucx_ucx_suspect_peer(tx, peer->rank,
-                           glucx_ucx_status(status) == GLUCX_ERR_TRANSPORT ? GLUCX_ERR_TRANSPORT
-                                                                           : GLUCX_ERR_PEER_FAILED,
-                           "rank %d failed: %s", peer->rank, ucs_status_string(status));
+    glucx_ucx_suspect(tx, peer->rank,
+                      glucx_ucx_status(status) == GLUCX_ERR_TRANSPORT ? GLUCX_ERR_TRANSPORT
+                                                                      : GLUCX_ERR_PEER_FAILED,
+                      "rank %d failed: %s", peer->rank, ucs_status_string(status));
 }
 
 /* A local peer's process is gone (kill(pid, 0) fails with ESRCH, or it is a zombie). */
@@ -163,7 +156,7 @@ static void peer_exited(glucx_ucx_tx_t *tx, int r)
     tx->ep_failed[r] = 2;
     if (tx->departed[r])
         return; /* it left in order before it exited */
-    glucx_ucx_suspect_peer(tx, r, GLUCX_ERR_PEER_FAILED, "rank %d (pid %d) exited", r, tx->pid[r]);
+    glucx_ucx_suspect(tx, r, GLUCX_ERR_PEER_FAILED, "rank %d (pid %d) exited", r, tx->pid[r]);
 }
 
 void glucx_ucx_check_peers(glucx_ucx_tx_t *tx)
@@ -277,11 +270,11 @@ static void send_leaves(glucx_ucx_tx_t *tx)
     send_ctrl_all(tx, GLUCX_UCX_CTRL_LEAVE, offsetof(glucx_ucx_notice_t, text), -1);
 }
 
-void glucx_ucx_leave_check(glucx_ucx_tx_t *tx)
+/* After a leave arrived: cancel the unmatched receives whose only source left (a cancelled one
+ * can never match: all the peer sent arrived before its leave, in order), which fails the
+ * transport. Lock held, outside callbacks, transport not failed. */
+static void leave_check(glucx_ucx_tx_t *tx)
 {
-    tx->leave_pending = 0;
-    if (atomic_load_explicit(&tx->base.failed, memory_order_relaxed) != 0)
-        return;
     glucx_tx_req_t *next;
     for (glucx_tx_req_t *req = tx->outstanding; req != NULL; req = next) {
         next = (glucx_tx_req_t *)req->impl_data[0];
@@ -457,12 +450,11 @@ int glucx_ucx_progress_locked(glucx_ucx_tx_t *tx)
     }
     if (tx->probe_head != NULL)
         n += glucx_ucx_probe_all(tx);
-    if (tx->ctrl_repost && atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0) {
-        tx->ctrl_repost = 0;
+    if (tx->leave_arrived && atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0) {
+        tx->leave_arrived = 0;
         glucx_ucx_post_ctrl(tx); /* on error, notices go unheard; the timeout still holds */
+        leave_check(tx);
     }
-    if (tx->leave_pending)
-        glucx_ucx_leave_check(tx);
     glucx_ucx_teardown_if_pending(tx);
     return n;
 }
