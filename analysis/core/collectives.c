@@ -533,7 +533,7 @@ int glucx_an_decisions_evaluate(glucx_an_engine_t *e)
         goto io;
     return 0;
 io:
-    snprintf(e->err, sizeof(e->err), "cannot write %s (temporary decision records): %s",
-             e->p_decs, errno ? strerror(errno) : "short read");
+    snprintf(e->err, sizeof(e->err), "cannot write %s (temporary decision records): %s", e->p_decs,
+             errno ? strerror(errno) : "short read");
     return -1;
 }
