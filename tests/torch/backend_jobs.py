@@ -1244,6 +1244,21 @@ def killed_rank(ctx, backend, victim, timeout_s):
                 raise AssertionError(f"{what} succeeded although rank {victim} is dead")
             except RuntimeError as e:
                 ctx.record(f"after/{k}/error", True, str(e), elapsed_s=time.monotonic() - t0)
+    # the group fails as a whole: point-to-point between two survivors raises too
+    a, b = survivors[0], survivors[-1]
+    if r in (a, b):
+        t0 = time.monotonic()
+        with ctx.check("after/p2p/raises"):
+            try:
+                if r == a:
+                    dist.send(torch.ones(3), dst=b)
+                else:
+                    dist.recv(torch.zeros(3), src=a)
+                raise AssertionError(f"a {'send to' if r == a else 'receive from'} surviving "
+                                     f"rank {b if r == a else a} succeeded although rank "
+                                     f"{victim} is dead")
+            except RuntimeError as e:
+                ctx.record("after/p2p/error", True, str(e), elapsed_s=time.monotonic() - t0)
     ctx.record("exiting", True, "")
 
 

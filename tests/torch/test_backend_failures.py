@@ -202,6 +202,14 @@ def test_next_collectives_raise_within_timeout(kill_job, k, what):
         assert rec["elapsed_s"] < 1.5 * KILL_TIMEOUT_S, (r, rec)
 
 
+def test_survivors_p2p_raises(kill_job):
+    """The failed group fails as a whole: a send/recv between two survivors raises at once."""
+    pair = [SURVIVORS[0], SURVIVORS[-1]]
+    kill_job.assert_ok("after/p2p/raises", ranks=pair)
+    for r, rec in kill_job.assert_ok("after/p2p/error", ranks=pair).items():
+        assert rec["elapsed_s"] < 1.5 * KILL_TIMEOUT_S, (r, rec)
+
+
 def test_survivors_exit(kill_job):
     kill_job.assert_ok("exiting", ranks=SURVIVORS)
     assert not kill_job.hung, kill_job.describe()
