@@ -31,6 +31,9 @@
 #     --timeout S        seconds per test before it counts as hung (default: 180)
 #     --jobs N           tests run at once (default: 1) and compile jobs (at most 2)
 #     --check            exit 1 when a test fails on glucx but passes on TCP
+#     --selftest         check this tool, not glucx: build and run glucx's fixture
+#                        (scripts/gloo-upstream/fixture, not Gloo's tests) and compare each
+#                        outcome with fixture/expected.tsv (work dir GLUCX_BUILD/gloo-upstream-selftest)
 #     -h, --help
 set -euo pipefail
 export LC_ALL=C  # sort and join agree on the order; gtest's output is ASCII
@@ -48,6 +51,8 @@ filter='*'
 timeout_s=180
 jobs=1
 check=0
+selftest=0
+timeout_given=0
 stages=()
 
 fetch_tmp=""
@@ -65,9 +70,10 @@ while [ $# -gt 0 ]; do
     --tarballs) tarballs=$(cd "$2" && pwd); shift 2 ;;
     --device) devices+=("$2"); shift 2 ;;
     --filter) filter=$2; shift 2 ;;
-    --timeout) timeout_s=$2; shift 2 ;;
+    --timeout) timeout_s=$2; timeout_given=1; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --check) check=1; shift ;;
+    --selftest) selftest=1; shift ;;
     -h|--help) usage; exit 0 ;;
     fetch|build|run|report) stages+=("$1"); shift ;;
     all) stages+=(fetch build run report); shift ;;
@@ -83,6 +89,15 @@ case "$timeout_s$jobs" in *[!0-9]*) die "--timeout and --jobs take whole numbers
 [ "$jobs" -ge 1 ] || die "--jobs must be at least 1"
 
 glucx_build=$(cd "$glucx_build" 2>/dev/null && pwd) || die "no glucx build directory '$glucx_build'"
+if [ "$selftest" -eq 1 ]; then
+  [ -z "$gloo_src$tarballs" ] || die "--selftest builds its own fixture: no --gloo-src or --tarballs"
+  gloo_src=$tool/fixture
+  [ "$timeout_given" -eq 1 ] || timeout_s=5
+  [ -n "$work" ] || work=$glucx_build/gloo-upstream-selftest
+  [ ${#stages[@]} -gt 0 ] || stages=(build run report)
+  stages+=(verify)
+  devices=(tcp glucx)
+fi
 [ -n "$work" ] || work=$glucx_build/gloo-upstream
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
@@ -156,7 +171,9 @@ ensure_deb_src() {
 check_gloo_src() {
   local dir=$1 v head
   [ -f "$dir/gloo/test/CMakeLists.txt" ] || die "$dir has no gloo/test/CMakeLists.txt: not a Gloo source tree"
-  if [ -f "$dir/debian/changelog" ]; then
+  if [ "$selftest" -eq 1 ]; then
+    say "SELF-TEST: glucx's fixture $dir (checks this tool; these are not Gloo's tests)"
+  elif [ -f "$dir/debian/changelog" ]; then
     v=$(dpkg-parsechangelog -l "$dir/debian/changelog" -S Version)
     [ "$v" = "$gloo_version" ] ||
       die "$dir is Debian's Gloo $v, but libgloo0 $gloo_version is installed: its tests would not match"
@@ -294,11 +311,12 @@ stage_build() {
   done
 }
 
-# gtest's --gtest_list_tests, one full test name a line.
+# gtest's --gtest_list_tests, one full test name a line; DISABLED_ tests are left out, as gtest
+# leaves them out of its own count.
 list_tests() {
   "$1" --gtest_list_tests --gtest_filter="$filter" | awk '
     /^[^ ]/ { suite = $1; next }
-    /^  [^ ]/ { print suite $1 }'
+    /^  [^ ]/ { if (suite !~ /(^|\/)DISABLED_/ && $1 !~ /^DISABLED_/) print suite $1 }'
 }
 
 run_one() {
@@ -380,11 +398,15 @@ print_names() {
 }
 
 stage_report() {
-  local dev f summary=$work/summary.txt
+  local dev f c summary=$work/summary.txt
   local commit
   commit=$(git -C "$(glucx_source_dir)" describe --always --dirty 2>/dev/null || echo unknown)
   {
-    echo "Gloo upstream tests on glucx — $(date -u '+%F %H:%M UTC')"
+    if [ "$selftest" -eq 1 ]; then
+      echo "SELF-TEST of scripts/gloo-upstream.sh on its fixture (not Gloo's tests) — $(date -u '+%F %H:%M UTC')"
+    else
+      echo "Gloo upstream tests on glucx — $(date -u '+%F %H:%M UTC')"
+    fi
     echo "glucx: $(glucx_source_dir) at $commit, build $glucx_build"
     echo "libgloo0 $gloo_version; per-test timeout ${timeout_s}s; filter '$filter'"
     for dev in "${devices[@]}"; do
@@ -432,6 +454,7 @@ stage_report() {
       echo "Failing on TCP only: $(wc -l <"$tmp/tcponly")"
       print_names "$tmp/tcponly"
       cat "$tmp/bound" "$tmp/wording" "$tmp/hung" "$tmp/other" >"$work/glucx-only.txt"
+      for c in bound wording hung other; do sed "s/\$/\t$c/" "$tmp/$c"; done >"$work/glucx-only.tsv"
       rm -rf "$tmp"
     fi
     echo
@@ -448,6 +471,30 @@ stage_report() {
     say "--check: $(wc -l <"$work/glucx-only.txt") test(s) fail on glucx but pass on TCP"
     return 1
   fi
+}
+
+# --selftest: every fixture test has an outcome fixture/expected.tsv allows, and no other test ran
+# (Outcome.SourceOnlyHeader compiles only with the overlay's copy of a header /usr/include lacks).
+stage_verify() {
+  local bad=0 name ts gs cause got_t got_g got_c
+  while IFS="$(printf '\t')" read -r name ts gs cause; do
+    case "$name" in '#'*|'') continue ;; esac
+    got_t=$(awk -F'\t' -v n="$name" '$2 == n { print $3 }' "$work/run/tcp/results.tsv")
+    got_g=$(awk -F'\t' -v n="$name" '$2 == n { print $3 }' "$work/run/glucx/results.tsv")
+    got_c=$(awk -F'\t' -v n="$name" '$1 == n { print $2 }' "$work/glucx-only.tsv")
+    case ",$ts," in *",$got_t,"*) ;; *) say "selftest: $name on tcp: '$got_t', expected $ts"; bad=1 ;; esac
+    case ",$gs," in *",$got_g,"*) ;; *) say "selftest: $name on glucx: '$got_g', expected $gs"; bad=1 ;; esac
+    if [ -n "$got_c" ] && [ "$got_c" != "$cause" ]; then
+      say "selftest: $name counted as '$got_c' on glucx, expected '$cause'"; bad=1
+    fi
+  done <"$tool/fixture/expected.tsv"
+  if ! diff <(grep -v '^#' "$tool/fixture/expected.tsv" | cut -f 1 | sort) <(sort "$work/tests.txt") >/dev/null; then
+    say "selftest: the tests run differ from fixture/expected.tsv:"
+    diff <(grep -v '^#' "$tool/fixture/expected.tsv" | cut -f 1 | sort) <(sort "$work/tests.txt") || true
+    bad=1
+  fi
+  [ "$bad" -eq 0 ] || die "selftest FAILED"
+  say "selftest: ok (every outcome as fixture/expected.tsv allows)"
 }
 
 for s in "${stages[@]}"; do
