@@ -104,12 +104,12 @@ if [ "$selftest" -eq 1 ]; then
   devices=(tcp glucx)
 fi
 [ -n "$work" ] || work=$glucx_build/gloo-upstream
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
+work=$(realpath -m "$work")
 case "$work/" in
   "$root"/build*/*|"$root"/.*) ;;
   "$root"/*) die "--work $work is inside the git tree: use a build directory or a path outside it" ;;
 esac
+mkdir -p "$work"
 
 # The installed Gloo: binary package libgloo0, its source package and the upstream commit.
 gloo_version=$(dpkg-query -W -f='${Version}' libgloo0 2>/dev/null) ||
@@ -210,8 +210,8 @@ stage_fetch() {
   tmp=$(mktemp -d "$work/src.XXXXXX")
   fetch_tmp=$tmp
   say "apt-get source $gloo_source=$gloo_version into $work/src"
-  # Downloads as root are not sandboxed (apt says so); the files are checked against the
-  # signed .dsc either way.
+  # Downloads as root are not sandboxed (apt would say so); apt checks every file against the
+  # signed archive index either way.
   local get=(apt-get -q -o APT::Sandbox::User=root source)
   if [ -n "$tarballs" ]; then
     # Only the .dsc from apt (checked against the signed archive index); the tarballs given
@@ -302,7 +302,7 @@ stage_build() {
       cp "$src/$h" "$overlay/$h"
       n=$((n + 1))
       # name the ones something includes (the rest are never read)
-      if grep -rqF "\"$h\"" /usr/include/gloo "$overlay/gloo/test"; then filled+=("$h"); fi
+      if grep -rqF -e "\"$h\"" -e "<$h>" /usr/include/gloo "$overlay/gloo/test"; then filled+=("$h"); fi
     fi
   done < <(cd "$src" && find gloo -name '*.h' -not -path 'gloo/test/*' | sort)
   say "headers from the source package that Debian does not install: $n copied to the overlay;" \
@@ -393,10 +393,17 @@ cause_of() {
   fi
 }
 
-# The first line of a log that tells why the test failed.
+# The first line of a log that tells why the test failed (gtest's "file:line: Failure" with the
+# two lines after it).
 reason_of() {
-  grep -m 1 -E 'what\(\)|Failure|[Ee]xception|Expected|error|Error|Aborted|terminate' "$1" |
-    cut -c 1-200 || echo "(no failure line; exit code in results.tsv)"
+  awk '
+    found { prev = prev " | " $0; if (++found > 2) { print prev; done = 1; exit } next }
+    /what\(\)|Failure|[Ee]xception|Expected|[Ee]rror|Aborted|terminate/ {
+      if ($0 ~ /Failure$/) { prev = $0; found = 1; next }
+      print; done = 1; exit
+    }
+    END { if (found && !done) print prev; else if (!done) print "(no failure line; see the log)" }
+  ' "$1" | cut -c 1-300
 }
 
 # Names of a group: all of them, or for a long group per test with its instances counted.
@@ -444,7 +451,7 @@ stage_report() {
         local log=$work/run/glucx/logs/$idx.log c
         c=$(cause_of "$gs" "$log")
         echo "$name" >>"$tmp/$c"
-        [ "$c" = other ] && printf '    %s\n        %s\n' "$name" "$(reason_of "$log")" >>"$tmp/other.why"
+        [ "$c" = other ] && printf '    %s\n        %s\n' "$name" "$(reason_of "$log" | sed "s|$work/overlay/||g")" >>"$tmp/other.why"
       done <"$tmp/joined"
       local nb nw nh no
       nb=$(wc -l <"$tmp/bound"); nw=$(wc -l <"$tmp/wording"); nh=$(wc -l <"$tmp/hung"); no=$(wc -l <"$tmp/other")
