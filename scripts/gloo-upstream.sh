@@ -99,7 +99,6 @@ if [ "$selftest" -eq 1 ]; then
   gloo_src=$tool/fixture
   [ "$timeout_given" -eq 1 ] || timeout_s=5
   [ -n "$work" ] || work=$glucx_build/gloo-upstream-selftest
-  [ ${#stages[@]} -gt 0 ] || stages=(build run report)
   stages+=(verify)
   devices=(tcp glucx)
 fi
@@ -195,6 +194,7 @@ check_gloo_src() {
 }
 
 stage_fetch() {
+  apt_install_missing dpkg-dev  # apt-get source, dpkg-source, dpkg-parsechangelog
   if [ -n "$gloo_src" ]; then
     gloo_src=$(cd "$gloo_src" && pwd)
     check_gloo_src "$gloo_src"
@@ -204,7 +204,6 @@ stage_fetch() {
     say "Gloo source: $src_dir (fetched before)"
     return 0
   fi
-  apt_install_missing dpkg-dev
   ensure_deb_src
   local tmp
   tmp=$(mktemp -d "$work/src.XXXXXX")
