@@ -53,6 +53,15 @@ bench: build venv
 	@scripts/install-deps.sh bench
 	scripts/compare.sh
 
+# Gloo's own upstream test suite on Gloo TCP and on glucx (docs/conformance.md). A check tool,
+# not part of `test`: it needs Debian's gloo source package and takes long. Options go in
+# GLOO_UPSTREAM_ARGS, e.g. GLOO_UPSTREAM_ARGS="--filter 'SendRecv*' --timeout 60".
+GLOO_UPSTREAM_ARGS ?=
+.PHONY: gloo-upstream
+gloo-upstream: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target glucx_gloo
+	scripts/gloo-upstream.sh --glucx-build $(BUILD) $(GLOO_UPSTREAM_ARGS)
+
 install: build
 	cmake --install $(BUILD)
 
