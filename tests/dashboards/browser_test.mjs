@@ -182,13 +182,16 @@ if (failures.length) {
 process.stdout.write(`browser_test ${opts.name}: passed\n`);
 
 // The page as first drawn (the view switches and tooltips below would leave pointers behind).
+// A full-page capture of the large report rasterizes every chart at once: on a loaded 2-core
+// machine that alone took over 20 s, so it gets a deadline of its own (within --timeout-s).
+const screenshotTimeoutMs = scaledMs(60000);
 async function screenshot(page) {
   await page.evaluate(() => window.scrollTo(0, 0));
-  await page.screenshot({ path: shotPath, fullPage: true });
+  await page.screenshot({ path: shotPath, fullPage: true, timeout: screenshotTimeoutMs });
   if (opts.screenshot) {
     // The whole page, and its first screen (for documentation).
     fs.copyFileSync(shotPath, opts.screenshot);
-    await page.screenshot({ path: opts.screenshot.replace(/(\.png)?$/, '-top.png'), fullPage: false });
+    await page.screenshot({ path: opts.screenshot.replace(/(\.png)?$/, '-top.png'), fullPage: false, timeout: screenshotTimeoutMs });
   }
 }
 
