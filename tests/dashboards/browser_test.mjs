@@ -56,6 +56,9 @@ const timeScale = Number(process.env.GLUCX_TEST_TIME_SCALE || 1);
 if (!(timeScale > 0 && timeScale < 1000)) usage(`GLUCX_TEST_TIME_SCALE=${process.env.GLUCX_TEST_TIME_SCALE}: expected a number in (0, 1000)`);
 const scaledMs = (ms) => Math.ceil(ms * timeScale);
 const timeoutMs = scaledMs(Number(opts['timeout-s']) * 1000);
+// A full-page capture of the large report rasterizes every chart at once: on a loaded 2-core
+// machine that alone took over 20 s, so it gets a deadline of its own (within --timeout-s).
+const screenshotTimeoutMs = scaledMs(60000);
 const watchdog = setTimeout(() => {
   process.stderr.write(`browser_test ${opts.name}: FAILED: no result after ${timeoutMs / 1000} s\n`);
   process.exit(1);
@@ -182,9 +185,6 @@ if (failures.length) {
 process.stdout.write(`browser_test ${opts.name}: passed\n`);
 
 // The page as first drawn (the view switches and tooltips below would leave pointers behind).
-// A full-page capture of the large report rasterizes every chart at once: on a loaded 2-core
-// machine that alone took over 20 s, so it gets a deadline of its own (within --timeout-s).
-const screenshotTimeoutMs = scaledMs(60000);
 async function screenshot(page) {
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: shotPath, fullPage: true, timeout: screenshotTimeoutMs });
