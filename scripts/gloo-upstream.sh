@@ -121,18 +121,6 @@ need_root() {
   [ "$(id -u)" -eq 0 ] || die "need root to $1"
 }
 
-apt_install_missing() {
-  local missing=() p
-  for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  need_root "install ${missing[*]}"
-  say "installing ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q \
-    --no-install-recommends "${missing[@]}"
-}
-
 have_source_version() {
   apt-cache showsrc --only-source "$gloo_source" 2>/dev/null | grep -qx "Version: $gloo_version"
 }
@@ -194,7 +182,7 @@ check_gloo_src() {
 }
 
 stage_fetch() {
-  apt_install_missing dpkg-dev  # apt-get source, dpkg-source, dpkg-parsechangelog
+  "$root/scripts/install-deps.sh" conformance  # apt-get source, dpkg-source, dpkg-parsechangelog
   if [ -n "$gloo_src" ]; then
     gloo_src=$(cd "$gloo_src" && pwd)
     check_gloo_src "$gloo_src"
@@ -268,7 +256,7 @@ stage_build() {
   glucx_src=$(glucx_source_dir)
   [ -e "$glucx_build/adapters/gloo/libglucx_gloo.so" ] ||
     die "no $glucx_build/adapters/gloo/libglucx_gloo.so: cmake --build $glucx_build --target glucx_gloo"
-  apt_install_missing cmake g++ make libgtest-dev libgloo-dev
+  "$root/scripts/install-deps.sh" conformance
 
   # The overlay: a patched copy of gloo/test, and the Gloo headers that the tests or the installed
   # headers need but Debian does not install (gloo/common/memory.h, for the tcp transport's).

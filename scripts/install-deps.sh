@@ -2,7 +2,8 @@
 # Install the Debian packages glucx needs, idempotently: only missing packages are installed,
 # and `apt-get update` runs only when something is missing.
 #
-# usage: scripts/install-deps.sh [GROUP...]    groups: build (default), test, bench, all
+# usage: scripts/install-deps.sh [GROUP...]    groups: build (default), test, bench, conformance,
+#                                              all
 set -euo pipefail
 
 build_pkgs=(gcc g++ make cmake pkg-config libucx-dev ucx-utils libhiredis-dev libgloo-dev
@@ -13,6 +14,9 @@ test_pkgs=(libcmocka-dev redis-server valgrind libgtest-dev python3-pytest iprou
            python3-bt2 python3-jsonschema chromium
            stress-ng)  # the suite's repeat runs under load (tests/README.md)
 bench_pkgs=(openmpi-bin libopenmpi-dev python3-torch python3-numpy python3-torchvision)
+# scripts/gloo-upstream.sh: Gloo's source package (apt-get source, dpkg-source) and its tests'
+# build (GoogleTest, the installed libgloo's headers)
+conformance_pkgs=(dpkg-dev cmake g++ make libgtest-dev libgloo-dev)
 # The dashboard is built with Node.js (>= 20) and npm, which this kind of machine has (from
 # NodeSource, whose nodejs package bundles npm). Debian's nodejs/npm only where there is none:
 # installing Debian's npm beside NodeSource's nodejs would conflict.
@@ -26,8 +30,9 @@ for g in "${groups[@]}"; do
     build) want+=("${build_pkgs[@]}") ;;
     test) want+=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
     bench) want+=("${build_pkgs[@]}" "${bench_pkgs[@]}") ;;
-    all) want+=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
-    *) echo "install-deps: unknown group '$g' (build, test, bench, all)" >&2; exit 2 ;;
+    conformance) want+=("${conformance_pkgs[@]}") ;;
+    all) want+=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}" "${conformance_pkgs[@]}") ;;
+    *) echo "install-deps: unknown group '$g' (build, test, bench, conformance, all)" >&2; exit 2 ;;
   esac
 done
 
