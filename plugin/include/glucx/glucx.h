@@ -224,6 +224,77 @@ GLUCX_API glucx_status_t glucx_irecv_any(glucx_comm_t *comm, void *buf, size_t b
                                          glucx_request_t **request_p);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Windows: placed (bound) receives                                                           */
+/*                                                                                            */
+/* A window is a region of this rank's memory that one peer writes into with glucx_iput(),   */
+/* naming a slot and an offset in it: the model of Gloo's bound buffers (Pair::createRecvBuffer */
+/* / createSendBuffer, Buffer::send(offset, length, roffset)). Data is placed by whichever   */
+/* thread drives the communicator's progress (any wait on it), not only by glucx_window_wait(), */
+/* so a rank blocked in another wait on the communicator still receives.                     */
+
+/** Largest slot of glucx_window_create() / glucx_iput(). */
+#define GLUCX_SLOT_MAX UINT64_MAX
+
+/** glucx_iput() flags. */
+enum {
+    /** Complete only once the data is in the peer's window (as Gloo's TCP transport completes
+     *  a send once the peer has read it), instead of once @p buf may be reused. */
+    GLUCX_PUT_SYNC = 1u << 0,
+};
+
+/** Opaque window (one peer, one slot). */
+typedef struct glucx_window glucx_window_t;
+
+/**
+ * Open a window of @p bytes bytes at @p buf for the messages @p peer puts with @p slot.
+ * Messages that arrived for (peer, slot) before the window existed were held (in arrival order)
+ * and are placed now. @p buf is borrowed until glucx_window_destroy() returns.
+ * @param peer   the one rank whose glucx_iput()s land here (may be this rank).
+ * @param window_p receives the window.
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (peer out of range, NULL buf with bytes > 0, a window
+ *         for (peer, slot) already open); the communicator's failure status; GLUCX_ERR_NO_MEMORY.
+ *         Thread-safe.
+ */
+GLUCX_API glucx_status_t glucx_window_create(glucx_comm_t *comm, int peer, uint64_t slot,
+                                             void *buf, size_t bytes,
+                                             glucx_window_t **window_p);
+
+/**
+ * Put @p bytes bytes at @p buf (borrowed until the request completes) into @p peer's window for
+ * (this rank, @p slot) at byte @p offset. Puts of one rank to one window are placed in the order
+ * they were posted. If the message does not fit the window (offset + bytes > its size), the
+ * receiving rank fails the communicator with GLUCX_ERR_TRUNCATED, naming slot, offset, sizes
+ * and sender; nothing is written outside the window.
+ * @param flags 0 or GLUCX_PUT_SYNC.
+ * @param request_p receives the request; wait on it and release it with glucx_request_free().
+ * @return as glucx_isend().
+ */
+GLUCX_API glucx_status_t glucx_iput(glucx_comm_t *comm, const void *buf, size_t bytes, int peer,
+                                    uint64_t slot, size_t offset, unsigned flags,
+                                    glucx_request_t **request_p);
+
+/**
+ * Consume one message placed in @p window (a put whose bytes are all in the window), waiting
+ * for one for at most @p timeout_ms (< 0: the communicator's timeout; 0: do not wait).
+ * @param since as glucx_request_wait_any(): glucx_comm_wake() after that count interrupts.
+ * @param bytes_p receives the message's length (may be NULL); @param offset_p its offset.
+ * @return GLUCX_OK; GLUCX_INPROGRESS (woken, or timeout_ms == 0 and none placed);
+ *         GLUCX_ERR_TIMEOUT (fails the communicator, naming the window's peer and slot);
+ *         the communicator's failure status. Thread-safe.
+ */
+GLUCX_API glucx_status_t glucx_window_wait(glucx_window_t *window, int64_t timeout_ms,
+                                           const unsigned *since, size_t *bytes_p,
+                                           size_t *offset_p);
+
+/**
+ * Close a window. A message being placed into it is waited for (up to the communicator's
+ * timeout, after which the communicator fails), so the buffer is never written after this
+ * returns; later messages for (peer, slot) are held as before the window existed. NULL is
+ * accepted. Not concurrently with glucx_window_wait() on the same window.
+ */
+GLUCX_API void glucx_window_destroy(glucx_window_t *window);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Collectives                                                                                */
 
 /** Collective kinds. */
