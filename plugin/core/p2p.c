@@ -382,11 +382,11 @@ static glucx_status_t request_wait(glucx_request_t *req, int64_t deadline, int64
     if (st == GLUCX_ERR_TIMEOUT) {
         char text[300];
         snprintf(text, sizeof(text),
-                 "%s of %zu bytes %s rank %d (tag %" PRIu64 ") timed out after %" PRId64
+                 "%s of %zu bytes %s rank %d (%s %" PRIu64 ") timed out after %" PRId64
                  " ms on rank %d",
-                 one->is_recv ? "receive" : "send", one->posted, one->is_recv ? "from" : "to",
-                 one->peer, req->user_tag, timeout_ms < 0 ? comm->timeout_ms : timeout_ms,
-                 comm->rank);
+                 one->is_recv ? "receive" : req->is_put ? "put" : "send", one->posted,
+                 one->is_recv ? "from" : "to", one->peer, req->is_put ? "slot" : "tag",
+                 req->user_tag, timeout_ms < 0 ? comm->timeout_ms : timeout_ms, comm->rank);
         /* Gloo semantics: a timed-out operation fails the communicator */
         comm->tx->ops->fail(comm->tx, GLUCX_ERR_TIMEOUT, text);
         return glucx_comm_record_error(comm, glucx_error(GLUCX_ERR_TIMEOUT, "%s", text));

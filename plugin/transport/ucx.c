@@ -573,8 +573,8 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
     /* Handshake: a hello to and from every other rank. */
     glucx_ucx_hello_t out = {.magic = GLUCX_UCX_HELLO_MAGIC, .rank = rank, .size = size};
     glucx_ucx_hello_t *in = calloc((size_t)size, sizeof(*in));
-    glucx_tx_req_t *reqs = calloc((size_t)size * 2, sizeof(*reqs));
-    glucx_tx_req_t **ptrs = calloc((size_t)size * 2, sizeof(*ptrs));
+    glucx_tx_req_t *reqs = calloc((size_t)size * 3, sizeof(*reqs));
+    glucx_tx_req_t **ptrs = calloc((size_t)size * 3, sizeof(*ptrs));
     if (in == NULL || reqs == NULL || ptrs == NULL) {
         st = glucx_error(GLUCX_ERR_NO_MEMORY, "connect: out of memory for %d peers", size);
         glucx_ucx_fail(base, st, "connect: out of memory");
@@ -594,6 +594,12 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
             st = glucx_ucx_send_raw(tx, p, to, &out, sizeof(out), &reqs[2 * p + 1]);
             ptrs[n++] = &reqs[2 * p + 1];
         }
+        if (st == GLUCX_OK) {
+            /* puts (active messages) need the peer's endpoint id: settled here, where both
+             * ranks progress, not at a first put after which the sender may sleep */
+            st = glucx_ucx_send_ready(tx, p, &reqs[2 * size + p]);
+            ptrs[n++] = &reqs[2 * size + p];
+        }
     }
     if (st == GLUCX_OK)
         st = glucx_ucx_wait(base, ptrs, n, deadline_ns);
@@ -604,7 +610,8 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
         missing[0] = '\0';
         for (int p = 0; p < size; p++) {
             if (p == rank ||
-                (glucx_tx_req_done(&reqs[2 * p]) && glucx_tx_req_done(&reqs[2 * p + 1])))
+                (glucx_tx_req_done(&reqs[2 * p]) && glucx_tx_req_done(&reqs[2 * p + 1]) &&
+                 glucx_tx_req_done(&reqs[2 * size + p])))
                 continue;
             count++;
             if (used < sizeof(missing) - 16) {

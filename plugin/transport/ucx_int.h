@@ -125,6 +125,10 @@ typedef struct glucx_ucx_probe {
 
 /** Active message id of puts. */
 #define GLUCX_UCX_AM_PUT 0
+/** Active message id of the connect handshake's readiness message (ignored on arrival). */
+#define GLUCX_UCX_AM_READY 1
+/** Its payload (zeros): more than a shared-memory FIFO element holds inline. */
+#define GLUCX_UCX_READY_BYTES 512
 #define GLUCX_UCX_PUT_MAGIC 0x67707574u
 /** Hold cost of a message besides its payload (a rendezvous descriptor, our record). */
 #define GLUCX_UCX_HOLD_OVERHEAD 256
@@ -288,6 +292,12 @@ glucx_status_t glucx_ucx_recv_raw(glucx_ucx_tx_t *tx, int peer, uint64_t wire_ta
 /** Post a put (tx.h put op; an active message with a glucx_ucx_put_hdr_t). */
 glucx_status_t glucx_ucx_put(glucx_tx_t *tx, int peer, uint64_t slot, size_t offset,
                              const void *buf, size_t bytes, unsigned flags, glucx_tx_req_t *req);
+/** Send the connect handshake's active message to peer, shaped like a small put. UCX's
+ *  shared-memory transports set up the first such message to a peer lazily: it completed only
+ *  after 0.1-50 ms of the sender's progress (measured here, UCX 1.13.1, sysv and posix), so a
+ *  first put posted by a rank that then sleeps (polling nothing) did not leave until it
+ *  progressed again. Sent during the handshake, where both ranks progress. Lock not held. */
+glucx_status_t glucx_ucx_send_ready(glucx_ucx_tx_t *tx, int peer, glucx_tx_req_t *req);
 /** Probe for an unexpected message (tx.h probe op). */
 int glucx_ucx_probe(glucx_tx_t *tx, int peer, uint64_t tag, uint64_t ignore_mask, uint64_t *tag_p);
 /** Match pending subset receives against unexpected messages. Lock held. */

@@ -350,6 +350,56 @@ glucx_status_t glucx_ucx_isend(glucx_tx_t *base, int peer, uint64_t tag, const v
     return glucx_ucx_send_raw(tx, peer, wire, buf, bytes, req);
 }
 
+/* Post active message id (user header hdr, data buf) to peer as request req of kind. hdr and
+ * buf must live until the request completes. Lock held. */
+static glucx_status_t am_send_locked(glucx_ucx_tx_t *tx, int peer, unsigned id, const void *hdr,
+                                     size_t hdr_len, const void *buf, size_t bytes,
+                                     uint32_t ucp_flags, glucx_tx_req_t *req, int kind)
+{
+    glucx_ucx_list_add(tx, req, kind);
+    ucp_request_param_t param = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
+        .cb.send = send_cb,
+        .user_data = req,
+        .flags = ucp_flags,
+    };
+    void *r = ucp_am_send_nbx(tx->eps[peer], id, hdr, hdr_len, buf, bytes, &param);
+    if (r == NULL) {
+        glucx_ucx_complete(tx, req, GLUCX_OK, -1, bytes, 0);
+    } else if (UCS_PTR_IS_ERR(r)) {
+        ucs_status_t us = UCS_PTR_STATUS(r);
+        if (!park_on_error(tx, req, us)) {
+            glucx_ucx_complete(tx, req, glucx_ucx_status(us), -1, 0, 0);
+            return glucx_error(req->status, "active message to rank %d: %s", peer,
+                               ucs_status_string(us));
+        }
+    } else if (!glucx_tx_req_done(req)) {
+        req->impl = r;
+    }
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_ucx_send_ready(glucx_ucx_tx_t *tx, int peer, glucx_tx_req_t *req)
+{
+    req_start(req, 0, peer, GLUCX_UCX_READY_BYTES, 0);
+    pthread_mutex_lock(&tx->lock);
+    glucx_status_t st;
+    if (glucx_tx_failure(&tx->base) != GLUCX_OK) {
+        st = post_failed(tx, req, "ready", peer);
+    } else {
+        /* shaped like a small put (header and data beyond what fits inline): its first send
+         * to a peer sets up what later puts use */
+        static const unsigned char zeros[GLUCX_UCX_READY_BYTES];
+        memset(&req->impl_data[4], 0, 4 * sizeof(uintptr_t));
+        st = am_send_locked(tx, peer, GLUCX_UCX_AM_READY, &req->impl_data[4],
+                            sizeof(glucx_ucx_put_hdr_t), zeros, sizeof(zeros), 0, req,
+                            GLUCX_UCX_REQ_SEND);
+    }
+    pthread_mutex_unlock(&tx->lock);
+    return st;
+}
+
 _Static_assert(sizeof(glucx_ucx_put_hdr_t) <= 4 * sizeof(uintptr_t),
                "a put's header lives in impl_data[4..7]");
 
@@ -392,7 +442,6 @@ glucx_status_t glucx_ucx_put(glucx_tx_t *base, int peer, uint64_t slot, size_t o
                          bytes);
         goto out;
     }
-    glucx_ucx_list_add(tx, req, GLUCX_UCX_REQ_PUT);
     glucx_ucx_put_hdr_t *hdr = (glucx_ucx_put_hdr_t *)&req->impl_data[4];
     hdr->slot = slot;
     hdr->offset = offset;
@@ -403,27 +452,12 @@ glucx_status_t glucx_ucx_put(glucx_tx_t *base, int peer, uint64_t slot, size_t o
     /* A synchronous put forces rendezvous: the sender's request completes when the receiver
      * has fetched the data into its window (a rendezvous that arrives before the window is
      * held, undelivered, until it opens). */
-    ucp_request_param_t param = {
-        .op_attr_mask =
-            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
-        .cb.send = send_cb,
-        .user_data = req,
-        .flags = (flags & GLUCX_TX_PUT_SYNC) ? UCP_AM_SEND_FLAG_RNDV : 0,
-    };
-    void *r =
-        ucp_am_send_nbx(tx->eps[peer], GLUCX_UCX_AM_PUT, hdr, sizeof(*hdr), buf, bytes, &param);
-    if (r == NULL) {
-        glucx_ucx_complete(tx, req, GLUCX_OK, -1, bytes, 0);
-    } else if (UCS_PTR_IS_ERR(r)) {
-        ucs_status_t us = UCS_PTR_STATUS(r);
-        if (!park_on_error(tx, req, us)) {
-            glucx_ucx_complete(tx, req, glucx_ucx_status(us), -1, 0, 0);
-            st = glucx_error(req->status, "put: peer %d, bytes=%zu, slot %llu, offset %zu: %s",
-                             peer, bytes, (unsigned long long)slot, offset, ucs_status_string(us));
-        }
-    } else if (!glucx_tx_req_done(req)) {
-        req->impl = r;
-    }
+    st = am_send_locked(tx, peer, GLUCX_UCX_AM_PUT, hdr, sizeof(*hdr), buf, bytes,
+                        (flags & GLUCX_TX_PUT_SYNC) ? UCP_AM_SEND_FLAG_RNDV : 0, req,
+                        GLUCX_UCX_REQ_PUT);
+    if (st != GLUCX_OK)
+        st = glucx_error(st, "put: peer %d, bytes=%zu, slot %llu, offset %zu: %s", peer, bytes,
+                         (unsigned long long)slot, offset, glucx_error_text());
 out:
     pthread_mutex_unlock(&tx->lock);
     return st;

@@ -407,6 +407,14 @@ static ucs_status_t put_handler(void *arg, const void *header, size_t header_len
     return UCS_OK;
 }
 
+/* The connect handshake's active message: its only purpose is done by sending it. */
+static ucs_status_t ready_handler(void *arg, const void *header, size_t header_length, void *data,
+                                  size_t length, const ucp_am_recv_param_t *param)
+{
+    (void)arg, (void)header, (void)header_length, (void)data, (void)length;
+    return (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ? UCS_ERR_UNSUPPORTED : UCS_OK;
+}
+
 glucx_status_t glucx_ucx_win_init(glucx_ucx_tx_t *tx)
 {
     tx->put_seq_out = calloc((size_t)tx->base.size, sizeof(*tx->put_seq_out));
@@ -423,6 +431,11 @@ glucx_status_t glucx_ucx_win_init(glucx_ucx_tx_t *tx)
         .arg = tx,
     };
     ucs_status_t us = ucp_worker_set_am_recv_handler(tx->worker, &hp);
+    if (us == UCS_OK) {
+        hp.id = GLUCX_UCX_AM_READY;
+        hp.cb = ready_handler;
+        us = ucp_worker_set_am_recv_handler(tx->worker, &hp);
+    }
     if (us != UCS_OK)
         return glucx_error(GLUCX_ERR_TRANSPORT,
                            "ucx create: rank %d: cannot register the put handler: %s",

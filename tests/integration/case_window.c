@@ -8,7 +8,8 @@
  *   opened late (contents checked against a replay of the puts in posting order); both ranks
  *   put 4 MiB and wait for their put before they wait on their window (plain and
  *   GLUCX_PUT_SYNC: no deadlock); a duplicate window is GLUCX_ERR_INVALID_ARG and does not fail
- *   the communicator; statistics count puts and placements.
+ *   the communicator; statistics count puts and placements; glucx_comm_wake (and a wake after
+ *   `since`) interrupts a blocked window wait without failing anything.
  * - "window_threads": several threads per rank post puts and wait on windows at once.
  * - "window_sync": a GLUCX_PUT_SYNC put does not complete before the receiver opened its window
  *   (a flag in shared memory set just before the window opens), a plain one does.
@@ -409,6 +410,64 @@ static int part_duplicate(glucx_comm_t *comm)
     return rc;
 }
 
+/* glucx_comm_wake interrupts a blocked window wait (GLUCX_INPROGRESS, nothing consumed, the
+ * communicator healthy); a wake after the caller read the count (since) interrupts at once. */
+typedef struct waker_arg {
+    glucx_comm_t *comm;
+    int64_t delay_ms;
+} waker_arg_t;
+
+static void *waker(void *p)
+{
+    waker_arg_t *wa = p;
+    itest_sleep_ms(wa->delay_ms);
+    glucx_comm_wake(wa->comm);
+    return NULL;
+}
+
+static int part_wake(glucx_comm_t *comm)
+{
+    const int rank = glucx_comm_rank(comm), n = glucx_comm_size(comm);
+    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    char buf[8], out[8] = "wakeup!";
+    glucx_window_t *win = NULL;
+    int rc = ITEST_STATUS(glucx_window_create(comm, prev, 60, buf, sizeof(buf), &win), GLUCX_OK,
+                          "wake window");
+    waker_arg_t wa = {comm, 200};
+    pthread_t th;
+    /* read before the waker starts: its wake cannot be missed however late this thread runs */
+    unsigned since0 = glucx_comm_wake_count(comm);
+    if (rc == 0 && pthread_create(&th, NULL, waker, &wa) != 0) {
+        ITEST_FAIL("cannot start the waking thread");
+        rc = -1;
+    } else if (rc == 0) {
+        int64_t t0 = itest_now_ns();
+        glucx_status_t st = glucx_window_wait(win, WAIT_MS, &since0, NULL, NULL);
+        int64_t ms = (itest_now_ns() - t0) / 1000000;
+        pthread_join(th, NULL);
+        rc = ITEST_STATUS(st, GLUCX_INPROGRESS, "window wait woken by glucx_comm_wake");
+        ITEST_CHECK(ms < glucx_test_ms(20000), "the woken wait returned after %lld ms",
+                    (long long)ms);
+    }
+    if (rc == 0) {
+        unsigned since = glucx_comm_wake_count(comm);
+        glucx_comm_wake(comm);
+        rc = ITEST_STATUS(glucx_window_wait(win, WAIT_MS, &since, NULL, NULL), GLUCX_INPROGRESS,
+                          "window wait with a wake after 'since'");
+    }
+    /* still healthy: a put arrives and is taken */
+    glucx_request_t *req = NULL;
+    if (rc == 0)
+        rc = ITEST_STATUS(glucx_barrier(comm, NULL), GLUCX_OK, "barrier after the wakes") ||
+             ITEST_STATUS(glucx_iput(comm, out, sizeof(out), next, 60, 0, 0, &req), GLUCX_OK,
+                          "put after the wakes") ||
+             take(win, "after the wakes", 0, sizeof(out)) || wait_free(req, "put after wakes");
+    if (rc == 0)
+        ITEST_CHECK(memcmp(buf, "wakeup!", 8) == 0, "got '%.7s'", buf);
+    glucx_window_destroy(win);
+    return rc;
+}
+
 int itest_case_window(const itest_env_t *env, int rank, int size)
 {
     glucx_context_t *ctx;
@@ -450,6 +509,8 @@ int itest_case_window(const itest_env_t *env, int rank, int size)
         rc = part_exchange(comm, GLUCX_PUT_SYNC);
     if (rc == 0)
         rc = part_duplicate(comm);
+    if (rc == 0)
+        rc = part_wake(comm);
     itest_close(ctx, store, comm);
     return rc;
 }
