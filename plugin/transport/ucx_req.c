@@ -275,6 +275,26 @@ static void req_start(glucx_tx_req_t *req, int is_recv, int peer, size_t bytes, 
     atomic_store_explicit(&req->done, 0, memory_order_relaxed);
 }
 
+/* Account for what a send post returned (r) for req: complete it, keep UCX's request, or, when
+ * UCX refused, park it (a broken endpoint, e.g. the peer's shared memory is gone: it waits for
+ * the transport's failure like the others) or complete it with the error. @return UCS_OK, or
+ * the refusal that completed req. Lock held. */
+static ucs_status_t send_posted(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, void *r)
+{
+    if (r == NULL) {
+        glucx_ucx_complete(tx, req, GLUCX_OK, -1, req->posted, 0);
+    } else if (UCS_PTR_IS_ERR(r)) {
+        ucs_status_t us = UCS_PTR_STATUS(r);
+        if (!park_on_error(tx, req, us)) {
+            glucx_ucx_complete(tx, req, glucx_ucx_status(us), -1, 0, 0);
+            return us;
+        }
+    } else if (!glucx_tx_req_done(req)) {
+        req->impl = r;
+    }
+    return UCS_OK;
+}
+
 /* Lock held. */
 static glucx_status_t send_locked(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, const void *buf,
                                   size_t bytes, glucx_tx_req_t *req)
@@ -302,21 +322,11 @@ static glucx_status_t send_locked(glucx_ucx_tx_t *tx, int peer, uint64_t wire_ta
         .cb.send = send_cb,
         .user_data = req,
     };
-    void *r = ucp_tag_send_nbx(tx->eps[peer], buf, bytes, wire_tag, &param);
-    if (r == NULL) {
-        glucx_ucx_complete(tx, req, GLUCX_OK, -1, bytes, 0);
-    } else if (UCS_PTR_IS_ERR(r)) {
-        /* The endpoint is broken (e.g. the peer's shared memory is gone): the request waits
-         * for the transport's failure like the others. */
-        ucs_status_t us = UCS_PTR_STATUS(r);
-        if (!park_on_error(tx, req, us)) {
-            glucx_ucx_complete(tx, req, glucx_ucx_status(us), -1, 0, 0);
-            return glucx_error(req->status, "isend: peer %d, bytes=%zu, tag=0x%llx: %s", peer,
-                               bytes, (unsigned long long)wire_tag, ucs_status_string(us));
-        }
-    } else if (!glucx_tx_req_done(req)) {
-        req->impl = r;
-    }
+    ucs_status_t us =
+        send_posted(tx, req, ucp_tag_send_nbx(tx->eps[peer], buf, bytes, wire_tag, &param));
+    if (us != UCS_OK)
+        return glucx_error(req->status, "isend: peer %d, bytes=%zu, tag=0x%llx: %s", peer, bytes,
+                           (unsigned long long)wire_tag, ucs_status_string(us));
     return GLUCX_OK;
 }
 
@@ -364,19 +374,11 @@ static glucx_status_t am_send_locked(glucx_ucx_tx_t *tx, int peer, unsigned id, 
         .user_data = req,
         .flags = ucp_flags,
     };
-    void *r = ucp_am_send_nbx(tx->eps[peer], id, hdr, hdr_len, buf, bytes, &param);
-    if (r == NULL) {
-        glucx_ucx_complete(tx, req, GLUCX_OK, -1, bytes, 0);
-    } else if (UCS_PTR_IS_ERR(r)) {
-        ucs_status_t us = UCS_PTR_STATUS(r);
-        if (!park_on_error(tx, req, us)) {
-            glucx_ucx_complete(tx, req, glucx_ucx_status(us), -1, 0, 0);
-            return glucx_error(req->status, "active message to rank %d: %s", peer,
-                               ucs_status_string(us));
-        }
-    } else if (!glucx_tx_req_done(req)) {
-        req->impl = r;
-    }
+    ucs_status_t us =
+        send_posted(tx, req, ucp_am_send_nbx(tx->eps[peer], id, hdr, hdr_len, buf, bytes, &param));
+    if (us != UCS_OK)
+        return glucx_error(req->status, "active message to rank %d: %s", peer,
+                           ucs_status_string(us));
     return GLUCX_OK;
 }
 

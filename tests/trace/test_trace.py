@@ -812,6 +812,21 @@ def case_bench(a):
                                         r["bench_send_begin_site_ns"]))
     print("bench: discarded during the recorded run: %s" % m.group(1))
 
+def record_two_ranks(a, case, mode):
+    """Record `emit MODE STORE` (two forked ranks, emit.c) under glucx-trace: (its key=value
+    output, {rank: pid}, the recorded events of its own processes)."""
+    d = fresh_dir(os.path.join(a.work, case))
+    store = fresh_dir(os.path.join(a.work, case + "-store"))
+    rc, out, err = record(a, d, [a.emit, mode, store])
+    check(rc == 0, "record emit %s exited %d: %s\n%s" % (mode, rc, out, err))
+    info = kv(out)
+    check(info.get("enabled") == "1", "tracing not active in the traced program: %s" % out)
+    pid = {0: int(info["pid"]), 1: int(info["%s_rank1_pid" % mode])}
+    events, discarded = read_trace(d, trace_pids(d))
+    check(discarded == 0, "%d events discarded in a small trace" % discarded)
+    return info, pid, own_events(d, events)
+
+
 def case_waits(a):
     """emit p2pwait (emit.c documents the phases): real point-to-point waits of a 2-rank
     communicator. EVENTS.md, wait_begin: a wait whose requests are complete on entry records no
@@ -820,17 +835,8 @@ def case_waits(a):
     on the same thread."""
     none = 0xffffffff  # GLUCX_TP_SEQ_NONE
     nbytes, phases = 64, (1, 2, 3, 4)  # emit.c: P2PW_BYTES, one message per phase, tag = phase
-    d = fresh_dir(os.path.join(a.work, "waits"))
-    store = fresh_dir(os.path.join(a.work, "waits-store"))
-    rc, out, err = record(a, d, [a.emit, "p2pwait", store])
-    check(rc == 0, "record emit p2pwait exited %d: %s\n%s" % (rc, out, err))
-    info = kv(out)
-    check(info.get("enabled") == "1", "tracing not active in the traced program: %s" % out)
-    pid = {0: int(info["pid"]), 1: int(info["p2pwait_rank1_pid"])}
+    info, pid, events = record_two_ranks(a, "waits", "p2pwait")
     req = {p: int(info["p2pwait_req_%d" % p]) for p in phases}
-    events, discarded = read_trace(d, trace_pids(d))
-    check(discarded == 0, "%d events discarded in a small trace" % discarded)
-    events = own_events(d, events)
     en = Enums(a.source_dir)
     st_ok, st_inprogress = en.status["OK"], en.status["INPROGRESS"]
     site_request, site_any = en.site["request"], en.site["wait_any"]
@@ -927,17 +933,8 @@ def case_putwaits(a):
     recorded (site window, req = the window), with the second placement inside it."""
     none = 0xffffffff
     nbytes, window, slot = 64, 4096, 9  # emit.c: P2PW_BYTES, PUTW_WINDOW, PUTW_SLOT
-    d = fresh_dir(os.path.join(a.work, "putwaits"))
-    store = fresh_dir(os.path.join(a.work, "putwaits-store"))
-    rc, out, err = record(a, d, [a.emit, "putwait", store])
-    check(rc == 0, "record emit putwait exited %d: %s\n%s" % (rc, out, err))
-    info = kv(out)
-    check(info.get("enabled") == "1", "tracing not active in the traced program: %s" % out)
-    pid = {0: int(info["pid"]), 1: int(info["putwait_rank1_pid"])}
+    info, pid, events = record_two_ranks(a, "putwaits", "putwait")
     win = int(info["putwait_window"])
-    events, discarded = read_trace(d, trace_pids(d))
-    check(discarded == 0, "%d events discarded in a small trace" % discarded)
-    events = own_events(d, events)
     en = Enums(a.source_dir)
     check("window" in en.site, "ids.h has no wait site 'window': %s" % en.site)
     inits = [e for e in events if e["name"] == "glucx:comm_init" and
