@@ -580,7 +580,7 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
         glucx_ucx_fail(base, st, "connect: out of memory");
         goto out;
     }
-    int n = 0;
+    int n = 0, ready_posted = 0;
     for (int p = 0; p < size && st == GLUCX_OK; p++) {
         if (p == rank)
             continue;
@@ -594,15 +594,39 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
             st = glucx_ucx_send_raw(tx, p, to, &out, sizeof(out), &reqs[2 * p + 1]);
             ptrs[n++] = &reqs[2 * p + 1];
         }
-        if (st == GLUCX_OK) {
-            /* puts (active messages) need the peer's endpoint id: settled here, where both
-             * ranks progress, not at a first put after which the sender may sleep */
-            st = glucx_ucx_send_ready(tx, p, &reqs[2 * size + p]);
-            ptrs[n++] = &reqs[2 * size + p];
-        }
     }
     if (st == GLUCX_OK)
         st = glucx_ucx_wait(base, ptrs, n, deadline_ns);
+    if (st == GLUCX_OK) {
+        for (int p = 0; p < size; p++) {
+            if (p == rank)
+                continue;
+            if (reqs[2 * p].status != GLUCX_OK || reqs[2 * p].bytes != sizeof(in[p]) ||
+                in[p].magic != GLUCX_UCX_HELLO_MAGIC || in[p].rank != p || in[p].size != size) {
+                char text[300];
+                snprintf(text, sizeof(text),
+                         "connect: rank %d of %d: bad hello from rank %d (%zu bytes, status %s, "
+                         "says rank %d of %d)",
+                         rank, size, p, reqs[2 * p].bytes, glucx_status_string(reqs[2 * p].status),
+                         (int)in[p].rank, (int)in[p].size);
+                glucx_ucx_fail(base, GLUCX_ERR_MISMATCH, text);
+                st = glucx_error(GLUCX_ERR_MISMATCH, "%s", text);
+                goto out;
+            }
+        }
+        /* Every peer answered, so every peer progresses: now one put-shaped active message
+         * each (glucx_ucx_send_ready), which needs the peer's progress to complete. */
+        n = 0;
+        ready_posted = 1;
+        for (int p = 0; p < size && st == GLUCX_OK; p++) {
+            if (p == rank)
+                continue;
+            st = glucx_ucx_send_ready(tx, p, &reqs[2 * size + p]);
+            ptrs[n++] = &reqs[2 * size + p];
+        }
+        if (st == GLUCX_OK)
+            st = glucx_ucx_wait(base, ptrs, n, deadline_ns);
+    }
     if (st == GLUCX_ERR_TIMEOUT) {
         char missing[256];
         size_t used = 0;
@@ -611,7 +635,7 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
         for (int p = 0; p < size; p++) {
             if (p == rank ||
                 (glucx_tx_req_done(&reqs[2 * p]) && glucx_tx_req_done(&reqs[2 * p + 1]) &&
-                 glucx_tx_req_done(&reqs[2 * size + p])))
+                 (!ready_posted || glucx_tx_req_done(&reqs[2 * size + p]))))
                 continue;
             count++;
             if (used < sizeof(missing) - 16) {
@@ -636,22 +660,6 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
         glucx_ucx_fail(base, st, glucx_error_text());
         st = glucx_error(st, "connect: rank %d: handshake failed: %s", rank, base->failure);
         goto out;
-    }
-    for (int p = 0; p < size; p++) {
-        if (p == rank)
-            continue;
-        if (reqs[2 * p].status != GLUCX_OK || reqs[2 * p].bytes != sizeof(in[p]) ||
-            in[p].magic != GLUCX_UCX_HELLO_MAGIC || in[p].rank != p || in[p].size != size) {
-            char text[300];
-            snprintf(text, sizeof(text),
-                     "connect: rank %d of %d: bad hello from rank %d (%zu bytes, status %s, "
-                     "says rank %d of %d)",
-                     rank, size, p, reqs[2 * p].bytes, glucx_status_string(reqs[2 * p].status),
-                     (int)in[p].rank, (int)in[p].size);
-            glucx_ucx_fail(base, GLUCX_ERR_MISMATCH, text);
-            st = glucx_error(GLUCX_ERR_MISMATCH, "%s", text);
-            goto out;
-        }
     }
     describe_endpoints(tx);
 

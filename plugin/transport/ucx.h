@@ -1,6 +1,7 @@
 /**
  * UCX implementation of the internal transport interface (plugin/transport/tx.h), over UCP's
- * tag-matching API. This header names no UCX type: everything UCX stays in plugin/transport/.
+ * tag-matching API, and its active messages for windows (puts; ucx_win.c). This header names no
+ * UCX type: everything UCX stays in plugin/transport/.
  *
  * Lifecycle: glucx_tx_ucx_context_create (one per glucx context) -> glucx_tx_ucx_create (this
  * rank's worker; publish the address it returns) -> glucx_tx_ucx_connect (endpoints to every peer

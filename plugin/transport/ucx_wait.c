@@ -637,8 +637,17 @@ static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t
         block_once(tx, w, deadline_ns);
     }
     glucx_status_t failed = glucx_tx_failure(base);
-    if (w->win != NULL)
-        return failed != GLUCX_OK ? failed : satisfied(tx, w) ? GLUCX_OK : GLUCX_INPROGRESS;
+    if (w->win != NULL) {
+        if (failed != GLUCX_OK)
+            return failed;
+        if (w->drain)
+            return atomic_load_explicit(&w->win->fetching, memory_order_acquire) == 0
+                       ? GLUCX_OK
+                       : GLUCX_INPROGRESS;
+        /* OK: a placed message (another waiter may take it first); INPROGRESS: woken */
+        return atomic_load_explicit(&w->win->ready, memory_order_acquire) > 0 ? GLUCX_OK
+                                                                              : GLUCX_INPROGRESS;
+    }
     if (w->any) {
         for (int i = 0; i < n; i++)
             if (glucx_tx_req_done(reqs[i]))

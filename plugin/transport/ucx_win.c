@@ -553,23 +553,31 @@ glucx_status_t glucx_ucx_win_wait(glucx_tx_t *base, glucx_tx_win_t *win, int64_t
     win->waiters++;
     win_check_departed(tx, win);
     pthread_mutex_unlock(&tx->lock);
-    glucx_status_t st = glucx_ucx_wait_win(tx, win, 0, deadline_ns, wake_gen);
-    pthread_mutex_lock(&tx->lock);
-    win->waiters--;
-    glucx_status_t failed = glucx_tx_failure(base);
-    if (failed != GLUCX_OK) {
-        /* nothing is written into a window once this returns the failure */
-        glucx_ucx_teardown_if_pending(tx);
-        st = glucx_error(failed,
-                         "window_wait: rank %d, puts from rank %d, slot %" PRIu64
-                         ": transport failed: %s",
-                         base->rank, win->chan->src, win->chan->slot, base->failure);
-    } else if (atomic_load_explicit(&win->ready, memory_order_acquire) > 0) {
-        win_take(tx, win, offset_p, bytes_p);
-        st = GLUCX_OK;
-    } else if (st == GLUCX_OK) {
-        st = GLUCX_INPROGRESS; /* another thread took it */
+    glucx_status_t st;
+    for (;;) {
+        st = glucx_ucx_wait_win(tx, win, 0, deadline_ns, wake_gen);
+        pthread_mutex_lock(&tx->lock);
+        glucx_status_t failed = glucx_tx_failure(base);
+        if (failed != GLUCX_OK) {
+            /* nothing is written into a window once this returns the failure */
+            glucx_ucx_teardown_if_pending(tx);
+            st = glucx_error(failed,
+                             "window_wait: rank %d, puts from rank %d, slot %" PRIu64
+                             ": transport failed: %s",
+                             base->rank, win->chan->src, win->chan->slot, base->failure);
+            break;
+        }
+        if (atomic_load_explicit(&win->ready, memory_order_acquire) > 0) {
+            win_take(tx, win, offset_p, bytes_p);
+            st = GLUCX_OK;
+            break;
+        }
+        if (st != GLUCX_OK)
+            break; /* woken, or the deadline */
+        /* another waiter took the message that woke this one: wait on */
+        pthread_mutex_unlock(&tx->lock);
     }
+    win->waiters--;
     pthread_mutex_unlock(&tx->lock);
     return st;
 }

@@ -10,7 +10,8 @@
  *   GLUCX_PUT_SYNC: no deadlock); a duplicate window is GLUCX_ERR_INVALID_ARG and does not fail
  *   the communicator; statistics count puts and placements; glucx_comm_wake (and a wake after
  *   `since`) interrupts a blocked window wait without failing anything.
- * - "window_threads": several threads per rank post puts and wait on windows at once.
+ * - "window_threads": several threads per rank post puts and wait on windows at once; two
+ *   threads waiting on one window take every put exactly once, each in posting order.
  * - "window_sync": a GLUCX_PUT_SYNC put does not complete before the receiver opened its window
  *   (a flag in shared memory set just before the window opens), a plain one does.
  * - "window_truncated": a put that does not fit the window fails every rank with
@@ -24,6 +25,9 @@
  *   with the put held fails the same way; glucx_comm_destroy with windows open and puts held
  *   (eager, bounced and held rendezvous, self puts copied) leaks nothing (ASan build), and a
  *   detached window is only freed.
+ * - "window_hold": with GLUCX_WINDOW_HOLD=16K, a plain rendezvous put that arrives early past
+ *   the budget keeps its descriptor (it completes only once the window opened), and eager puts
+ *   piling up past it fail every rank with GLUCX_ERR_NO_MEMORY naming the limit.
  * - "window_killed": a SIGKILLed peer fails a blocked window wait with GLUCX_ERR_PEER_FAILED
  *   well before the communicator timeout.
  * - "window_destroy": glucx_window_destroy while a rendezvous put is being received into the
@@ -580,6 +584,91 @@ out:
     return NULL;
 }
 
+/* Two threads wait on one window: together they take every put once, each in posting order. */
+#define SHARED_PUTS 2000
+
+typedef struct shared_waiter {
+    glucx_window_t *win;
+    size_t offsets[SHARED_PUTS];
+    int taken;
+    int rc;
+} shared_waiter_t;
+
+static void *shared_wait_main(void *p)
+{
+    shared_waiter_t *sw = p;
+    sw->rc = 0;
+    for (int k = 0; k < SHARED_PUTS / 2 && sw->rc == 0; k++) {
+        size_t off = 0, bytes = 0;
+        sw->rc = ITEST_STATUS(glucx_window_wait(sw->win, WAIT_MS, NULL, &bytes, &off), GLUCX_OK,
+                              "shared window wait %d", k);
+        if (sw->rc == 0)
+            sw->offsets[sw->taken++] = off;
+    }
+    return NULL;
+}
+
+static int part_shared_window(glucx_comm_t *comm)
+{
+    const int rank = glucx_comm_rank(comm), n = glucx_comm_size(comm);
+    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    const uint64_t slot = 2000;
+    const size_t stride = 16;
+    unsigned char *wbuf = itest_alloc(stride * SHARED_PUTS);
+    void *bufs[SHARED_PUTS] = {0};
+    glucx_request_t *reqs[SHARED_PUTS] = {0};
+    shared_waiter_t sw[2];
+    pthread_t th[2];
+    int started = 0, rc = wbuf == NULL ? -1 : 0;
+    memset(sw, 0, sizeof(sw));
+    if (rc == 0)
+        rc = ITEST_STATUS(
+            glucx_window_create(comm, prev, slot, wbuf, stride * SHARED_PUTS, &sw[0].win), GLUCX_OK,
+            "shared window");
+    sw[1].win = sw[0].win;
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        if (pthread_create(&th[i], NULL, shared_wait_main, &sw[i]) != 0) {
+            ITEST_FAIL("cannot start waiter %d", i);
+            rc = -1;
+        } else {
+            started++;
+        }
+    }
+    for (int k = 0; k < SHARED_PUTS && rc == 0; k++) {
+        bufs[k] = filled(stride, rank, slot, k);
+        rc = bufs[k] == NULL || ITEST_STATUS(glucx_iput(comm, bufs[k], stride, next, slot,
+                                                        (size_t)k * stride, 0, &reqs[k]),
+                                             GLUCX_OK, "shared put %d", k);
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    int seen[SHARED_PUTS] = {0};
+    for (int i = 0; i < started && rc == 0; i++) {
+        rc = sw[i].rc;
+        for (int j = 0; j < sw[i].taken; j++) {
+            size_t k = sw[i].offsets[j] / stride;
+            ITEST_CHECK(k < SHARED_PUTS && !seen[k] &&
+                            (j == 0 || sw[i].offsets[j - 1] < sw[i].offsets[j]),
+                        "waiter %d took offset %zu (its %d-th), out of order or twice", i,
+                        sw[i].offsets[j], j);
+            if (k < SHARED_PUTS)
+                seen[k] = 1;
+        }
+    }
+    for (int k = 0; k < SHARED_PUTS && rc == 0; k++)
+        rc = check_msg("shared window", wbuf, (size_t)k * stride, stride, prev, slot, k);
+    for (int k = 0; k < SHARED_PUTS; k++) {
+        if (reqs[k] != NULL && rc == 0)
+            rc = wait_free(reqs[k], "shared put");
+        else
+            glucx_request_free(reqs[k]);
+        free(bufs[k]);
+    }
+    glucx_window_destroy(sw[0].win);
+    free(wbuf);
+    return rc;
+}
+
 int itest_case_window_threads(const itest_env_t *env, int rank, int size)
 {
     glucx_context_t *ctx;
@@ -606,6 +695,8 @@ int itest_case_window_threads(const itest_env_t *env, int rank, int size)
     }
     if (rc == 0)
         rc = ITEST_STATUS(glucx_barrier(comm, NULL), GLUCX_OK, "barrier after the threads");
+    if (rc == 0)
+        rc = part_shared_window(comm);
     itest_close(ctx, store, comm);
     return rc;
 }
@@ -1196,5 +1287,106 @@ int itest_case_window_destroy(const itest_env_t *env, int rank, int size)
         rc = destroy_round(env, ctx, store, rank, size, 1);
     glucx_store_destroy(store);
     glucx_context_destroy(ctx);
+    return rc;
+}
+
+/* ---- case "window_hold" ---- */
+
+/* Progress this rank's communicator for @p ms (a receive from itself never fails). */
+static void progress_for(glucx_comm_t *comm, int64_t ms)
+{
+    char b[4];
+    glucx_request_t *r = NULL;
+    if (glucx_irecv(comm, b, sizeof(b), glucx_comm_rank(comm), 4444, &r) != GLUCX_OK) {
+        itest_sleep_ms(ms);
+        return;
+    }
+    int64_t until = itest_now_ns() + ms * 1000000;
+    while (itest_now_ns() < until && glucx_request_test(r) == GLUCX_INPROGRESS)
+        ;
+    glucx_request_cancel(r);
+    glucx_request_free(r);
+}
+
+int itest_case_window_hold(const itest_env_t *env, int rank, int size)
+{
+    itest_shared_t *sh = env->shared;
+    setenv("GLUCX_WINDOW_HOLD", "16K", 1);
+    glucx_context_t *ctx;
+    glucx_store_t *store;
+    glucx_comm_t *comm;
+    if (itest_open(env, rank, size, "window-hold", glucx_test_ms(60000), &ctx, &store, &comm) !=
+        GLUCX_OK)
+        return -1;
+    int rc = 0;
+    /* 1: a plain 256 KiB put (rendezvous) cannot be bounced within 16 KiB: it is held by its
+     * descriptor, so it completes only after rank 1 opened the window */
+    const size_t big = 256 * 1024;
+    if (rank == 0) {
+        void *buf = filled(big, 0, 1, 0);
+        glucx_request_t *req = NULL;
+        rc = buf == NULL ||
+             ITEST_STATUS(glucx_iput(comm, buf, big, 1, 1, 0, 0, &req), GLUCX_OK, "big put");
+        glucx_status_t st = GLUCX_INPROGRESS;
+        int64_t end = itest_now_ns() + WAIT_MS * 1000000;
+        while (rc == 0 && (st = glucx_request_test(req)) == GLUCX_INPROGRESS &&
+               itest_now_ns() < end)
+            ;
+        int flag = __atomic_load_n(&sh->flag, __ATOMIC_ACQUIRE);
+        if (rc == 0)
+            rc = ITEST_STATUS(st, GLUCX_OK, "the held put");
+        ITEST_CHECK(flag == 1, "the put past the hold budget completed before the window opened");
+        glucx_request_free(req);
+        free(buf);
+    } else if (rank == 1) {
+        progress_for(comm, 500); /* it arrives and is held */
+        unsigned char *wbuf = itest_alloc(big);
+        glucx_window_t *w = NULL;
+        __atomic_store_n(&sh->flag, 1, __ATOMIC_RELEASE);
+        rc = wbuf == NULL ||
+             ITEST_STATUS(glucx_window_create(comm, 0, 1, wbuf, big, &w), GLUCX_OK, "window") ||
+             take(w, "held past the budget", 0, big) || check_msg("held", wbuf, 0, big, 0, 1, 0);
+        glucx_window_destroy(w);
+        free(wbuf);
+    }
+    /* 2: eager puts that no window takes, past 16 KiB: every rank fails with NO_MEMORY (each
+     * waits on a window nothing comes to, opened before the puts start; rank 0 learns through
+     * the failure notice) */
+    char idle[4];
+    glucx_window_t *w = NULL;
+    if (rc == 0)
+        rc = ITEST_STATUS(glucx_window_create(comm, (rank + 1) % size, 3, idle, 4, &w), GLUCX_OK,
+                          "idle window");
+    if (rc == 0)
+        rc = ITEST_STATUS(glucx_barrier(comm, NULL), GLUCX_OK, "barrier");
+    if (rc == 0 && rank == 0) {
+        enum { N = 40 };
+        char bufs[N][1024];
+        glucx_request_t *reqs[N] = {0};
+        glucx_status_t st = GLUCX_OK;
+        for (int k = 0; k < N && st == GLUCX_OK; k++) {
+            memset(bufs[k], k, sizeof(bufs[k]));
+            st = glucx_iput(comm, bufs[k], sizeof(bufs[k]), 1, 2, 0, 0, &reqs[k]);
+            if (st == GLUCX_OK)
+                st = glucx_request_wait(reqs[k], WAIT_MS);
+        }
+        if (st == GLUCX_OK) /* all sent: the failure comes back as a notice */
+            st = glucx_window_wait(w, WAIT_MS, NULL, NULL, NULL);
+        rc = ITEST_STATUS(st, GLUCX_ERR_NO_MEMORY, "puts past the hold budget");
+        for (int k = 0; k < N; k++)
+            glucx_request_free(reqs[k]);
+    } else if (rc == 0) {
+        rc = ITEST_STATUS(glucx_window_wait(w, WAIT_MS, NULL, NULL, NULL), GLUCX_ERR_NO_MEMORY,
+                          "window wait while rank 0's puts pile up");
+    }
+    if (rc == 0) {
+        const char *text = glucx_last_error();
+        ITEST_CHECK(strstr(text, "GLUCX_WINDOW_HOLD") != NULL &&
+                        strstr(text, "limit of 16384 bytes") != NULL &&
+                        strstr(text, "from rank 0 (slot 2") != NULL,
+                    "text: \"%s\"", text);
+    }
+    glucx_window_destroy(w);
+    itest_close(ctx, store, comm);
     return rc;
 }

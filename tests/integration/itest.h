@@ -180,6 +180,7 @@ int itest_case_window_sync(const itest_env_t *env, int rank, int size);
 int itest_case_window_truncated(const itest_env_t *env, int rank, int size);
 int itest_case_window_timeout(const itest_env_t *env, int rank, int size);
 int itest_case_window_left(const itest_env_t *env, int rank, int size);
+int itest_case_window_hold(const itest_env_t *env, int rank, int size);
 int itest_case_window_killed(const itest_env_t *env, int rank, int size);
 int itest_case_window_destroy(const itest_env_t *env, int rank, int size);
 

@@ -41,6 +41,7 @@ static const case_entry_t cases[] = {
     {"window_truncated", itest_case_window_truncated, NULL},
     {"window_timeout", itest_case_window_timeout, NULL},
     {"window_left", itest_case_window_left, NULL},
+    {"window_hold", itest_case_window_hold, NULL},
     {"window_killed", itest_case_window_killed, itest_verdict_killed},
     {"window_destroy", itest_case_window_destroy, NULL},
 };
