@@ -4,6 +4,7 @@
  *   glucx-bench --ranks 2 --coll allreduce -b 1K -e 16M -f 2 [--algo NAME] [--dtype f32]
  *               [--op sum] [--iters N] [--warmup N] [--check 0|1] [--root R] [--timeout-ms T]
  *   glucx-bench --ranks 2 --calibrate FILE
+ *   glucx-bench --ranks 2 --put -b 8 -e 16M [--iters N]
  *
  * With --ranks N the tool forks N local ranks before anything touches UCX and gives them a file
  * store in a temporary directory (removed afterwards). Without it, rank and size come from the
@@ -58,6 +59,7 @@ typedef struct bench_opts {
     int root;
     int64_t timeout_ms;
     const char *calibrate; /**< output file of --calibrate, or NULL */
+    int put;               /**< --put: window put ping-pong, plain against GLUCX_PUT_SYNC */
     const char *name;      /**< communicator name (store key prefix) */
 } bench_opts_t;
 
@@ -69,6 +71,7 @@ static void usage(FILE *f)
         "                   [--dtype T] [--op O] [--iters N] [--warmup N] [--check 0|1]\n"
         "                   [--root R] [--timeout-ms MS] [--name NAME]\n"
         "       glucx-bench [--ranks N] --calibrate FILE\n"
+        "       glucx-bench [--ranks N] --put [-b MIN] [-e MAX] [-f FACTOR] [--iters N]\n"
         "\n"
         "  -N, --ranks N        fork N local ranks (file store in a temporary directory);\n"
         "                       without it: RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/SIZE or\n"
@@ -91,6 +94,10 @@ static void usage(FILE *f)
         "                       glucx-bench); use a fresh store or a new name per run\n"
         "      --calibrate FILE measure alpha/beta per link class, gamma (f32 sum) and copy\n"
         "                       cost, and write them as a GLUCX_CALIBRATION file\n"
+        "      --put            window puts between ranks 0 and 1 (glucx_iput into a window,\n"
+        "                       the way Gloo's bound buffers send): a ping-pong per size, each\n"
+        "                       side putting, waiting for its put, then for its window; plain\n"
+        "                       puts and GLUCX_PUT_SYNC puts alternate in one run\n"
         "  -h, --help           this text\n"
         "\n"
         "size is in bytes as nccl-tests counts it: allreduce, broadcast, reduce: the vector;\n"
@@ -191,7 +198,7 @@ static int bad_arg(const char *what, const char *value)
 /* @return 0, 2 on a bad argument (usage printed), or -1 after --help. */
 static int parse_args(int argc, char **argv, bench_opts_t *o)
 {
-    enum { OPT_NAME = 256, OPT_CALIBRATE };
+    enum { OPT_NAME = 256, OPT_CALIBRATE, OPT_PUT };
     static const struct option longopts[] = {
         {"ranks", required_argument, NULL, 'N'},
         {"coll", required_argument, NULL, 'C'},
@@ -208,6 +215,7 @@ static int parse_args(int argc, char **argv, bench_opts_t *o)
         {"timeout-ms", required_argument, NULL, 'T'},
         {"name", required_argument, NULL, OPT_NAME},
         {"calibrate", required_argument, NULL, OPT_CALIBRATE},
+        {"put", no_argument, NULL, OPT_PUT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -300,6 +308,9 @@ static int parse_args(int argc, char **argv, bench_opts_t *o)
             if (optarg[0] == '\0')
                 return bad_arg("--calibrate file", optarg);
             o->calibrate = optarg;
+            break;
+        case OPT_PUT:
+            o->put = 1;
             break;
         case 'h':
             usage(stdout);
@@ -1297,6 +1308,120 @@ static int calibrate(glucx_comm_t *comm, const bench_opts_t *o)
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* --put                                                                                      */
+
+/* @p iters round trips of @p bytes put between ranks 0 and 1 into each other's window: put,
+ * wait for the put, wait for the window (rank 1 in the other order). @return the one-way time
+ * in us (half the round trip, averaged) on rank 0, or a negative value after printing the
+ * failure. */
+static double put_pingpong(glucx_comm_t *comm, glucx_window_t *win, void *sbuf, size_t bytes,
+                           unsigned flags, long iters, int64_t timeout_ms)
+{
+    const int me = glucx_comm_rank(comm), peer = 1 - me;
+    const uint64_t slot = 0x9075 + flags;
+    glucx_request_t *req = NULL;
+    glucx_status_t st = GLUCX_OK;
+    double t0 = now_us();
+    for (long k = 0; k < iters && st == GLUCX_OK; k++) {
+        for (int phase = 0; phase < 2 && st == GLUCX_OK; phase++) {
+            if ((phase == 0) == (me == 0)) {
+                st = glucx_iput(comm, sbuf, bytes, peer, slot, 0, flags, &req);
+                if (st == GLUCX_OK)
+                    st = wait_free(req, timeout_ms);
+            } else {
+                st = glucx_window_wait(win, timeout_ms, NULL, NULL, NULL);
+            }
+        }
+    }
+    double t = (now_us() - t0) / (double)iters / 2;
+    if (st != GLUCX_OK) {
+        rank_fail(me, flags ? "synchronous put ping-pong" : "put ping-pong", st);
+        return -1;
+    }
+    return t;
+}
+
+static int bench_put(glucx_comm_t *comm, const bench_opts_t *o)
+{
+    enum { REPS = 5 };
+    const int me = glucx_comm_rank(comm), n = glucx_comm_size(comm);
+    const glucx_coll_opts_t aux = {.field_mask = GLUCX_COLL_OPT_TIMEOUT,
+                                   .timeout_ms = o->timeout_ms};
+    if (n < 2) {
+        fprintf(stderr, "glucx-bench: --put needs 2 ranks\n");
+        return 2;
+    }
+    size_t cap = o->max_bytes > 0 ? o->max_bytes : 1;
+    void *sbuf = NULL, *wbuf = NULL;
+    glucx_window_t *win[2] = {NULL, NULL};
+    int rc = 1;
+    if (posix_memalign(&sbuf, 4096, cap) != 0 || posix_memalign(&wbuf, 4096, 2 * cap) != 0) {
+        fprintf(stderr, "glucx-bench: rank %d: cannot allocate 3 x %zu bytes\n", me, cap);
+        goto out;
+    }
+    memset(sbuf, me + 1, cap);
+    memset(wbuf, 0, 2 * cap);
+    glucx_status_t st = GLUCX_OK;
+    /* one window per mode (slot 0x9075 + flags), from the other rank */
+    for (unsigned f = 0; f < 2 && me < 2 && st == GLUCX_OK; f++)
+        st = glucx_window_create(comm, 1 - me, 0x9075 + f, (char *)wbuf + f * cap, cap, &win[f]);
+    if (st != GLUCX_OK) {
+        rank_fail(me, "window creation", st);
+        goto out;
+    }
+    if (me == 0) {
+        char tr[128] = "?";
+        glucx_comm_peer_transport(comm, 1, tr, sizeof(tr));
+        printf("# glucx-bench --put: glucx %s, ranks 0 and 1 (%s)\n", glucx_version(), tr);
+        printf("# one-way time: half a put round trip (put, wait for it, wait for the window), "
+               "median of %d runs, us; bw = size/time in GB/s\n",
+               REPS);
+        printf("#%11s %10s %10s %8s %10s %8s %7s\n", "size", "plain_us", "sync_us", "plain_bw",
+               "sync_bw", "iters", "sync/plain");
+        fflush(stdout);
+    }
+    for (size_t s = o->min_bytes; s <= o->max_bytes;) {
+        long iters = iters_for(o, s), warmup = warmup_for(o, iters);
+        double t[2][REPS];
+        if ((st = glucx_barrier(comm, &aux)) != GLUCX_OK) {
+            rank_fail(me, "barrier", st);
+            goto out;
+        }
+        /* the two modes alternate, so both see the same machine load */
+        for (int r = 0; r < REPS; r++) {
+            for (unsigned f = 0; f < 2; f++) {
+                unsigned flags = f ? GLUCX_PUT_SYNC : 0;
+                if (me < 2 && r == 0 &&
+                    put_pingpong(comm, win[f], sbuf, s, flags, warmup, o->timeout_ms) < 0)
+                    goto out;
+                t[f][r] =
+                    me < 2 ? put_pingpong(comm, win[f], sbuf, s, flags, iters, o->timeout_ms) : 0;
+                if (t[f][r] < 0)
+                    goto out;
+            }
+        }
+        if (me == 0) {
+            double plain = median(t[0], REPS), sync = median(t[1], REPS);
+            printf("%12zu %10.2f %10.2f %8.3f %10.3f %8ld %7.2f\n", s, plain, sync,
+                   (double)s / plain / 1e3, (double)s / sync / 1e3, iters, sync / plain);
+            fflush(stdout);
+        }
+        note_progress();
+        size_t next = s == 0 ? 1 : (s > SIZE_MAX / o->factor ? SIZE_MAX : s * o->factor);
+        if (next <= s || next > o->max_bytes)
+            break;
+        s = next;
+    }
+    rc = glucx_barrier(comm, &aux) == GLUCX_OK ? 0 : 1;
+out:
+    glucx_window_destroy(win[0]);
+    glucx_window_destroy(win[1]);
+    free(sbuf);
+    free(wbuf);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* One rank                                                                                   */
 
 static int run_rank(const bench_opts_t *o, int rank, int size, glucx_store_t *store)
@@ -1328,7 +1453,7 @@ static int run_rank(const bench_opts_t *o, int rank, int size, glucx_store_t *st
         goto out;
     }
     note_progress();
-    rc = o->calibrate != NULL ? calibrate(comm, o) : bench(comm, o);
+    rc = o->calibrate != NULL ? calibrate(comm, o) : o->put ? bench_put(comm, o) : bench(comm, o);
 out:
     glucx_comm_destroy(comm);
     glucx_context_destroy(ctx);

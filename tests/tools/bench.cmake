@@ -3,7 +3,9 @@
 #  - run as `cmake -DBENCH=... -DARGS=... -P bench.cmake`: runs glucx-bench once and checks its
 #    table: exit status 0, a header with exactly the columns
 #    "size count type redop algo time algbw busbw #wrong", at least one row (exactly ROWS if
-#    given), and every row with #wrong 0, a positive time, and algo ALGO if given.
+#    given), and every row with #wrong 0, a positive time, and algo ALGO if given. With -DPUT=1
+#    (glucx-bench --put) the columns are "size plain_us sync_us plain_bw sync_bw iters
+#    sync/plain" and both times of every row must be positive.
 if(CMAKE_SCRIPT_MODE_FILE)
   include(${CMAKE_CURRENT_LIST_DIR}/timescale.cmake)
   glucx_scaled_timeout(bench_timeout 240)
@@ -22,7 +24,9 @@ if(CMAKE_SCRIPT_MODE_FILE)
     if(line MATCHES "^#")
       string(REGEX REPLACE "^#[ ]*" "" cols "${line}")
       string(REGEX REPLACE "[ ]+" ";" cols "${cols}")
-      if(cols STREQUAL "size;count;type;redop;algo;time;algbw;busbw;#wrong")
+      if(PUT AND cols STREQUAL "size;plain_us;sync_us;plain_bw;sync_bw;iters;sync/plain")
+        set(header_ok 1)
+      elseif(NOT PUT AND cols STREQUAL "size;count;type;redop;algo;time;algbw;busbw;#wrong")
         set(header_ok 1)
       endif()
       continue()
@@ -36,6 +40,20 @@ if(CMAKE_SCRIPT_MODE_FILE)
     string(REGEX REPLACE "^[ ]+" "" fields "${line}")
     string(REGEX REPLACE "[ ]+" ";" fields "${fields}")
     list(LENGTH fields nf)
+    if(PUT)
+      if(NOT nf EQUAL 7)
+        message(FATAL_ERROR "row with ${nf} fields instead of 7: '${line}'")
+      endif()
+      list(GET fields 1 plain)
+      list(GET fields 2 sync)
+      foreach(t ${plain} ${sync})
+        if(NOT t MATCHES "^[0-9]+\\.[0-9]+$" OR t STREQUAL "0.00")
+          message(FATAL_ERROR "time '${t}' is not a positive number: '${line}'")
+        endif()
+      endforeach()
+      math(EXPR rows "${rows} + 1")
+      continue()
+    endif()
     if(NOT nf EQUAL 9)
       message(FATAL_ERROR "row with ${nf} fields instead of 9: '${line}'")
     endif()
@@ -55,8 +73,7 @@ if(CMAKE_SCRIPT_MODE_FILE)
     math(EXPR rows "${rows} + 1")
   endforeach()
   if(NOT header_ok)
-    message(FATAL_ERROR "no header with the columns size count type redop algo time algbw busbw "
-                        "#wrong in:\n${out}")
+    message(FATAL_ERROR "no header with the expected columns (PUT=${PUT}) in:\n${out}")
   endif()
   if(DEFINED ROWS AND NOT rows EQUAL ROWS)
     message(FATAL_ERROR "${rows} rows, expected ${ROWS}")
@@ -75,6 +92,9 @@ function(glucx_bench_test name rows)
   if(args MATCHES "--algo ([a-z_]+)")
     set(algo_check -DALGO=${CMAKE_MATCH_1})
   endif()
+  if(args MATCHES "--put")
+    list(APPEND algo_check -DPUT=1)
+  endif()
   add_test(NAME tools/glucx-bench/${name}
            COMMAND ${CMAKE_COMMAND} -DBENCH=$<TARGET_FILE:glucx-bench> "-DARGS=${args}"
                    -DROWS=${rows} ${algo_check} -P ${_bench_script})
@@ -91,6 +111,8 @@ foreach(coll allgather allgatherv reduce_scatter alltoallv broadcast reduce gath
   glucx_bench_test(${coll}_3ranks 3 --ranks 3 --coll ${coll} --root 1 -b 3K -e 300K -f 10 --iters 3 --warmup 1)
 endforeach()
 glucx_bench_test(barrier 1 --ranks 2 --coll barrier --iters 10)
+# Window puts, plain against GLUCX_PUT_SYNC: 8 B, 4 KiB (eager) and 2 MiB (rendezvous).
+glucx_bench_test(put 3 --ranks 2 --put -b 8 -e 2M -f 512 --iters 5 --warmup 1)
 # A forced algorithm is used for the timed collective only (the tool's own barrier and
 # reductions keep glucx's choice), and shows in the algo column.
 glucx_bench_test(allreduce_forced_ring_3ranks 3 --ranks 3 --algo ring -b 3K -e 300K -f 10 --iters 3 --warmup 1)

@@ -17,6 +17,8 @@
  *   emit p2pwait DIR          two forked ranks of a real glucx communicator (file store in DIR)
  *                             whose waits on point-to-point requests do and do not block; see
  *                             p2pwait() for the exact sequence (not in trace_emit_off)
+ *   emit putwait DIR          the same with window puts (glucx_iput) and window waits; see
+ *                             putwait()
  *   emit forklock             fork() while another thread holds LTTng-UST's locks; the child must
  *                             still exit (needs the provider loaded; see forklock())
  *
@@ -553,7 +555,11 @@ out:
     return rc;
 }
 
-static int p2pw_run(int rank, const char *dir, p2pw_shared_t *sh)
+typedef int (*p2pw_rank_fn)(glucx_comm_t *comm, p2pw_shared_t *sh);
+
+/* Rank @p rank of a 2-rank communicator @p name (file store in @p dir) runs fns[rank]. */
+static int p2pw_run(int rank, const char *dir, p2pw_shared_t *sh, const char *name,
+                    const p2pw_rank_fn *fns)
 {
     glucx_context_t *ctx = NULL;
     glucx_store_t *store = NULL;
@@ -575,15 +581,15 @@ static int p2pw_run(int rank, const char *dir, p2pw_shared_t *sh)
         .rank = rank,
         .size = 2,
         .store = store,
-        .name = "p2pwait",
+        .name = name,
         .timeout_ms = P2PW_STEP_MS,
     };
     if ((st = glucx_comm_create(ctx, &params, &comm)) != GLUCX_OK) {
-        fprintf(stderr, "emit p2pwait: rank %d: glucx_comm_create(p2pwait, rank %d of 2): %s: %s\n",
-                rank, rank, glucx_status_string(st), glucx_last_error());
+        fprintf(stderr, "emit %s: rank %d: glucx_comm_create(%s, rank %d of 2): %s: %s\n", name,
+                rank, name, rank, glucx_status_string(st), glucx_last_error());
         goto out;
     }
-    rc = rank == 0 ? p2pw_rank0(comm, sh) : p2pw_rank1(comm, sh);
+    rc = fns[rank](comm, sh);
     if (rc != 0)
         atomic_store(&sh->stage, 4); /* the peer stops waiting for this rank */
 out:
@@ -593,7 +599,8 @@ out:
     return rc;
 }
 
-static int p2pwait(const char *dir)
+/* Fork rank 1, run both ranks of @p name (printing "<name>_rank1_pid=<pid>"). */
+static int two_ranks(const char *dir, const char *name, const p2pw_rank_fn *fns)
 {
     p2pw_shared_t *sh =
         mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -609,18 +616,116 @@ static int p2pwait(const char *dir)
     }
     alarm((unsigned)P2PW_ALARM_S); /* a rank stuck beyond every bound dies of SIGALRM */
     if (pid == 0) {
-        printf("p2pwait_rank1_pid=%d\n", (int)getpid());
-        _exit(p2pw_run(1, dir, sh));
+        printf("%s_rank1_pid=%d\n", name, (int)getpid());
+        _exit(p2pw_run(1, dir, sh, name, fns));
     }
-    int rc = p2pw_run(0, dir, sh);
+    int rc = p2pw_run(0, dir, sh, name, fns);
     int status = 0;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "emit p2pwait: rank 1 (pid %d) failed (wait status 0x%x)\n", (int)pid,
+        fprintf(stderr, "emit %s: rank 1 (pid %d) failed (wait status 0x%x)\n", name, (int)pid,
                 status);
         rc = 1;
     }
     munmap(sh, sizeof(*sh));
     return rc;
+}
+
+static int p2pwait(const char *dir)
+{
+    static const p2pw_rank_fn fns[2] = {p2pw_rank0, p2pw_rank1};
+    return two_ranks(dir, "p2pwait", fns);
+}
+
+/* ---- putwait: window puts traced as sends, placements as receives ----
+ *
+ * Same set-up as p2pwait, communicator "putwait". Rank 1 opens a window of PUTW_WINDOW bytes
+ * for rank 0's puts with slot PUTW_SLOT; rank 0 puts P2PW_BYTES bytes twice, at offsets 0 and
+ * P2PW_BYTES:
+ *   1  rank 0 puts, rank 1 polls glucx_window_wait with timeout 0 until it returns the put: no
+ *      wait events; the placement's recv_begin/recv_end come from the poll that returned it.
+ *   2  rank 1 tells rank 0, then blocks in glucx_window_wait; rank 0 puts P2PW_DELAY_MS later:
+ *      one wait (site window, req = the window, nreqs 1) with the placement's events inside.
+ * Rank 0 waits on its puts once rank 1 has both: no wait events. Rank 1 prints
+ * "putwait_window=<window id as the trace's req field>".
+ */
+#define PUTW_SLOT 9
+#define PUTW_WINDOW 4096
+
+static int putw_rank1(glucx_comm_t *comm, p2pw_shared_t *sh)
+{
+    unsigned char buf[PUTW_WINDOW];
+    glucx_window_t *win = NULL;
+    glucx_status_t st = glucx_window_create(comm, 0, PUTW_SLOT, buf, sizeof(buf), &win);
+    size_t bytes = 0, offset = 0;
+    int rc = 1;
+    if (st != GLUCX_OK) {
+        p2pw_fail(1, "glucx_window_create", 0, st);
+        goto out;
+    }
+    printf("putwait_window=%" PRIu64 "\n", (uint64_t)(uintptr_t)win);
+    atomic_store(&sh->stage, 1); /* the window is open */
+    const int64_t deadline = mono_ms() + P2PW_STEP_MS;
+    while ((st = glucx_window_wait(win, 0, NULL, &bytes, &offset)) == GLUCX_INPROGRESS &&
+           mono_ms() <= deadline)
+        sleep_ms(1);
+    if (st != GLUCX_OK || bytes != P2PW_BYTES || offset != 0) {
+        p2pw_fail(1, "polling glucx_window_wait for put 1", 1, st);
+        goto out;
+    }
+    atomic_store(&sh->stage, 2); /* about to block */
+    st = glucx_window_wait(win, P2PW_STEP_MS, NULL, &bytes, &offset);
+    if (st != GLUCX_OK || bytes != P2PW_BYTES || offset != P2PW_BYTES) {
+        p2pw_fail(1, "glucx_window_wait for put 2", 2, st);
+        goto out;
+    }
+    for (int phase = 1; phase <= 2; phase++) {
+        if (p2pw_verify(buf + (phase - 1) * P2PW_BYTES, phase) != 0)
+            goto out;
+    }
+    atomic_store(&sh->stage, 3);
+    rc = p2pw_await(sh, 1, 4);
+out:
+    glucx_window_destroy(win);
+    return rc;
+}
+
+static int putw_rank0(glucx_comm_t *comm, p2pw_shared_t *sh)
+{
+    unsigned char buf[3][P2PW_BYTES];
+    glucx_request_t *req[3] = {NULL};
+    glucx_status_t st;
+    int rc = 1;
+    for (int phase = 1; phase <= 2; phase++) {
+        if (p2pw_await(sh, 0, phase) != 0)
+            goto out;
+        if (phase == 2)
+            sleep_ms(P2PW_DELAY_MS); /* rank 1 is blocked in its wait by then */
+        p2pw_fill(buf[phase], phase);
+        if ((st = glucx_iput(comm, buf[phase], P2PW_BYTES, 1, PUTW_SLOT,
+                             (size_t)(phase - 1) * P2PW_BYTES, 0, &req[phase])) != GLUCX_OK) {
+            p2pw_fail(0, "glucx_iput", phase, st);
+            goto out;
+        }
+    }
+    if (p2pw_await(sh, 0, 3) != 0)
+        goto out;
+    for (int phase = 1; phase <= 2; phase++)
+        if ((st = glucx_request_wait(req[phase], P2PW_STEP_MS)) != GLUCX_OK) {
+            p2pw_fail(0, "glucx_request_wait on a placed put", phase, st);
+            goto out;
+        }
+    rc = 0;
+out:
+    atomic_store(&sh->stage, 4);
+    for (int i = 1; i <= 2; i++)
+        glucx_request_free(req[i]);
+    return rc;
+}
+
+static int putwait(const char *dir)
+{
+    static const p2pw_rank_fn fns[2] = {putw_rank0, putw_rank1};
+    return two_ranks(dir, "putwait", fns);
 }
 #endif
 
@@ -812,6 +917,8 @@ int main(int argc, char **argv)
 #ifdef EMIT_P2PWAIT
     if (strcmp(argv[1], "p2pwait") == 0 && argc == 3)
         return p2pwait(argv[2]);
+    if (strcmp(argv[1], "putwait") == 0 && argc == 3)
+        return putwait(argv[2]);
 #endif
     fprintf(stderr, "emit: bad arguments\n");
     return 2;

@@ -4,7 +4,7 @@ Babeltrace 2 (the bt2 Python bindings and the babeltrace2 CLI).
 
     test_trace.py --bin-dir DIR --source-dir DIR --work DIR CASE
 
-CASE: record, levels, discard, rotate, snapshot, off, errors, signal, bench, waits, forklock,
+CASE: record, levels, discard, rotate, snapshot, off, errors, signal, bench, waits, putwaits, forklock,
 concurrent, strings, foreign and names (these four need --analyze; concurrent also --bench).
 Every expected value is computed here from the formulas that emit.c documents, not read from the
 trace. Exit 0 = pass.
@@ -812,6 +812,21 @@ def case_bench(a):
                                         r["bench_send_begin_site_ns"]))
     print("bench: discarded during the recorded run: %s" % m.group(1))
 
+def record_two_ranks(a, case, mode):
+    """Record `emit MODE STORE` (two forked ranks, emit.c) under glucx-trace: (its key=value
+    output, {rank: pid}, the recorded events of its own processes)."""
+    d = fresh_dir(os.path.join(a.work, case))
+    store = fresh_dir(os.path.join(a.work, case + "-store"))
+    rc, out, err = record(a, d, [a.emit, mode, store])
+    check(rc == 0, "record emit %s exited %d: %s\n%s" % (mode, rc, out, err))
+    info = kv(out)
+    check(info.get("enabled") == "1", "tracing not active in the traced program: %s" % out)
+    pid = {0: int(info["pid"]), 1: int(info["%s_rank1_pid" % mode])}
+    events, discarded = read_trace(d, trace_pids(d))
+    check(discarded == 0, "%d events discarded in a small trace" % discarded)
+    return info, pid, own_events(d, events)
+
+
 def case_waits(a):
     """emit p2pwait (emit.c documents the phases): real point-to-point waits of a 2-rank
     communicator. EVENTS.md, wait_begin: a wait whose requests are complete on entry records no
@@ -820,17 +835,8 @@ def case_waits(a):
     on the same thread."""
     none = 0xffffffff  # GLUCX_TP_SEQ_NONE
     nbytes, phases = 64, (1, 2, 3, 4)  # emit.c: P2PW_BYTES, one message per phase, tag = phase
-    d = fresh_dir(os.path.join(a.work, "waits"))
-    store = fresh_dir(os.path.join(a.work, "waits-store"))
-    rc, out, err = record(a, d, [a.emit, "p2pwait", store])
-    check(rc == 0, "record emit p2pwait exited %d: %s\n%s" % (rc, out, err))
-    info = kv(out)
-    check(info.get("enabled") == "1", "tracing not active in the traced program: %s" % out)
-    pid = {0: int(info["pid"]), 1: int(info["p2pwait_rank1_pid"])}
+    info, pid, events = record_two_ranks(a, "waits", "p2pwait")
     req = {p: int(info["p2pwait_req_%d" % p]) for p in phases}
-    events, discarded = read_trace(d, trace_pids(d))
-    check(discarded == 0, "%d events discarded in a small trace" % discarded)
-    events = own_events(d, events)
     en = Enums(a.source_dir)
     st_ok, st_inprogress = en.status["OK"], en.status["INPROGRESS"]
     site_request, site_any = en.site["request"], en.site["wait_any"]
@@ -916,6 +922,80 @@ def case_waits(a):
     check(all(v == (pid[0], None) for v in sent.values()), "rank 0 send_end: %s" % sent)
     print("waits: rank 1 recorded exactly the 2 blocking waits, each around its recv_end; "
           "waits on complete requests recorded none, their send/recv ends kept")
+
+
+def case_putwaits(a):
+    """emit putwait (emit.c documents the phases): window puts are traced as sends (send_begin at
+    post, send_end when observed complete), each message a window wait takes as a receive
+    (recv_begin and recv_end, bytes = window size and message length), both with seq = the slot
+    and step = the message's position in the FIFO of (sender, receiver, slot), so the analysis
+    pairs them on (comm, seq, step, sender, receiver); only the window wait that blocks is
+    recorded (site window, req = the window), with the second placement inside it."""
+    none = 0xffffffff
+    nbytes, window, slot = 64, 4096, 9  # emit.c: P2PW_BYTES, PUTW_WINDOW, PUTW_SLOT
+    info, pid, events = record_two_ranks(a, "putwaits", "putwait")
+    win = int(info["putwait_window"])
+    en = Enums(a.source_dir)
+    check("window" in en.site, "ids.h has no wait site 'window': %s" % en.site)
+    inits = [e for e in events if e["name"] == "glucx:comm_init" and
+             dict(e["fields"])["name"] == "putwait"]
+    check(len(inits) == 2, "comm_init of putwait: %s" % inits)
+    cid = dict(inits[0]["fields"])["comm_id"]
+
+    def plain(f):
+        return {k: (v[0] if isinstance(v, tuple) else v) for k, v in f}
+
+    def mine(r, names):
+        """rank r's events of names in order, each with whether a wait was open on its thread"""
+        got, open_ = [], set()
+        for e in events:
+            f = plain(e["fields"])
+            if e["vpid"] != pid[r] or f.get("comm_id") != cid:
+                continue
+            name = e["name"].split(":")[1]
+            if name == "wait_begin":
+                open_.add(e["vtid"])
+            if name in names:
+                got.append((name, f, e["vtid"] in open_ and name not in ("wait_begin",)))
+            if name == "wait_end":
+                open_.discard(e["vtid"])
+        return got
+
+    xfer = ("send_begin", "send_end", "recv_begin", "recv_end")
+    sends = [(n, f) for n, f, _ in mine(0, xfer)]
+    check([n for n, _ in sends] == ["send_begin", "send_begin", "send_end", "send_end"],
+          "rank 0 events: %s" % sends)
+    for n, f in sends:
+        check(f["tag"] == slot and f["seq"] == slot and f["peer"] == 1 and f["bytes"] == nbytes
+              and f["link"] == 1, "rank 0 %s: %s" % (n, f))
+    check([f["step"] for _, f in sends] == [0, 1, 0, 1], "rank 0 steps: %s" % sends)
+    check(not mine(0, ("wait_begin", "wait_end")), "rank 0 recorded waits on complete puts")
+
+    recvs = mine(1, xfer + ("wait_begin", "wait_end"))
+    names = [n for n, _, _ in recvs]
+    check(names == ["recv_begin", "recv_end", "wait_begin", "recv_begin", "recv_end", "wait_end"],
+          "rank 1 events: %s" % names)
+    for n, f, inside in recvs:
+        if n.startswith("recv"):
+            check(f["tag"] == slot and f["seq"] == slot and f["peer"] == 0 and f["link"] == 1 and
+                  f["bytes"] == (window if n == "recv_begin" else nbytes),
+                  "rank 1 %s: %s" % (n, f))
+        else:
+            check(f["site"] == en.site["window"] and f["seq"] == none and f["req"] == win and
+                  f["nreqs"] == 1 and f["status"] == en.status["INPROGRESS" if n == "wait_begin"
+                                                               else "OK"],
+                  "rank 1 %s: %s (window %d)" % (n, f, win))
+    check([f["step"] for n, f, _ in recvs if n == "recv_end"] == [0, 1],
+          "rank 1 placement steps: %s" % recvs)
+    check([inside for n, _, inside in recvs if n == "recv_end"] == [False, True],
+          "rank 1: the first placement must be outside any wait, the second inside the blocking "
+          "one: %s" % recvs)
+    # the keys the analysis pairs on
+    skeys = sorted((f["seq"], f["step"], 0, 1) for n, f in sends if n == "send_end")
+    rkeys = sorted((f["seq"], f["step"], 0, 1) for n, f, _ in recvs if n == "recv_end")
+    check(skeys == rkeys, "puts %s and placements %s do not pair" % (skeys, rkeys))
+    print("putwaits: 2 puts traced as sends, 2 placements as receives with matching "
+          "(seq, step); one blocking window wait around the second placement")
 
 
 def with_fork_helper(env):
@@ -1450,7 +1530,7 @@ def case_names(a):
 
 CASES = {"strings": case_strings, "rotate": case_rotate, "snapshot": case_snapshot, "record": case_record, "levels": case_levels, "discard": case_discard, "off": case_off,
          "errors": case_errors, "signal": case_signal, "bench": case_bench,
-         "waits": case_waits, "forklock": case_forklock, "concurrent": case_concurrent,
+         "waits": case_waits, "putwaits": case_putwaits, "forklock": case_forklock, "concurrent": case_concurrent,
          "foreign": case_foreign, "names": case_names}
 
 

@@ -97,6 +97,29 @@ static void test_coll_nice(void **state)
     unsetenv("GLUCX_COLL_NICE");
 }
 
+static void test_window_hold(void **state)
+{
+    (void)state;
+    glucx_config_t c;
+    unsetenv("GLUCX_WINDOW_HOLD");
+    assert_int_equal(glucx_config_read(&c), GLUCX_OK);
+    assert_int_equal(c.window_hold, (size_t)256 << 20); /* the documented 256M */
+    const char *good[] = {"4096", "64K", "1G", "0"};
+    const size_t want[] = {4096, 65536, (size_t)1 << 30, 0};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        setenv("GLUCX_WINDOW_HOLD", good[i], 1);
+        assert_int_equal(glucx_config_read(&c), GLUCX_OK);
+        assert_int_equal(c.window_hold, want[i]);
+    }
+    const char *bad[] = {"lots", "-1", "12Q", ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("GLUCX_WINDOW_HOLD", bad[i], 1);
+        assert_int_equal(glucx_config_read(&c), GLUCX_ERR_INVALID_ARG);
+        assert_non_null(strstr(glucx_last_error(), "GLUCX_WINDOW_HOLD"));
+    }
+    unsetenv("GLUCX_WINDOW_HOLD");
+}
+
 static void test_table_lists_every_read_variable(void **state)
 {
     (void)state;
@@ -104,7 +127,7 @@ static void test_table_lists_every_read_variable(void **state)
     const glucx_config_var_t *vars = glucx_config_vars(&n);
     const char *must[] = {"GLUCX_LOG_LEVEL", "GLUCX_TIMEOUT_MS", "GLUCX_KEEPALIVE_MS",
                           "GLUCX_TUNE",      "GLUCX_STORE",      "GLUCX_CALIBRATION",
-                          "GLUCX_HOSTID",    "GLUCX_COLL_NICE"};
+                          "GLUCX_HOSTID",    "GLUCX_COLL_NICE",  "GLUCX_WINDOW_HOLD"};
     for (size_t i = 0; i < sizeof(must) / sizeof(must[0]); i++) {
         int found = 0;
         for (int j = 0; j < n; j++)
@@ -119,6 +142,7 @@ int main(void)
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_defaults_and_values),
         cmocka_unit_test(test_coll_nice),
+        cmocka_unit_test(test_window_hold),
         cmocka_unit_test(test_table_lists_every_read_variable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
