@@ -8,7 +8,8 @@
  * CheckFailure; the runner turns a rank's CheckFailure or unexpected exception into a test
  * failure naming the rank. Every job has a wall-clock deadline: process ranks still running then
  * are SIGKILLed by PID; a thread rank that does not finish ends the test program (it cannot be
- * stopped otherwise), after printing which rank hung.
+ * stopped otherwise), after printing which rank hung. Besides the glucx device, a rank can
+ * create Gloo's own TCP device (on 127.0.0.1) as the reference a test compares glucx with.
  */
 #ifndef GLUCX_TEST_GLOO_HARNESS_H
 #define GLUCX_TEST_GLOO_HARNESS_H
@@ -109,6 +110,10 @@ class RankEnv
     /** This rank's device (created on first use with glucx::gloo::CreateDevice()). */
     std::shared_ptr<::gloo::transport::Device> &Device();
 
+    /** This rank's reference device: Gloo's own TCP transport on 127.0.0.1 (created on first
+     *  use). */
+    std::shared_ptr<::gloo::transport::Device> &TcpDevice();
+
     /**
      * A new context of all the job's ranks, connected through Gloo's own
      * rendezvous::Context::connectFullMesh and a FileStore in a fresh directory of the job (the
@@ -118,6 +123,16 @@ class RankEnv
      */
     std::shared_ptr<::gloo::Context> Connect(Ms timeout,
                                              std::shared_ptr<::gloo::transport::Device> dev = {});
+
+    /**
+     * A new context of the job's ranks 0..size-1 (the caller must be one of them), connected as
+     * Connect() does through a store directory named after @p name: every member passes the
+     * same name, each name is used once per job, and ranks outside the group do not call.
+     * @param base the context's base (gloo::Context::base, which AllreduceBcube uses).
+     */
+    std::shared_ptr<::gloo::Context> ConnectGroup(const std::string &name, int size, Ms timeout,
+                                                  std::shared_ptr<::gloo::transport::Device> dev,
+                                                  int base = 2);
 
     /** Out-of-band signalling between the job's ranks (a file in the job directory). */
     void Signal(const std::string &name);
@@ -129,7 +144,7 @@ class RankEnv
     [[noreturn]] void KillSelf();
 
   private:
-    std::shared_ptr<::gloo::transport::Device> device_;
+    std::shared_ptr<::gloo::transport::Device> device_, tcp_device_;
     int connects_ = 0;
 };
 
