@@ -245,7 +245,9 @@ static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n
                 until = now + CHECK_FOREIGN_NS;
         }
         st = ctx->tx->ops->wait(ctx->tx, pp, n, until);
-        if (st != GLUCX_ERR_TIMEOUT || until >= ctx->deadline_ns)
+        /* (A transport that failed with GLUCX_ERR_TIMEOUT, a peer's timeout, is no slice.) */
+        if (st != GLUCX_ERR_TIMEOUT || until >= ctx->deadline_ns ||
+            glucx_tx_failure(ctx->tx) != GLUCX_OK)
             break;
         st = check_foreign(ctx);
         if (st != GLUCX_OK) {
@@ -257,7 +259,7 @@ static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n
     if (pp != ptrs)
         free(pp);
 
-    if (st == GLUCX_ERR_TIMEOUT) {
+    if (st == GLUCX_ERR_TIMEOUT && glucx_tx_failure(ctx->tx) == GLUCX_OK) {
         /* name the first peer we are still waiting for */
         for (int i = 0; i < n; i++) {
             if (!glucx_tx_req_done(&reqs[i]))

@@ -424,6 +424,7 @@ void glucx_comm_destroy(glucx_comm_t *comm)
     if (comm == NULL)
         return;
     glucx_comm_stop_thread(comm, GLUCX_ERR_ABORTED);
+    glucx_window_detach_all(comm);
     comm_free(comm);
 }
 

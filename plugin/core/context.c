@@ -37,8 +37,10 @@ glucx_status_t glucx_context_create(const glucx_context_params_t *params,
     if (params != NULL && (params->field_mask & GLUCX_CONTEXT_PARAM_NET_DEVICES))
         net_devices = params->net_devices;
     st = glucx_tx_ucx_context_create(net_devices, ctx->config.keepalive_ms, &ctx->ucx);
-    if (st == GLUCX_OK)
+    if (st == GLUCX_OK) {
         glucx_tx_ucx_context_set_spin(ctx->ucx, ctx->config.spin_us * 1000);
+        glucx_tx_ucx_context_set_hold(ctx->ucx, ctx->config.window_hold);
+    }
     if (st != GLUCX_OK)
         goto err_free;
     *context_p = ctx;

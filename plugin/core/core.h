@@ -22,6 +22,17 @@ struct glucx_context {
 
 typedef struct glucx_coll_job glucx_coll_job_t;
 
+/** A window (plugin/core/window.c): the public handle over the transport's window. */
+struct glucx_window {
+    glucx_comm_t *comm; /**< NULL once the communicator was destroyed (the handle stays valid
+                             for glucx_window_destroy only) */
+    glucx_tx_win_t *tw; /**< the transport's window, NULL once detached */
+    int peer;
+    uint64_t slot;
+    size_t bytes;
+    struct glucx_window *next, *prev; /**< comm->windows */
+};
+
 struct glucx_comm {
     glucx_context_t *context;
     int rank;
@@ -38,8 +49,9 @@ struct glucx_comm {
     size_t record_len;
     char digest[1300]; /**< settings digest, compared with every peer's */
 
-    pthread_mutex_t lock; /**< guards last_error and the collective thread's queue */
+    pthread_mutex_t lock; /**< guards last_error, the collective thread's queue and windows */
     char last_error[1024];
+    glucx_window_t *windows; /**< open windows (detached at glucx_comm_destroy) */
 
     /* collective thread for glucx_coll_start(), started on first use */
     pthread_cond_t queue_cond;
@@ -61,6 +73,7 @@ struct glucx_request {
     glucx_tx_req_t tx; /**< P2P: the transport request */
     uint64_t user_tag; /**< P2P: the tag the caller posted, for messages */
     int counted;       /**< P2P receive: already added to the statistics */
+    int is_put;        /**< P2P: a glucx_iput (user_tag holds the slot) */
     /* COLL: completion signalled by the collective thread */
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -84,6 +97,19 @@ int glucx_coll_tp_alg(glucx_coll_t coll, int index);
 
 /** Drop the trace FIFO counters of communicator @p comm_id (at destruction); plugin/core/p2p.c. */
 void glucx_p2p_trace_forget(uint64_t comm_id);
+
+/** Trace FIFO directions (glucx_p2p_trace_step): sends and receives, puts and placements. */
+enum { GLUCX_P2P_FIFO_SEND, GLUCX_P2P_FIFO_RECV, GLUCX_P2P_FIFO_PUT, GLUCX_P2P_FIFO_PLACED };
+/** Trace seq of a point-to-point tag or window slot (EVENTS.md, send_begin); plugin/core/p2p.c. */
+uint32_t glucx_p2p_trace_seq(uint64_t tag);
+/** Next FIFO position of (comm, peer, direction, tag) for trace events; plugin/core/p2p.c. */
+uint32_t glucx_p2p_trace_step(uint64_t comm_id, int peer, int dir, uint64_t tag);
+/** The checks every point-to-point post makes (arguments, @p tag <= GLUCX_TAG_MAX, connected,
+ *  not failed); plugin/core/p2p.c. */
+glucx_status_t glucx_p2p_check(glucx_comm_t *comm, const void *buf, size_t bytes, uint64_t tag,
+                               glucx_request_t **request_p, const char *op);
+/** Detach every window of @p comm before its transport goes (glucx_comm_destroy). */
+void glucx_window_detach_all(glucx_comm_t *comm);
 
 /** Process-wide counters (plugin/core/stats.c). */
 void glucx_stats_add_send(size_t bytes);

@@ -37,13 +37,12 @@ static pthread_mutex_t trace_fifo_lock = PTHREAD_MUTEX_INITIALIZER;
 static trace_fifo_t *trace_fifo_table[TRACE_BUCKETS];
 static size_t trace_fifo_entries;
 
-static uint32_t trace_seq_of(uint64_t tag)
+uint32_t glucx_p2p_trace_seq(uint64_t tag)
 {
     return (tag & TRACE_SLOT_BIT) ? (uint32_t)(tag >> 8) : (uint32_t)tag;
 }
 
-/* Next FIFO position of (comm, peer, direction, tag). */
-static uint32_t trace_fifo_next(uint64_t comm_id, int peer, int is_recv, uint64_t tag)
+uint32_t glucx_p2p_trace_step(uint64_t comm_id, int peer, int is_recv, uint64_t tag)
 {
     uint64_t h =
         (comm_id ^ tag * UINT64_C(0x9e3779b97f4a7c15)) + (uint64_t)peer * 2u + (uint64_t)is_recv;
@@ -101,7 +100,7 @@ static void trace_p2p_end(glucx_request_t *req)
     const glucx_tx_req_t *t = &req->tx;
     if (t->is_recv) {
         if (req->trace_step == GLUCX_TP_SEQ_NONE && t->peer >= 0 && GLUCX_TP_ON(recv_end))
-            req->trace_step = trace_fifo_next(comm->trace_id, t->peer, 1, req->user_tag);
+            req->trace_step = glucx_p2p_trace_step(comm->trace_id, t->peer, 1, req->user_tag);
         GLUCX_TP(recv_end, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, t->peer,
                  t->peer >= 0 ? glucx_topo_link_id(comm->topo, t->peer, comm->rank) : -1,
                  req->user_tag, (uint64_t)t->bytes);
@@ -136,8 +135,8 @@ glucx_request_t *glucx_request_alloc(glucx_comm_t *comm, glucx_req_kind_t kind)
     return req;
 }
 
-static glucx_status_t p2p_check(glucx_comm_t *comm, const void *buf, size_t bytes, uint64_t tag,
-                                glucx_request_t **request_p, const char *op)
+glucx_status_t glucx_p2p_check(glucx_comm_t *comm, const void *buf, size_t bytes, uint64_t tag,
+                               glucx_request_t **request_p, const char *op)
 {
     if (comm == NULL || request_p == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: NULL communicator or request_p", op);
@@ -171,7 +170,7 @@ static glucx_status_t check_peer(glucx_comm_t *comm, int peer, const char *op)
 glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, int peer,
                            uint64_t tag, glucx_request_t **request_p)
 {
-    glucx_status_t st = p2p_check(comm, buf, bytes, tag, request_p, "isend");
+    glucx_status_t st = glucx_p2p_check(comm, buf, bytes, tag, request_p, "isend");
     if (st == GLUCX_OK)
         st = check_peer(comm, peer, "isend");
     if (st != GLUCX_OK)
@@ -181,8 +180,8 @@ glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, in
         return glucx_error(GLUCX_ERR_NO_MEMORY, "isend: out of memory");
     req->user_tag = tag;
     if (GLUCX_TP_ON(send_begin)) {
-        req->trace_seq = trace_seq_of(tag);
-        req->trace_step = trace_fifo_next(comm->trace_id, peer, 0, tag);
+        req->trace_seq = glucx_p2p_trace_seq(tag);
+        req->trace_step = glucx_p2p_trace_step(comm->trace_id, peer, 0, tag);
         req->trace_open = 1;
         GLUCX_TP(send_begin, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, peer,
                  glucx_topo_link_id(comm->topo, comm->rank, peer), tag, (uint64_t)bytes);
@@ -212,9 +211,9 @@ static glucx_status_t post_recv(glucx_comm_t *comm, void *buf, size_t bytes, con
     req->user_tag = tag;
     if (GLUCX_TP_ON(recv_begin)) {
         const int peer = npeers == 1 ? peers[0] : -1;
-        req->trace_seq = trace_seq_of(tag);
+        req->trace_seq = glucx_p2p_trace_seq(tag);
         req->trace_step =
-            peer >= 0 ? trace_fifo_next(comm->trace_id, peer, 1, tag) : GLUCX_TP_SEQ_NONE;
+            peer >= 0 ? glucx_p2p_trace_step(comm->trace_id, peer, 1, tag) : GLUCX_TP_SEQ_NONE;
         req->trace_open = 1;
         GLUCX_TP(recv_begin, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, peer,
                  peer >= 0 ? glucx_topo_link_id(comm->topo, peer, comm->rank) : -1, tag,
@@ -239,7 +238,7 @@ static glucx_status_t post_recv(glucx_comm_t *comm, void *buf, size_t bytes, con
 glucx_status_t glucx_irecv(glucx_comm_t *comm, void *buf, size_t bytes, int peer, uint64_t tag,
                            glucx_request_t **request_p)
 {
-    glucx_status_t st = p2p_check(comm, buf, bytes, tag, request_p, "irecv");
+    glucx_status_t st = glucx_p2p_check(comm, buf, bytes, tag, request_p, "irecv");
     if (st == GLUCX_OK)
         st = check_peer(comm, peer, "irecv");
     if (st != GLUCX_OK)
@@ -250,7 +249,7 @@ glucx_status_t glucx_irecv(glucx_comm_t *comm, void *buf, size_t bytes, int peer
 glucx_status_t glucx_irecv_any(glucx_comm_t *comm, void *buf, size_t bytes, const int *peers,
                                int npeers, uint64_t tag, glucx_request_t **request_p)
 {
-    glucx_status_t st = p2p_check(comm, buf, bytes, tag, request_p, "irecv_any");
+    glucx_status_t st = glucx_p2p_check(comm, buf, bytes, tag, request_p, "irecv_any");
     if (st != GLUCX_OK)
         return glucx_comm_record_error(comm, st);
     if (peers == NULL || npeers < 1)
@@ -280,8 +279,10 @@ static glucx_status_t p2p_result(glucx_request_t *req)
     return glucx_comm_record_error(
         comm,
         glucx_error(t->status, "%s of %zu bytes %s rank %d on rank %d: %s",
-                    t->is_recv ? "receive" : "send", t->posted, t->is_recv ? "from" : "to", t->peer,
-                    comm->rank,
+                    t->is_recv    ? "receive"
+                    : req->is_put ? "put"
+                                  : "send",
+                    t->posted, t->is_recv ? "from" : "to", t->peer, comm->rank,
                     comm->tx->failure[0] ? comm->tx->failure : glucx_status_string(t->status)));
 }
 

@@ -46,8 +46,14 @@ typedef struct glucx_tx_req {
     int is_recv;
     int traced;             /**< caller-private: its end event was emitted (coll/common.c) */
     void *impl;             /**< transport-private */
-    uintptr_t impl_data[4]; /**< transport-private */
+    uintptr_t impl_data[8]; /**< transport-private (a put keeps its wire header here) */
 } glucx_tx_req_t;
+
+/** glucx_tx_ops_t.put flag: complete only once the data is in the peer's window. */
+#define GLUCX_TX_PUT_SYNC 1u
+
+/** A window (placed receives; transport-private), see glucx_tx_ops_t.win_open. */
+typedef struct glucx_tx_win glucx_tx_win_t;
 
 typedef struct glucx_tx_ops {
     /** Post a send of bytes at buf to peer (may be this rank). */
@@ -95,6 +101,43 @@ typedef struct glucx_tx_ops {
      * it returns no request buffer is touched again. Idempotent: the first failure wins.
      */
     void (*fail)(glucx_tx_t *tx, glucx_status_t status, const char *text);
+    /**
+     * Windows (placed receives, the model of Gloo's bound buffers). All four may be NULL (the
+     * transport has no windows).
+     *
+     * put: post a put of bytes at buf into peer's window for (this rank, slot) at byte offset.
+     * The request completes as a send does (buf reusable), or with GLUCX_TX_PUT_SYNC once the
+     * data is in the peer's window. Puts of one rank to one (peer, slot) are placed in posting
+     * order. A put that does not fit the window fails the transport on the receiving side
+     * (GLUCX_ERR_TRUNCATED, via the failure notices). Returns as isend.
+     */
+    glucx_status_t (*put)(glucx_tx_t *tx, int peer, uint64_t slot, size_t offset, const void *buf,
+                          size_t bytes, unsigned flags, glucx_tx_req_t *req);
+    /**
+     * Open a window of bytes at buf (borrowed until win_close returns) for the puts peer makes
+     * with slot; puts held for (peer, slot) since the last window are placed now, in order.
+     * @return GLUCX_OK and *win_p; GLUCX_ERR_INVALID_ARG (a window for (peer, slot) is open);
+     * the failure status; GLUCX_ERR_NO_MEMORY. Thread-safe.
+     */
+    glucx_status_t (*win_open)(glucx_tx_t *tx, int peer, uint64_t slot, void *buf, size_t bytes,
+                               glucx_tx_win_t **win_p);
+    /**
+     * Take the oldest put placed in win (its bytes are all in the window), waiting for one
+     * until deadline_ns; drives progress like wait_any (wake() after the caller read wake_gen
+     * interrupts). @return GLUCX_OK with *offset_p and *bytes_p; GLUCX_INPROGRESS (woken);
+     * GLUCX_ERR_TIMEOUT (nothing taken; the transport does not fail by itself); the failure
+     * status (the transport failed, also by a wait whose only peer left in order with nothing
+     * more for it: GLUCX_ERR_ABORTED). Thread-safe.
+     */
+    glucx_status_t (*win_wait)(glucx_tx_t *tx, glucx_tx_win_t *win, int64_t deadline_ns,
+                               unsigned wake_gen, size_t *offset_p, size_t *bytes_p);
+    /**
+     * Close and free win: waits until no transfer into it is under way (failing the transport
+     * with GLUCX_ERR_TIMEOUT at deadline_ns), so buf is never written after it returns. Puts
+     * that arrived for (peer, slot) but were not placed are held for the next window.
+     * @return GLUCX_OK, or the failure status. Not concurrently with win_wait on win.
+     */
+    glucx_status_t (*win_close)(glucx_tx_t *tx, glucx_tx_win_t *win, int64_t deadline_ns);
     /** Describe how this rank reaches peer (e.g. "posix/memory", "tcp/lo") into buf. */
     void (*describe_peer)(glucx_tx_t *tx, int peer, char *buf, size_t len);
     /** Destroy: fail (if not failed) with GLUCX_ERR_ABORTED quietly, release everything. */

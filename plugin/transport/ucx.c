@@ -77,6 +77,12 @@ void glucx_tx_ucx_context_set_spin(glucx_ucx_context_t *uctx, int64_t spin_ns)
         uctx->spin_ns = spin_ns < 0 ? 0 : spin_ns;
 }
 
+void glucx_tx_ucx_context_set_hold(glucx_ucx_context_t *uctx, size_t hold_bytes)
+{
+    if (uctx != NULL)
+        uctx->hold_max = hold_bytes;
+}
+
 glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keepalive_ms,
                                            glucx_ucx_context_t **uctx_p)
 {
@@ -110,6 +116,7 @@ glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keep
         goto err_cfg;
     uctx->keepalive_ns = UCX_DEFAULT_KEEPALIVE_NS;
     uctx->spin_ns = GLUCX_UCX_SPIN_NS;
+    uctx->hold_max = GLUCX_UCX_HOLD_DEFAULT;
     if (keepalive_ms > 0) {
         char value[32];
         snprintf(value, sizeof(value), "%" PRId64 "ms", keepalive_ms);
@@ -120,7 +127,7 @@ glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keep
     ucp_params_t params = {
         .field_mask =
             UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME,
-        .features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP,
+        .features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
         .mt_workers_shared = 0,
         .name = "glucx",
     };
@@ -180,6 +187,8 @@ static void free_tx(glucx_ucx_tx_t *tx)
     free(tx->pfds);
     free(tx->chk);
     free(tx->pfd_rank);
+    free(tx->put_seq_out);
+    free(tx->put_seq_in);
     free(tx);
 }
 
@@ -221,8 +230,10 @@ static void ucx_destroy(glucx_tx_t *base)
     }
     if (tx->ctrl_req == NULL)
         drain_ctrl(tx);
+    glucx_ucx_win_free(tx);
     ucp_worker_release_address(tx->worker, tx->addr);
     ucp_worker_destroy(tx->worker);
+    glucx_ucx_win_free_orphans(tx);
     pthread_cond_destroy(&tx->cond);
     pthread_mutex_destroy(&tx->lock);
     pthread_mutex_destroy(&tx->fail_lock);
@@ -270,6 +281,10 @@ static const glucx_tx_ops_t ucx_ops = {
     .wake = glucx_ucx_wake,
     .cancel = glucx_ucx_cancel,
     .probe = glucx_ucx_probe,
+    .put = glucx_ucx_put,
+    .win_open = glucx_ucx_win_open,
+    .win_wait = glucx_ucx_win_wait,
+    .win_close = glucx_ucx_win_close,
     .fail = glucx_ucx_fail,
     .describe_peer = ucx_describe_peer,
     .destroy = ucx_destroy,
@@ -364,6 +379,9 @@ glucx_status_t glucx_tx_ucx_create(glucx_ucx_context_t *uctx, int rank, int size
     memcpy((char *)tx->blob + sizeof(tx->ident), tx->addr, tx->addr_len);
     tx->pfds[0].fd = tx->efd;
     tx->pfds[0].events = POLLIN;
+    st = glucx_ucx_win_init(tx);
+    if (st != GLUCX_OK)
+        goto err_addr;
     pthread_mutex_lock(&tx->lock);
     st = glucx_ucx_post_ctrl(tx);
     pthread_mutex_unlock(&tx->lock);

@@ -132,6 +132,16 @@ glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keep
  */
 void glucx_tx_ucx_context_set_spin(glucx_ucx_context_t *uctx, int64_t spin_ns);
 
+/** Default of glucx_tx_ucx_context_set_hold (GLUCX_WINDOW_HOLD). */
+#define GLUCX_UCX_HOLD_DEFAULT ((size_t)256 << 20)
+
+/**
+ * Set how many bytes of puts that arrived before their window a transport of this context holds
+ * (eager payload plus a fixed 256 bytes per message) before it fails with GLUCX_ERR_NO_MEMORY.
+ * Not thread-safe with glucx_tx_ucx_create().
+ */
+void glucx_tx_ucx_context_set_hold(glucx_ucx_context_t *uctx, size_t hold_bytes);
+
 /** Destroy a context whose transports are all destroyed. NULL is a no-op. */
 void glucx_tx_ucx_context_destroy(glucx_ucx_context_t *uctx);
 

@@ -65,11 +65,13 @@ enum glucx_ucx_req_kind {
     GLUCX_UCX_REQ_PARKED = 6,     /**< UCX ended it with a peer error: completes at the failure */
     GLUCX_UCX_REQ_DEPARTED = 7,   /**< GLUCX_UCX_REQ_RECV from a peer that left: being cancelled
                                        (a cancellation means it can never match: the failure) */
+    GLUCX_UCX_REQ_PUT = 0,        /**< a put (active message); otherwise handled as a send */
 };
 #define GLUCX_UCX_KIND_BITS UINT64_C(7)
 
 struct glucx_ucx_context {
     ucp_context_h ucp;
+    size_t hold_max;      /**< bytes of early puts a transport holds before failing */
     int64_t keepalive_ns; /**< keepalive interval in force (UCX default when not configured) */
     int64_t spin_ns;      /**< how long waits poll before sleeping */
     int shm;              /**< UCX_TLS lets a shared-memory transport in (mm or cma) */
@@ -120,6 +122,68 @@ typedef struct glucx_ucx_probe {
     int npeers;    /**< distinct sources */
     int peers[];
 } glucx_ucx_probe_t;
+
+/** Active message id of puts. */
+#define GLUCX_UCX_AM_PUT 0
+#define GLUCX_UCX_PUT_MAGIC 0x67707574u
+/** Hold cost of a message besides its payload (a rendezvous descriptor, our record). */
+#define GLUCX_UCX_HOLD_OVERHEAD 256
+
+/** User header of a put (32 bytes, host byte order: peers of one job share one ABI). */
+typedef struct glucx_ucx_put_hdr {
+    uint64_t slot;
+    uint64_t offset; /**< byte offset in the receiver's window */
+    uint32_t seq;    /**< puts from this sender to this receiver before this one (mod 2^32) */
+    int32_t src;     /**< sender's rank */
+    uint32_t flags;  /**< GLUCX_TX_PUT_SYNC */
+    uint32_t magic;  /**< GLUCX_UCX_PUT_MAGIC */
+} glucx_ucx_put_hdr_t;
+
+typedef struct glucx_ucx_chan glucx_ucx_chan_t;
+
+/** A put that arrived and is not yet taken by a window wait. */
+typedef struct glucx_ucx_msg {
+    struct glucx_ucx_msg *next;
+    glucx_ucx_chan_t *chan;
+    size_t offset, bytes;
+    int kind;    /**< GLUCX_UCX_MSG_DESC, _COPY or _RNDV: what data is */
+    int state;   /**< GLUCX_UCX_MSG_HELD, _FETCHING, _PLACED, _BROKEN */
+    void *data;  /**< UCX data descriptor (DESC, RNDV), malloc'd copy (COPY), or NULL */
+    size_t cost; /**< counted in tx->held_bytes while held */
+} glucx_ucx_msg_t;
+enum { GLUCX_UCX_MSG_DESC = 1, GLUCX_UCX_MSG_COPY = 2, GLUCX_UCX_MSG_RNDV = 3 };
+enum {
+    GLUCX_UCX_MSG_HELD = 1,     /**< not placed: no window, or waits for an overlapping put */
+    GLUCX_UCX_MSG_FETCHING = 2, /**< rendezvous data being received into the window */
+    GLUCX_UCX_MSG_PLACED = 3,   /**< in the window, not yet taken */
+    GLUCX_UCX_MSG_BROKEN = 4,   /**< the fetch failed (the transport fails) */
+    GLUCX_UCX_MSG_BOUNCING = 5, /**< early rendezvous data being received into a copy (kind
+                                     COPY), so a put that is not synchronous completes */
+};
+
+/** Messages of one (sender, slot), in arrival order, and the window open for them if any. It
+ * exists while a window is open or a message is queued. */
+struct glucx_ucx_chan {
+    glucx_ucx_chan_t *hnext; /**< hash chain */
+    struct glucx_ucx_tx *tx;
+    int src;
+    uint64_t slot;
+    struct glucx_tx_win *win;
+    glucx_ucx_msg_t *head, *tail;
+};
+
+struct glucx_tx_win {
+    struct glucx_tx_win *next, *prev; /**< tx->wins */
+    glucx_ucx_chan_t *chan;
+    char *buf;
+    size_t bytes;
+    atomic_int ready;    /**< placed messages at the head of the channel (takeable in order) */
+    atomic_int fetching; /**< rendezvous fetches into buf under way */
+    int waiters;         /**< threads in win_wait */
+    int closing;         /**< win_close started: nothing new is placed */
+};
+
+#define GLUCX_UCX_CHAN_BUCKETS 256
 
 /** Error-callback argument per endpoint. */
 typedef struct glucx_ucx_peer {
@@ -190,6 +254,16 @@ typedef struct glucx_ucx_tx {
     int notices_pending;
     glucx_ucx_notice_t notice_buf; /**< outgoing notice (must outlive its sends) */
 
+    /* Windows (ucx_win.c). */
+    glucx_ucx_chan_t *chans[GLUCX_UCX_CHAN_BUCKETS];
+    struct glucx_tx_win *wins; /**< open windows */
+    uint32_t *put_seq_out;     /**< [size] puts sent to each rank (mod 2^32) */
+    uint32_t *put_seq_in;      /**< [size] puts arrived from each rank (mod 2^32) */
+    size_t held_bytes;         /**< cost of the messages held (limit: uctx->hold_max) */
+    glucx_ucx_msg_t *orphans;  /**< messages whose fetch UCX may still call back (even inside
+                                    ucp_worker_destroy): freed after the worker */
+    int win_pending;           /**< progress must place held messages (outside callbacks) */
+
     int64_t tick_ns; /**< longest sleep before progressing again (keepalive) */
     int64_t spin_ns; /**< how long waits poll before sleeping (from the context) */
 } glucx_ucx_tx_t;
@@ -211,6 +285,9 @@ glucx_status_t glucx_ucx_send_raw(glucx_ucx_tx_t *tx, int peer, uint64_t wire_ta
                                   size_t bytes, glucx_tx_req_t *req);
 glucx_status_t glucx_ucx_recv_raw(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, uint64_t mask,
                                   void *buf, size_t bytes, glucx_tx_req_t *req);
+/** Post a put (tx.h put op; an active message with a glucx_ucx_put_hdr_t). */
+glucx_status_t glucx_ucx_put(glucx_tx_t *tx, int peer, uint64_t slot, size_t offset,
+                             const void *buf, size_t bytes, unsigned flags, glucx_tx_req_t *req);
 /** Probe for an unexpected message (tx.h probe op). */
 int glucx_ucx_probe(glucx_tx_t *tx, int peer, uint64_t tag, uint64_t ignore_mask, uint64_t *tag_p);
 /** Match pending subset receives against unexpected messages. Lock held. */
@@ -230,7 +307,36 @@ static inline glucx_ucx_probe_t *glucx_ucx_req_probe(const glucx_tx_req_t *req)
     return (glucx_ucx_probe_t *)(req->impl_data[3] & ~(uintptr_t)GLUCX_UCX_KIND_BITS);
 }
 
+/* ucx_win.c */
+/** Register the put handler and allocate the per-peer counters. Lock not needed (creation). */
+glucx_status_t glucx_ucx_win_init(glucx_ucx_tx_t *tx);
+glucx_status_t glucx_ucx_win_open(glucx_tx_t *tx, int peer, uint64_t slot, void *buf, size_t bytes,
+                                  glucx_tx_win_t **win_p);
+glucx_status_t glucx_ucx_win_wait(glucx_tx_t *tx, glucx_tx_win_t *win, int64_t deadline_ns,
+                                  unsigned wake_gen, size_t *offset_p, size_t *bytes_p);
+glucx_status_t glucx_ucx_win_close(glucx_tx_t *tx, glucx_tx_win_t *win, int64_t deadline_ns);
+/** Place what waits for it (tx->win_pending). Lock held, outside callbacks. */
+void glucx_ucx_win_progress(glucx_ucx_tx_t *tx);
+/** After a leave: fail a blocked window wait whose peer left with nothing queued for it, and a
+ *  put to a peer that left before placing it. Lock held, outside callbacks. */
+void glucx_ucx_win_departed(glucx_ucx_tx_t *tx);
+/** Teardown: release held eager data (rendezvous descriptors stay with UCX: releasing one would
+ *  complete the sender's put as if placed). Lock held, outside callbacks. */
+void glucx_ucx_win_teardown(glucx_ucx_tx_t *tx);
+/** Free every channel, message and window (destroy; the worker is no longer progressed); a
+ *  message with a fetch under way becomes an orphan. */
+void glucx_ucx_win_free(glucx_ucx_tx_t *tx);
+/** Free the orphans (after ucp_worker_destroy, which may still call their callbacks). */
+void glucx_ucx_win_free_orphans(glucx_ucx_tx_t *tx);
+
 /* ucx_wait.c */
+/** Wake every thread waiting on tx (a completion or placement happened). Lock held. */
+void glucx_ucx_wake_waiters(glucx_ucx_tx_t *tx);
+/** Wait until win has a placed message (drain = 0) or no fetch into it (drain = 1), the
+ *  transport failed, wake_gen moved (drain = 0) or deadline_ns. @return GLUCX_OK when the
+ *  condition holds, GLUCX_INPROGRESS when woken, GLUCX_ERR_TIMEOUT, or the failure status. */
+glucx_status_t glucx_ucx_wait_win(glucx_ucx_tx_t *tx, struct glucx_tx_win *win, int drain,
+                                  int64_t deadline_ns, unsigned wake_gen);
 int glucx_ucx_progress(glucx_tx_t *tx);
 glucx_status_t glucx_ucx_wait_any(glucx_tx_t *tx, glucx_tx_req_t *const *reqs, int n,
                                   int64_t deadline_ns, unsigned wake_gen);

@@ -112,10 +112,7 @@ void glucx_ucx_complete(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, glucx_status_t 
     if (req->is_recv && tag != 0)
         req->tag = tag;
     atomic_store_explicit(&req->done, 1, memory_order_release);
-    if (tx->cond_waiters > 0)
-        pthread_cond_broadcast(&tx->cond);
-    if (tx->efd_sleeping)
-        ucp_worker_signal(tx->worker);
+    glucx_ucx_wake_waiters(tx);
 }
 
 /* ---- UCX callbacks (lock held: they run inside UCP calls) ---- */
@@ -351,6 +348,85 @@ glucx_status_t glucx_ucx_isend(glucx_tx_t *base, int peer, uint64_t tag, const v
     }
     uint64_t wire = (tag & ~GLUCX_TX_TAG_SRC_MASK) | SRC_BITS(base->rank);
     return glucx_ucx_send_raw(tx, peer, wire, buf, bytes, req);
+}
+
+_Static_assert(sizeof(glucx_ucx_put_hdr_t) <= 4 * sizeof(uintptr_t),
+               "a put's header lives in impl_data[4..7]");
+
+glucx_status_t glucx_ucx_put(glucx_tx_t *base, int peer, uint64_t slot, size_t offset,
+                             const void *buf, size_t bytes, unsigned flags, glucx_tx_req_t *req)
+{
+    glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
+    if (req == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "put: peer %d, bytes=%zu: NULL request", peer,
+                           bytes);
+    req_start(req, 0, peer, bytes, slot);
+    if (peer < 0 || peer >= base->size || (bytes > 0 && buf == NULL) ||
+        (flags & ~GLUCX_TX_PUT_SYNC) != 0 || offset > SIZE_MAX - bytes) {
+        req->status = GLUCX_ERR_INVALID_ARG;
+        atomic_store_explicit(&req->done, 1, memory_order_release);
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "put: peer %d (size %d), bytes=%zu at offset %zu, buf=%p, flags 0x%x: "
+                           "invalid (peer out of range, NULL buffer, unknown flag or offset + "
+                           "bytes overflows)",
+                           peer, base->size, bytes, offset, buf, flags);
+    }
+    pthread_mutex_lock(&tx->lock);
+    glucx_status_t st = GLUCX_OK;
+    if (glucx_tx_failure(base) != GLUCX_OK) {
+        st = post_failed(tx, req, "put", peer);
+        goto out;
+    }
+    if (tx->connected && tx->departed[peer]) {
+        glucx_ucx_record_failure(tx, GLUCX_ERR_ABORTED, GLUCX_UCX_FAIL_NOTIFY, -1, NULL,
+                                 "rank %d destroyed its communicator: rank %d cannot put %zu "
+                                 "bytes into its window (slot %llu, offset %zu)",
+                                 peer, base->rank, bytes, (unsigned long long)slot, offset);
+        st = post_failed(tx, req, "put", peer);
+        goto out;
+    }
+    if (!tx->connected || tx->eps[peer] == NULL) {
+        req->status = GLUCX_ERR_INVALID_ARG;
+        atomic_store_explicit(&req->done, 1, memory_order_release);
+        st = glucx_error(GLUCX_ERR_INVALID_ARG, "put: peer %d, bytes=%zu: not connected", peer,
+                         bytes);
+        goto out;
+    }
+    glucx_ucx_list_add(tx, req, GLUCX_UCX_REQ_PUT);
+    glucx_ucx_put_hdr_t *hdr = (glucx_ucx_put_hdr_t *)&req->impl_data[4];
+    hdr->slot = slot;
+    hdr->offset = offset;
+    hdr->seq = tx->put_seq_out[peer]++;
+    hdr->src = base->rank;
+    hdr->flags = flags & GLUCX_TX_PUT_SYNC;
+    hdr->magic = GLUCX_UCX_PUT_MAGIC;
+    /* A synchronous put forces rendezvous: the sender's request completes when the receiver
+     * has fetched the data into its window (a rendezvous that arrives before the window is
+     * held, undelivered, until it opens). */
+    ucp_request_param_t param = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
+        .cb.send = send_cb,
+        .user_data = req,
+        .flags = (flags & GLUCX_TX_PUT_SYNC) ? UCP_AM_SEND_FLAG_RNDV : 0,
+    };
+    void *r =
+        ucp_am_send_nbx(tx->eps[peer], GLUCX_UCX_AM_PUT, hdr, sizeof(*hdr), buf, bytes, &param);
+    if (r == NULL) {
+        glucx_ucx_complete(tx, req, GLUCX_OK, -1, bytes, 0);
+    } else if (UCS_PTR_IS_ERR(r)) {
+        ucs_status_t us = UCS_PTR_STATUS(r);
+        if (!park_on_error(tx, req, us)) {
+            glucx_ucx_complete(tx, req, glucx_ucx_status(us), -1, 0, 0);
+            st = glucx_error(req->status, "put: peer %d, bytes=%zu, slot %llu, offset %zu: %s",
+                             peer, bytes, (unsigned long long)slot, offset, ucs_status_string(us));
+        }
+    } else if (!glucx_tx_req_done(req)) {
+        req->impl = r;
+    }
+out:
+    pthread_mutex_unlock(&tx->lock);
+    return st;
 }
 
 /* Lock held. mask includes the source bits when matching one source. */

@@ -317,6 +317,7 @@ static void teardown(glucx_ucx_tx_t *tx)
 
     if (tx->connected && tx->fail_notify)
         send_notices(tx);
+    glucx_ucx_win_teardown(tx);
 
     void **closing = calloc((size_t)size, sizeof(void *));
     void **flushing = calloc((size_t)size, sizeof(void *));
@@ -418,10 +419,7 @@ static void teardown(glucx_ucx_tx_t *tx)
     tx->in_teardown = 0;
     atomic_store_explicit(&tx->fail_pending, 0, memory_order_relaxed);
     atomic_store_explicit(&tx->torn_down, 1, memory_order_release);
-    if (tx->cond_waiters > 0)
-        pthread_cond_broadcast(&tx->cond);
-    if (tx->efd_sleeping)
-        ucp_worker_signal(tx->worker);
+    glucx_ucx_wake_waiters(tx);
 }
 
 void glucx_ucx_teardown_if_pending(glucx_ucx_tx_t *tx)
@@ -450,10 +448,13 @@ int glucx_ucx_progress_locked(glucx_ucx_tx_t *tx)
     }
     if (tx->probe_head != NULL)
         n += glucx_ucx_probe_all(tx);
+    if (tx->win_pending && atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0)
+        glucx_ucx_win_progress(tx);
     if (tx->leave_arrived && atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0) {
         tx->leave_arrived = 0;
         glucx_ucx_post_ctrl(tx); /* on error, notices go unheard; the timeout still holds */
         leave_check(tx);
+        glucx_ucx_win_departed(tx);
     }
     glucx_ucx_teardown_if_pending(tx);
     return n;
@@ -486,6 +487,8 @@ typedef struct wait_for {
     int n;
     int any;
     unsigned wake_gen;
+    glucx_tx_win_t *win; /**< or a window: a placed message in it (drain: no fetch into it) */
+    int drain;
 } wait_for_t;
 
 static int all_done(glucx_tx_req_t *const *reqs, int n)
@@ -498,6 +501,15 @@ static int all_done(glucx_tx_req_t *const *reqs, int n)
 
 static int satisfied(glucx_ucx_tx_t *tx, const wait_for_t *w)
 {
+    if (w->win != NULL) {
+        if (glucx_tx_failure(&tx->base) != GLUCX_OK)
+            return 1;
+        if (w->drain)
+            return atomic_load_explicit(&w->win->fetching, memory_order_acquire) == 0;
+        if (atomic_load_explicit(&w->win->ready, memory_order_acquire) > 0)
+            return 1;
+        return atomic_load_explicit(&tx->base.wake_gen, memory_order_acquire) != w->wake_gen;
+    }
     if (!w->any)
         return all_done(w->reqs, w->n);
     for (int i = 0; i < w->n; i++)
@@ -592,6 +604,8 @@ static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t
         if (now >= deadline_ns) {
             if (glucx_ucx_progress(base) > 0 && satisfied(tx, w))
                 break;
+            if (w->win != NULL)
+                return GLUCX_ERR_TIMEOUT; /* the caller names the window */
             int pending = 0, first = -1;
             for (int i = 0; i < n; i++) {
                 if (!glucx_tx_req_done(reqs[i])) {
@@ -623,6 +637,8 @@ static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t
         block_once(tx, w, deadline_ns);
     }
     glucx_status_t failed = glucx_tx_failure(base);
+    if (w->win != NULL)
+        return failed != GLUCX_OK ? failed : satisfied(tx, w) ? GLUCX_OK : GLUCX_INPROGRESS;
     if (w->any) {
         for (int i = 0; i < n; i++)
             if (glucx_tx_req_done(reqs[i]))
@@ -636,6 +652,21 @@ static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t
                                    base->failure);
     }
     return GLUCX_OK;
+}
+
+glucx_status_t glucx_ucx_wait_win(glucx_ucx_tx_t *tx, glucx_tx_win_t *win, int drain,
+                                  int64_t deadline_ns, unsigned wake_gen)
+{
+    wait_for_t w = {.any = 1, .wake_gen = wake_gen, .win = win, .drain = drain};
+    return wait_common(&tx->base, &w, deadline_ns);
+}
+
+void glucx_ucx_wake_waiters(glucx_ucx_tx_t *tx)
+{
+    if (tx->cond_waiters > 0)
+        pthread_cond_broadcast(&tx->cond);
+    if (tx->efd_sleeping)
+        ucp_worker_signal(tx->worker);
 }
 
 glucx_status_t glucx_ucx_wait(glucx_tx_t *base, glucx_tx_req_t *const *reqs, int n,
@@ -659,9 +690,6 @@ void glucx_ucx_wake(glucx_tx_t *base)
     glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
     atomic_fetch_add_explicit(&base->wake_gen, 1, memory_order_acq_rel);
     pthread_mutex_lock(&tx->lock);
-    if (tx->cond_waiters > 0)
-        pthread_cond_broadcast(&tx->cond);
-    if (tx->efd_sleeping)
-        ucp_worker_signal(tx->worker);
+    glucx_ucx_wake_waiters(tx);
     pthread_mutex_unlock(&tx->lock);
 }

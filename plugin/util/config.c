@@ -123,6 +123,12 @@ glucx_status_t glucx_config_read(glucx_config_t *c)
     st = parse_int("GLUCX_COLL_NICE", -20, 19, "nice steps", &c->coll_nice);
     if (st != GLUCX_OK)
         return st;
+    const char *hold = get("GLUCX_WINDOW_HOLD");
+    if (glucx_config_parse_size(hold, &c->window_hold) != GLUCX_OK)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "GLUCX_WINDOW_HOLD=%s: expected a size in bytes (4096, 64K, 256M, 1G, "
+                           "inf)",
+                           hold);
     const char *level = get("GLUCX_LOG_LEVEL");
     static const char *const levels[] = {"error", "warn", "info", "debug", "trace"};
     int level_ok = 0;

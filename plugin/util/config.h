@@ -20,6 +20,10 @@
     X(GLUCX_SPIN_US, "200",                                                                        \
       "how long a waiting thread polls (yielding the core to other runnable threads) before "      \
       "it sleeps on the transport's event descriptor, microseconds; 0 sleeps at once")             \
+    X(GLUCX_WINDOW_HOLD, "256M",                                                                   \
+      "bytes of puts (glucx_iput) a communicator holds while no window takes them (eager "         \
+      "payload plus 256 per message; K/M/G suffixes); past it the communicator fails with "        \
+      "GLUCX_ERR_NO_MEMORY")                                                                       \
     X(GLUCX_COLL_NICE, "0",                                                                        \
       "nice increment of each communicator's collective thread over the thread that starts it "    \
       "(-20..19; negative: it wins the core from compute threads when it has work; needs "         \
@@ -44,7 +48,8 @@ typedef struct glucx_config {
     int64_t timeout_ms;
     int64_t keepalive_ms;
     int64_t spin_us;
-    int64_t coll_nice; /**< GLUCX_COLL_NICE: nice increment of the collective thread */
+    int64_t coll_nice;  /**< GLUCX_COLL_NICE: nice increment of the collective thread */
+    size_t window_hold; /**< GLUCX_WINDOW_HOLD: bytes of early puts held per communicator */
     char tune[1024];
     char calibration[512];
 } glucx_config_t;

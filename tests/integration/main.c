@@ -35,6 +35,14 @@ static const case_entry_t cases[] = {
     {"destroy_after", itest_case_destroy_after, NULL},
     {"early_destroy", itest_case_early_destroy, NULL},
     {"kind_mismatch", itest_case_kind_mismatch, NULL},
+    {"window", itest_case_window, NULL},
+    {"window_threads", itest_case_window_threads, NULL},
+    {"window_sync", itest_case_window_sync, NULL},
+    {"window_truncated", itest_case_window_truncated, NULL},
+    {"window_timeout", itest_case_window_timeout, NULL},
+    {"window_left", itest_case_window_left, NULL},
+    {"window_killed", itest_case_window_killed, itest_verdict_killed},
+    {"window_destroy", itest_case_window_destroy, NULL},
 };
 
 typedef struct run_arg {

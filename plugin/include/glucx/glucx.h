@@ -112,7 +112,9 @@ GLUCX_API glucx_status_t glucx_comm_create(glucx_context_t *context,
 /**
  * Destroy a communicator. Outstanding requests are cancelled or failed, and their buffers are
  * no longer touched once this returns; the requests themselves must still be freed. NULL is
- * accepted. Not thread-safe with other calls on the same communicator. Destruction is local: a
+ * accepted. Not thread-safe with other calls on the same communicator. Windows still open are
+ * detached: nothing writes into them afterwards, and glucx_window_destroy() only frees them.
+ * Destruction is local: a
  * peer still waiting for a message from this rank learns of it only when this process exits or
  * its connection closes, else at its timeout — end a job with a barrier before destroying.
  */
@@ -231,6 +233,12 @@ GLUCX_API glucx_status_t glucx_irecv_any(glucx_comm_t *comm, void *buf, size_t b
 /* / createSendBuffer, Buffer::send(offset, length, roffset)). Data is placed by whichever   */
 /* thread drives the communicator's progress (any wait on it), not only by glucx_window_wait(), */
 /* so a rank blocked in another wait on the communicator still receives.                     */
+/*                                                                                            */
+/* Puts that arrive for (peer, slot) while no window is open are held, in arrival order, and  */
+/* placed when one opens. Holding costs memory here (the payload of small puts, a fixed 256   */
+/* bytes per put) up to GLUCX_WINDOW_HOLD per communicator (default 256 MiB), past which the  */
+/* communicator fails with GLUCX_ERR_NO_MEMORY; a large put held keeps only a descriptor here */
+/* and its sender's request incomplete until the window opens.                                */
 
 /** Largest slot of glucx_window_create() / glucx_iput(). */
 #define GLUCX_SLOT_MAX UINT64_MAX
@@ -248,26 +256,33 @@ typedef struct glucx_window glucx_window_t;
 /**
  * Open a window of @p bytes bytes at @p buf for the messages @p peer puts with @p slot.
  * Messages that arrived for (peer, slot) before the window existed were held (in arrival order)
- * and are placed now. @p buf is borrowed until glucx_window_destroy() returns.
+ * and are placed now. @p buf is borrowed until glucx_window_destroy() returns (or
+ * glucx_comm_destroy(), which detaches every window still open).
  * @param peer   the one rank whose glucx_iput()s land here (may be this rank).
+ * @param slot   any 64-bit value, matched exactly with the sender's.
  * @param window_p receives the window.
  * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (peer out of range, NULL buf with bytes > 0, a window
- *         for (peer, slot) already open); the communicator's failure status; GLUCX_ERR_NO_MEMORY.
- *         Thread-safe.
+ *         for (peer, slot) already open, communicator not connected); the communicator's failure
+ *         status; GLUCX_ERR_NO_MEMORY. Thread-safe.
  */
-GLUCX_API glucx_status_t glucx_window_create(glucx_comm_t *comm, int peer, uint64_t slot,
-                                             void *buf, size_t bytes,
-                                             glucx_window_t **window_p);
+GLUCX_API glucx_status_t glucx_window_create(glucx_comm_t *comm, int peer, uint64_t slot, void *buf,
+                                             size_t bytes, glucx_window_t **window_p);
 
 /**
  * Put @p bytes bytes at @p buf (borrowed until the request completes) into @p peer's window for
  * (this rank, @p slot) at byte @p offset. Puts of one rank to one window are placed in the order
- * they were posted. If the message does not fit the window (offset + bytes > its size), the
- * receiving rank fails the communicator with GLUCX_ERR_TRUNCATED, naming slot, offset, sizes
- * and sender; nothing is written outside the window.
+ * they were posted (where they overlap; disjoint ones may land in any order, and
+ * glucx_window_wait() reports them in posting order). If the message does not fit the window
+ * (offset + bytes > its size), the receiving rank fails the communicator with
+ * GLUCX_ERR_TRUNCATED, naming slot, offset, sizes and sender; nothing is written outside the
+ * window. Zero-byte puts are allowed (buf may then be NULL); @p peer may be this rank.
  * @param flags 0 or GLUCX_PUT_SYNC.
- * @param request_p receives the request; wait on it and release it with glucx_request_free().
- * @return as glucx_isend().
+ * @param request_p receives the request; wait on it and release it with glucx_request_free()
+ *        (glucx_request_wait_any() accepts it among sends and receives).
+ * @return as glucx_isend(); GLUCX_ERR_INVALID_ARG also for unknown flags or an offset + bytes
+ *         that overflows. A put to a rank that destroyed its communicator, or one not yet placed
+ *         when its receiver destroys its communicator, fails the communicator
+ *         (GLUCX_ERR_ABORTED). Thread-safe.
  */
 GLUCX_API glucx_status_t glucx_iput(glucx_comm_t *comm, const void *buf, size_t bytes, int peer,
                                     uint64_t slot, size_t offset, unsigned flags,
@@ -276,21 +291,28 @@ GLUCX_API glucx_status_t glucx_iput(glucx_comm_t *comm, const void *buf, size_t 
 /**
  * Consume one message placed in @p window (a put whose bytes are all in the window), waiting
  * for one for at most @p timeout_ms (< 0: the communicator's timeout; 0: do not wait).
+ * Messages are consumed in the order they were posted.
  * @param since as glucx_request_wait_any(): glucx_comm_wake() after that count interrupts.
  * @param bytes_p receives the message's length (may be NULL); @param offset_p its offset.
  * @return GLUCX_OK; GLUCX_INPROGRESS (woken, or timeout_ms == 0 and none placed);
- *         GLUCX_ERR_TIMEOUT (fails the communicator, naming the window's peer and slot);
- *         the communicator's failure status. Thread-safe.
+ *         GLUCX_ERR_TIMEOUT (fails the communicator; the text says "Timed out waiting <T>ms"
+ *         and names the window's peer and slot); GLUCX_ERR_ABORTED when the peer destroyed its
+ *         communicator and nothing more of it is held for the window; the communicator's failure
+ *         status (a dead peer: GLUCX_ERR_PEER_FAILED); GLUCX_ERR_INVALID_ARG (NULL window, or its
+ *         communicator was destroyed). Thread-safe (several threads may wait on one window).
  */
 GLUCX_API glucx_status_t glucx_window_wait(glucx_window_t *window, int64_t timeout_ms,
                                            const unsigned *since, size_t *bytes_p,
                                            size_t *offset_p);
 
 /**
- * Close a window. A message being placed into it is waited for (up to the communicator's
- * timeout, after which the communicator fails), so the buffer is never written after this
- * returns; later messages for (peer, slot) are held as before the window existed. NULL is
- * accepted. Not concurrently with glucx_window_wait() on the same window.
+ * Close a window and free it. A message being placed into it is waited for (up to the
+ * communicator's timeout, after which the communicator fails with GLUCX_ERR_TIMEOUT), so the
+ * buffer is never written after this returns; messages that arrived but were not placed yet, and
+ * later ones, for (peer, slot) are held as before the window existed. Placed messages not
+ * consumed are dropped. A window detached by glucx_comm_destroy() is only freed. NULL is
+ * accepted. Not concurrently with glucx_window_wait() on the same window, nor with
+ * glucx_comm_destroy().
  */
 GLUCX_API void glucx_window_destroy(glucx_window_t *window);
 

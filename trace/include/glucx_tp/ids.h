@@ -62,11 +62,13 @@ enum {
  * - REQUEST: glucx_request_wait() on one request.
  * - WAIT_ANY: glucx_request_wait_any() on a set of requests.
  * - COLL: inside a collective algorithm, waiting for its outstanding messages.
+ * - WINDOW: glucx_window_wait(), waiting for a put to be placed in a window.
  */
 #define GLUCX_TP_WAIT_MAP(X)                                                                       \
     X(REQUEST, request, 0)                                                                         \
     X(WAIT_ANY, wait_any, 1)                                                                       \
-    X(COLL, coll, 2)
+    X(COLL, coll, 2)                                                                               \
+    X(WINDOW, window, 3)
 
 enum {
 #define GLUCX_TP_WAIT_ENUM_(name, lname, value) GLUCX_TP_WAIT_##name = (value),
