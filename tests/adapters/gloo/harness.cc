@@ -311,6 +311,17 @@ std::string Describe(const std::exception &e)
     return type + ": " + e.what();
 }
 
+std::vector<std::string> SplitList(const std::string &s)
+{
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty())
+            out.push_back(item);
+    return out;
+}
+
 Params Params::Parse(const std::string &text)
 {
     Params p;
@@ -576,6 +587,27 @@ void CheckGlooFailure(const Caught &c, const std::string &op, int peer)
                    c.what);
     else
         RANK_CHECK(!NamedRanks(c.what).empty(), op, ": the message names no peer rank: ", c.what);
+}
+
+void CheckNamesAPeer(const Caught &c, int self, const std::string &op)
+{
+    for (int r : NamedRanks(c.what))
+        if (r != self)
+            return;
+    RANK_CHECK(false, op, ": the message names no peer rank: ", c.what);
+}
+
+void CheckFailsPromptly(const std::function<void()> &op, const std::string &what, int self,
+                        Ms timeout)
+{
+    Caught c = CatchFrom(op);
+    RANK_CHECK(c.threw, what, " on the failed context did not throw (returned after ",
+               c.elapsed.count(), " ms)");
+    RANK_CHECK(c.gloo_exception, what, " on the failed context threw ", c.description,
+               ", not a gloo::Exception");
+    CheckNamesAPeer(c, self, what + " on the failed context");
+    RANK_CHECK(c.elapsed < timeout / 2, what, " on the failed context took ", c.elapsed.count(),
+               " ms, not less than half the timeout (", timeout.count(), " ms)");
 }
 
 } // namespace glucx_test

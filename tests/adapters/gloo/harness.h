@@ -80,6 +80,9 @@ inline void PrintTo(Mode m, std::ostream *os)
     *os << (m == Mode::kProcesses ? "processes" : "threads");
 }
 
+/** The items of a comma-separated list ("1,2,3"), empty ones left out. */
+std::vector<std::string> SplitList(const std::string &s);
+
 /** key=value parameters of a job, separated by spaces ("op=allreduce count=3"). */
 class Params
 {
@@ -208,6 +211,16 @@ std::vector<int> NamedRanks(const std::string &message);
 
 /** Check that c is a gloo::Exception and its message names `peer` (any peer if peer < 0). */
 void CheckGlooFailure(const Caught &c, const std::string &op, int peer);
+
+/** Check that c's message names some rank other than `self`. */
+void CheckNamesAPeer(const Caught &c, int self, const std::string &op);
+
+/**
+ * Run op on a failed context: it must throw a gloo::Exception naming a peer (not `self`), in
+ * less than half of `timeout` (the context's, which it would wait on a healthy context).
+ */
+void CheckFailsPromptly(const std::function<void()> &op, const std::string &what, int self,
+                        Ms timeout);
 
 } // namespace glucx_test
 
