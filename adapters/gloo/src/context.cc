@@ -155,19 +155,24 @@ void Context::throwIfFailed()
         GLOO_THROW_IO_EXCEPTION(error_);
 }
 
-void Context::fail(const std::string &what)
+void Context::recordFailure(const std::string &what)
 {
     std::unique_lock<std::mutex> g(lock_);
-    if (!failed_.load(std::memory_order_relaxed)) {
-        error_ = what;
-        failed_.store(true, std::memory_order_release);
-        glucx_comm_t *c = comm_;
-        g.unlock();
-        /* Peers learn of it (their operations with this rank fail rather than time out). */
-        if (c != nullptr)
-            glucx_comm_abort(c, what.c_str());
-        g.lock();
-    }
+    if (failed_.load(std::memory_order_relaxed))
+        return;
+    error_ = what;
+    failed_.store(true, std::memory_order_release);
+    glucx_comm_t *c = comm_;
+    g.unlock();
+    /* Peers learn of it (their operations with this rank fail rather than time out). */
+    if (c != nullptr)
+        glucx_comm_abort(c, what.c_str());
+}
+
+void Context::fail(const std::string &what)
+{
+    recordFailure(what);
+    std::lock_guard<std::mutex> g(lock_);
     GLOO_THROW_IO_EXCEPTION(error_);
 }
 
@@ -205,29 +210,19 @@ void Pair::setSync(bool, bool)
      * engine already spins briefly before it sleeps, so there is nothing to switch. */
 }
 
-namespace
+std::unique_ptr<::gloo::transport::Buffer> Pair::createSendBuffer(int slot, void *ptr, size_t size)
 {
-
-[[noreturn]] void unsupportedBoundBuffer(const char *what, int slot, size_t size, int peer)
-{
-    throw ::gloo::EnforceNotMet(
-        __FILE__, __LINE__, "bound buffers are unsupported",
-        ::gloo::MakeString("glucx: the bound-buffer API (", what, ", slot ", slot, ", ", size,
-                           " bytes, peer ", peer,
-                           ") is unsupported: use Gloo's function-style collectives "
-                           "(gloo::allreduce, ...), which use unbound buffers"));
+    GLOO_ENFORCE(ptr != nullptr || size == 0, "glucx: createSendBuffer for rank ", peer_, " (slot ",
+                 slot, "): NULL pointer with ", size, " bytes");
+    context_->comm(); /* connected and not failed, or throws */
+    return std::make_unique<Buffer>(context_->shared_from_this(), peer_, slot, ptr, size, false);
 }
 
-} // namespace
-
-std::unique_ptr<::gloo::transport::Buffer> Pair::createSendBuffer(int slot, void *, size_t size)
+std::unique_ptr<::gloo::transport::Buffer> Pair::createRecvBuffer(int slot, void *ptr, size_t size)
 {
-    unsupportedBoundBuffer("createSendBuffer", slot, size, peer_);
-}
-
-std::unique_ptr<::gloo::transport::Buffer> Pair::createRecvBuffer(int slot, void *, size_t size)
-{
-    unsupportedBoundBuffer("createRecvBuffer", slot, size, peer_);
+    GLOO_ENFORCE(ptr != nullptr || size == 0, "glucx: createRecvBuffer for rank ", peer_, " (slot ",
+                 slot, "): NULL pointer with ", size, " bytes");
+    return std::make_unique<Buffer>(context_->shared_from_this(), peer_, slot, ptr, size, true);
 }
 
 void Pair::send(::gloo::transport::UnboundBuffer *buf, uint64_t tag, size_t offset, size_t nbytes)

@@ -1,8 +1,10 @@
 /*
  * Internal classes of the Gloo shim. Every byte goes through libglucx: a Gloo transport context
  * is one glucx communicator, a pair is that communicator's view of one peer, an unbound buffer
- * posts glucx point-to-point operations and counts their completions. The shim itself keeps only
- * the bookkeeping Gloo's interface asks for (completion counts, abort flags, the first error).
+ * posts glucx point-to-point operations and counts their completions, a bound buffer is a glucx
+ * window (receive side) or posts glucx puts into the peer's window (send side). The shim itself
+ * keeps only the bookkeeping Gloo's interface asks for (completion counts, abort flags, the
+ * first error).
  */
 #ifndef GLUCX_GLOO_SHIM_H
 #define GLUCX_GLOO_SHIM_H
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include <gloo/transport/address.h>
+#include <gloo/transport/buffer.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/device.h>
 #include <gloo/transport/pair.h>
@@ -127,6 +130,9 @@ class Context final : public ::gloo::transport::Context,
      */
     [[noreturn]] void fail(const std::string &what);
 
+    /** fail() without the throw, for destructors. */
+    void recordFailure(const std::string &what);
+
     std::chrono::milliseconds timeout() const
     {
         return getTimeout();
@@ -191,6 +197,77 @@ class UnboundBuffer final : public ::gloo::transport::UnboundBuffer
     /* per direction, one thread at a time blocks in glucx for this buffer */
     bool drivingRecv_ = false, drivingSend_ = false;
 };
+
+/**
+ * A bound buffer (Pair::createSendBuffer / createRecvBuffer): @p size bytes at @p ptr (borrowed
+ * until the buffer is destroyed) for one peer and one slot.
+ *
+ * A receive buffer is a glucx window for (peer, slot) (glucx_window_create): the peer's puts
+ * are placed into it by whichever thread drives the communicator (also before waitRecv is
+ * called), and each waitRecv consumes one placed message. A send buffer's send(offset, length,
+ * roffset) copies bytes [offset, offset + length) and posts one glucx_iput of the copy into
+ * the peer's window at roffset; each waitSend consumes one completed put. The copy is taken at
+ * send(), as Gloo's TCP transport writes a message into its socket at send(): Gloo's
+ * algorithms rely on it (ReduceScatterHalvingDoubling rewrites a buffer it sent from without
+ * waiting for the send). Either kind may send (as in Gloo); only a receive buffer may waitRecv.
+ *
+ * Errors: argument errors (a range outside the buffer, a second receive buffer for one peer
+ * and slot, waitSend with no send posted, waitRecv on a send buffer) throw
+ * gloo::EnforceNotMet and leave the context usable. Every other error, and a wait past the
+ * context's timeout, fails the context (Context::fail): gloo::IoException naming the
+ * operation, sizes, slot and peer, rethrown by every later call on the context.
+ * Destruction never lets glucx touch the memory afterwards: a receive buffer waits for a
+ * message being placed (glucx_window_destroy), a send buffer's puts read only their copies,
+ * which it frees once the puts are complete (it waits for them up to the context's timeout,
+ * after which the context fails); neither throws.
+ *
+ * Threads: as unbound buffers. send, waitSend and waitRecv may be called from several threads
+ * at once; one thread at a time waits in glucx for a send buffer's puts (others sleep on its
+ * condition variable), and any number may wait on a receive buffer's window. Destruction must
+ * not overlap another call on the same buffer.
+ */
+class Buffer final : public ::gloo::transport::Buffer
+{
+  public:
+    Buffer(std::shared_ptr<Context> context, int peer, int slot, void *ptr, size_t size,
+           bool isRecv);
+    ~Buffer() override;
+
+    void send(size_t offset, size_t length, size_t roffset) override;
+    void waitRecv() override;
+    void waitSend() override;
+
+  private:
+    struct Put {
+        glucx_request_t *req;
+        size_t offset, length, roffset;
+        std::vector<char> staged; /* the bytes, copied at send() */
+    };
+
+    /* "the bound send buffer (slot 3, 400 bytes) to rank 1 (rank 0 of 2)" */
+    std::string describe() const;
+    std::string describe(const Put &put) const;
+    /* Count the completed puts and free them; throws on a failed one. m_ held, and no thread
+     * waiting in glucx on pending_ (driving_ false): it would wait on freed requests. */
+    void harvestLocked();
+
+    std::shared_ptr<Context> context_;
+    const int peer_;
+    const bool isRecv_;
+    glucx_window_t *window_ = nullptr; /* receive buffers */
+    std::mutex m_;                     /* guards the fields below */
+    std::condition_variable cv_;
+    std::vector<Put> pending_;
+    std::vector<std::vector<char>> spare_; /* staging memory of completed puts, for reuse */
+    size_t sendsDone_ = 0;
+    bool driving_ = false; /* a thread waits in glucx for pending_ */
+};
+
+/** The glucx window slot of a bound buffer's Gloo slot (one-to-one). */
+inline std::uint64_t BoundSlot(int slot)
+{
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(slot));
+}
 
 /** Text of the thread's last glucx error. */
 std::string lastError();

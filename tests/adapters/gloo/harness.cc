@@ -29,6 +29,7 @@
 #include <gloo/common/logging.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
 
 #include <glucx/gloo.h>
 
@@ -310,6 +311,17 @@ std::string Describe(const std::exception &e)
     return type + ": " + e.what();
 }
 
+std::vector<std::string> SplitList(const std::string &s)
+{
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty())
+            out.push_back(item);
+    return out;
+}
+
 Params Params::Parse(const std::string &text)
 {
     Params p;
@@ -353,20 +365,52 @@ std::shared_ptr<::gloo::transport::Device> &RankEnv::Device()
     return device_;
 }
 
+std::shared_ptr<::gloo::transport::Device> &RankEnv::TcpDevice()
+{
+    if (!tcp_device_) {
+        ::gloo::transport::tcp::attr a;
+        a.hostname = "127.0.0.1";
+        tcp_device_ = ::gloo::transport::tcp::CreateDevice(a);
+        RANK_CHECK(tcp_device_ != nullptr, "gloo::transport::tcp::CreateDevice returned null");
+    }
+    return tcp_device_;
+}
+
+namespace
+{
+
+std::shared_ptr<::gloo::Context> ConnectIn(const std::string &store_dir, int rank, int size,
+                                           int base, Ms timeout,
+                                           std::shared_ptr<::gloo::transport::Device> dev)
+{
+    std::error_code ec;
+    std::filesystem::create_directories(store_dir, ec); /* every rank may race to create it */
+    RANK_CHECK(std::filesystem::is_directory(store_dir), "cannot create ", store_dir);
+    ::gloo::rendezvous::FileStore store(store_dir);
+    auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank, size, base);
+    ctx->setTimeout(timeout);
+    ctx->connectFullMesh(store, dev);
+    return ctx;
+}
+
+} // namespace
+
 std::shared_ptr<::gloo::Context> RankEnv::Connect(Ms timeout,
                                                   std::shared_ptr<::gloo::transport::Device> dev)
 {
     if (!dev)
         dev = Device();
-    std::string store_dir = Str(dir, "/store", connects_++);
-    std::error_code ec;
-    std::filesystem::create_directories(store_dir, ec); /* every rank may race to create it */
-    RANK_CHECK(std::filesystem::is_directory(store_dir), "cannot create ", store_dir);
-    ::gloo::rendezvous::FileStore store(store_dir);
-    auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank, size);
-    ctx->setTimeout(timeout);
-    ctx->connectFullMesh(store, dev);
-    return ctx;
+    return ConnectIn(Str(dir, "/store", connects_++), rank, size, 2, timeout, dev);
+}
+
+std::shared_ptr<::gloo::Context>
+RankEnv::ConnectGroup(const std::string &name, int group_size, Ms timeout,
+                      std::shared_ptr<::gloo::transport::Device> dev, int base)
+{
+    RANK_CHECK(rank < group_size && group_size <= size, "rank ", rank,
+               " cannot join the group of ranks 0..", group_size - 1, " of a ", size, "-rank job");
+    RANK_CHECK(dev != nullptr, "ConnectGroup ", name, ": no device");
+    return ConnectIn(Str(dir, "/group.", name), rank, group_size, base, timeout, dev);
 }
 
 void RankEnv::Signal(const std::string &name)
@@ -543,6 +587,27 @@ void CheckGlooFailure(const Caught &c, const std::string &op, int peer)
                    c.what);
     else
         RANK_CHECK(!NamedRanks(c.what).empty(), op, ": the message names no peer rank: ", c.what);
+}
+
+void CheckNamesAPeer(const Caught &c, int self, const std::string &op)
+{
+    for (int r : NamedRanks(c.what))
+        if (r != self)
+            return;
+    RANK_CHECK(false, op, ": the message names no peer rank: ", c.what);
+}
+
+void CheckFailsPromptly(const std::function<void()> &op, const std::string &what, int self,
+                        Ms timeout)
+{
+    Caught c = CatchFrom(op);
+    RANK_CHECK(c.threw, what, " on the failed context did not throw (returned after ",
+               c.elapsed.count(), " ms)");
+    RANK_CHECK(c.gloo_exception, what, " on the failed context threw ", c.description,
+               ", not a gloo::Exception");
+    CheckNamesAPeer(c, self, what + " on the failed context");
+    RANK_CHECK(c.elapsed < timeout / 2, what, " on the failed context took ", c.elapsed.count(),
+               " ms, not less than half the timeout (", timeout.count(), " ms)");
 }
 
 } // namespace glucx_test

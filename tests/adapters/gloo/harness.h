@@ -8,7 +8,8 @@
  * CheckFailure; the runner turns a rank's CheckFailure or unexpected exception into a test
  * failure naming the rank. Every job has a wall-clock deadline: process ranks still running then
  * are SIGKILLed by PID; a thread rank that does not finish ends the test program (it cannot be
- * stopped otherwise), after printing which rank hung.
+ * stopped otherwise), after printing which rank hung. Besides the glucx device, a rank can
+ * create Gloo's own TCP device (on 127.0.0.1) as the reference a test compares glucx with.
  */
 #ifndef GLUCX_TEST_GLOO_HARNESS_H
 #define GLUCX_TEST_GLOO_HARNESS_H
@@ -79,6 +80,9 @@ inline void PrintTo(Mode m, std::ostream *os)
     *os << (m == Mode::kProcesses ? "processes" : "threads");
 }
 
+/** The items of a comma-separated list ("1,2,3"), empty ones left out. */
+std::vector<std::string> SplitList(const std::string &s);
+
 /** key=value parameters of a job, separated by spaces ("op=allreduce count=3"). */
 class Params
 {
@@ -109,6 +113,10 @@ class RankEnv
     /** This rank's device (created on first use with glucx::gloo::CreateDevice()). */
     std::shared_ptr<::gloo::transport::Device> &Device();
 
+    /** This rank's reference device: Gloo's own TCP transport on 127.0.0.1 (created on first
+     *  use). */
+    std::shared_ptr<::gloo::transport::Device> &TcpDevice();
+
     /**
      * A new context of all the job's ranks, connected through Gloo's own
      * rendezvous::Context::connectFullMesh and a FileStore in a fresh directory of the job (the
@@ -118,6 +126,16 @@ class RankEnv
      */
     std::shared_ptr<::gloo::Context> Connect(Ms timeout,
                                              std::shared_ptr<::gloo::transport::Device> dev = {});
+
+    /**
+     * A new context of the job's ranks 0..size-1 (the caller must be one of them), connected as
+     * Connect() does through a store directory named after @p name: every member passes the
+     * same name, each name is used once per job, and ranks outside the group do not call.
+     * @param base the context's base (gloo::Context::base, which AllreduceBcube uses).
+     */
+    std::shared_ptr<::gloo::Context> ConnectGroup(const std::string &name, int size, Ms timeout,
+                                                  std::shared_ptr<::gloo::transport::Device> dev,
+                                                  int base = 2);
 
     /** Out-of-band signalling between the job's ranks (a file in the job directory). */
     void Signal(const std::string &name);
@@ -129,7 +147,7 @@ class RankEnv
     [[noreturn]] void KillSelf();
 
   private:
-    std::shared_ptr<::gloo::transport::Device> device_;
+    std::shared_ptr<::gloo::transport::Device> device_, tcp_device_;
     int connects_ = 0;
 };
 
@@ -193,6 +211,16 @@ std::vector<int> NamedRanks(const std::string &message);
 
 /** Check that c is a gloo::Exception and its message names `peer` (any peer if peer < 0). */
 void CheckGlooFailure(const Caught &c, const std::string &op, int peer);
+
+/** Check that c's message names some rank other than `self`. */
+void CheckNamesAPeer(const Caught &c, int self, const std::string &op);
+
+/**
+ * Run op on a failed context: it must throw a gloo::Exception naming a peer (not `self`), in
+ * less than half of `timeout` (the context's, which it would wait on a healthy context).
+ */
+void CheckFailsPromptly(const std::function<void()> &op, const std::string &what, int self,
+                        Ms timeout);
 
 } // namespace glucx_test
 

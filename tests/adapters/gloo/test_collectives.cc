@@ -450,17 +450,6 @@ template <typename T> void RunOp(Run &run, const std::string &op, size_t n)
         RANK_CHECK(false, "unknown collective ", op);
 }
 
-std::vector<std::string> SplitList(const std::string &s)
-{
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ','))
-        if (!item.empty())
-            out.push_back(item);
-    return out;
-}
-
 /* params: op=<collective> [dtypes=int,float,double] [counts=1,1023,12345] [quick=1] */
 GLUCX_RANK_BODY(collective)
 {

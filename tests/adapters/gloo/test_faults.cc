@@ -37,30 +37,6 @@ void Barrier(const std::shared_ptr<::gloo::Context> &ctx, uint32_t tag, Ms timeo
     ::gloo::barrier(opts);
 }
 
-/* Names a rank other than self. */
-void CheckNamesAPeer(const Caught &c, int self, const std::string &op)
-{
-    for (int r : NamedRanks(c.what))
-        if (r != self)
-            return;
-    RANK_CHECK(false, op, ": the message names no peer rank: ", c.what);
-}
-
-/* A later operation on a failed context throws promptly: well under the timeout it would wait
- * if the context were healthy. */
-void CheckFailsPromptly(const std::function<void()> &op, const std::string &what, int self,
-                        Ms timeout)
-{
-    Caught c = CatchFrom(op);
-    RANK_CHECK(c.threw, what, " on the failed context did not throw (returned after ",
-               c.elapsed.count(), " ms)");
-    RANK_CHECK(c.gloo_exception, what, " on the failed context threw ", c.description,
-               ", not a gloo::Exception");
-    CheckNamesAPeer(c, self, what + " on the failed context");
-    RANK_CHECK(c.elapsed < timeout / 2, what, " on the failed context took ", c.elapsed.count(),
-               " ms, not less than half the timeout (", timeout.count(), " ms)");
-}
-
 /* Bound on an operation that must fail by timeout or failure detection: within the timeout,
  * with half of it again as slack for scheduling (the bound, not the timeout, is scaled). */
 void CheckWithinTimeout(const Caught &c, const std::string &op, Ms timeout)

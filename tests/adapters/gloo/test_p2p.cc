@@ -3,8 +3,8 @@
  * receive from any of a list of ranks (including PyTorch's list with duplicates and the caller
  * itself) with waitRecv reporting the sender, several outstanding receives on one buffer at
  * different offsets, FIFO order per (peer, slot) with receives posted before and after the
- * sends, zero-byte messages, several threads on one context, two contexts on one device, and
- * the unsupported bound-buffer API.
+ * sends, zero-byte messages, several threads on one context and two contexts on one device.
+ * (The bound-buffer API is tested in test_bound_buffer.cc and test_algorithms.cc.)
  */
 #include <algorithm>
 #include <cstring>
@@ -29,39 +29,8 @@ namespace
 
 using ::gloo::transport::UnboundBuffer;
 
-constexpr uint8_t kPoisonByte = 0xa5;
 /* A p2p slot far above the collective-free range's small numbers (identity range < 2^47). */
 constexpr uint64_t kHighSlot = (uint64_t(1) << 46) + 12345;
-
-/* Byte j of a message from src to dst (seed distinguishes messages). */
-uint8_t PatternByte(uint64_t seed, int src, int dst, size_t j)
-{
-    return static_cast<uint8_t>(
-        Mix64(seed * 0x9e3779b97f4a7c15ULL ^ (uint64_t(src) << 48) ^ (uint64_t(dst) << 40) ^ j));
-}
-
-void FillPattern(uint8_t *p, size_t n, uint64_t seed, int src, int dst)
-{
-    for (size_t j = 0; j < n; j++)
-        p[j] = PatternByte(seed, src, dst, j);
-}
-
-void CheckPattern(const uint8_t *p, size_t n, uint64_t seed, int src, int dst,
-                  const std::string &what)
-{
-    size_t bad = 0, first = 0;
-    for (size_t j = 0; j < n; j++)
-        if (p[j] != PatternByte(seed, src, dst, j) && bad++ == 0)
-            first = j;
-    RANK_CHECK(bad == 0, what, ": ", bad, " of ", n, " bytes differ from what rank ", src,
-               " sent (first at byte ", first, ")");
-}
-
-void CheckUntouched(const uint8_t *p, size_t n, const std::string &what)
-{
-    for (size_t j = 0; j < n; j++)
-        RANK_CHECK(p[j] == kPoisonByte, what, ": byte ", j, " was written");
-}
 
 /* waitRecv / waitSend once, returning the reported peer. */
 int WaitRecvRank(UnboundBuffer &buf, const std::string &what)
@@ -521,35 +490,6 @@ void TwoContexts(RankEnv &env, const std::shared_ptr<::gloo::Context> &a)
                        "allreduce with one tag on two contexts");
 }
 
-// ---- bound buffers --------------------------------------------------------------------------
-
-void BoundBuffers(RankEnv &, const std::shared_ptr<::gloo::Context> &ctx)
-{
-    const int peer = (ctx->rank + 1) % ctx->size;
-    auto &pair = ctx->getPair(peer);
-    RANK_CHECK(pair != nullptr, "no pair for rank ", peer);
-    std::vector<uint8_t> data(64);
-    for (int recv = 0; recv < 2; recv++) {
-        const char *op = recv ? "Pair::createRecvBuffer" : "Pair::createSendBuffer";
-        Caught c = CatchFrom([&] {
-            if (recv)
-                pair->createRecvBuffer(1, data.data(), data.size());
-            else
-                pair->createSendBuffer(1, data.data(), data.size());
-        });
-        RANK_CHECK(c.threw, op, " did not throw");
-        RANK_CHECK(c.description.find("gloo::EnforceNotMet") != std::string::npos, op, " threw ",
-                   c.description, ", expected gloo::EnforceNotMet");
-        std::string lower = c.what;
-        std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-        RANK_CHECK(lower.find("unsupported") != std::string::npos ||
-                       lower.find("not supported") != std::string::npos,
-                   op, ": the message does not say it is unsupported: ", c.what);
-    }
-    /* the context still works */
-    AllreduceLoop(ctx, 1, 1);
-}
-
 // ---- abortWaitRecv / abortWaitSend ----------------------------------------------------------
 
 /* Call abort from another thread while the caller waits (after a pause, so the waiter is most
@@ -728,7 +668,7 @@ void Churn(RankEnv &env, const std::shared_ptr<::gloo::Context> &first)
 }
 
 /* params:
- * case=<exchange|recv_any|fifo|zero|concurrent|two_contexts|bound|abort|destroyed|many|churn>
+ * case=<exchange|recv_any|fifo|zero|concurrent|two_contexts|abort|destroyed|many|churn>
  *         [timeout_ms=] */
 GLUCX_RANK_BODY(p2p)
 {
@@ -746,8 +686,6 @@ GLUCX_RANK_BODY(p2p)
         Concurrent(env, ctx);
     else if (c == "two_contexts")
         TwoContexts(env, ctx);
-    else if (c == "bound")
-        BoundBuffers(env, ctx);
     else if (c == "many")
         Many(env, ctx);
     else if (c == "churn")
@@ -840,11 +778,6 @@ INSTANTIATE_TEST_SUITE_P(, P2pTwoRanks,
                                         std::get<1>(i.param) == Mode::kProcesses ? "_processes"
                                                                                  : "_threads");
                          });
-
-TEST(BoundBuffer, CreateSendAndRecvBufferThrowUnsupported)
-{
-    RunP2p({"bound", 2, ""}, Mode::kThreads);
-}
 
 /* The same exchanges with UCX restricted to TCP over loopback (the inter-host path). */
 TEST(TcpLoopback, ExchangeN3Processes)

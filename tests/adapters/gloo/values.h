@@ -127,6 +127,43 @@ void CheckArray(const T *got, size_t n, F expect, const std::string &what)
     RANK_CHECK(bad == 0, what, ": ", bad, " of ", n, " elements differ:", first);
 }
 
+// ---- byte patterns (point-to-point messages) ------------------------------------------------
+
+/** What tests write into receive memory before a transfer, to see which bytes it wrote. */
+constexpr uint8_t kPoisonByte = 0xa5;
+
+/** Byte j of a message from src to dst (seed distinguishes messages). */
+inline uint8_t PatternByte(uint64_t seed, int src, int dst, size_t j)
+{
+    return static_cast<uint8_t>(
+        Mix64(seed * 0x9e3779b97f4a7c15ULL ^ (uint64_t(src) << 48) ^ (uint64_t(dst) << 40) ^ j));
+}
+
+inline void FillPattern(uint8_t *p, size_t n, uint64_t seed, int src, int dst)
+{
+    for (size_t j = 0; j < n; j++)
+        p[j] = PatternByte(seed, src, dst, j);
+}
+
+/** Check p[0..n) against the pattern of seed from src to dst. */
+inline void CheckPattern(const uint8_t *p, size_t n, uint64_t seed, int src, int dst,
+                         const std::string &what)
+{
+    size_t bad = 0, first = 0;
+    for (size_t j = 0; j < n; j++)
+        if (p[j] != PatternByte(seed, src, dst, j) && bad++ == 0)
+            first = j;
+    RANK_CHECK(bad == 0, what, ": ", bad, " of ", n, " bytes differ from what rank ", src,
+               " sent (first at byte ", first, ")");
+}
+
+/** Check that p[0..n) still holds kPoisonByte. */
+inline void CheckUntouched(const uint8_t *p, size_t n, const std::string &what)
+{
+    for (size_t j = 0; j < n; j++)
+        RANK_CHECK(p[j] == kPoisonByte, what, ": byte ", j, " was written");
+}
+
 } // namespace glucx_test
 
 #endif

@@ -15,13 +15,13 @@
  * Gloo device "UCX" (GLOO_DEVICE_TRANSPORT=UCX).
  *
  * Supported: the unbound-buffer API (everything PyTorch 1.13 and Gloo's function-style
- * collectives use). The bound-buffer API (Pair::createSendBuffer/createRecvBuffer, used by
- * Gloo's class-template algorithms such as AllreduceRing<T>) throws gloo::EnforceNotMet
- * ("unsupported").
+ * collectives use) and the bound-buffer API (Pair::createSendBuffer/createRecvBuffer, used by
+ * Gloo's class-template algorithms such as AllreduceRing<T>): a receive buffer is a glucx
+ * window, a send buffer puts a copy of the bytes it sends into the peer's window.
  *
  * Pair addresses are this rank's glucx record (UCX worker address, host identity, settings
  * digest): a few hundred bytes, more than gloo::transport::Address::kMaxByteSize (192), which
- * only gloo::rendezvous::ContextFactory relies on (it also needs the bound-buffer API).
+ * only gloo::rendezvous::ContextFactory relies on (so it cannot make contexts of this device).
  * connectFullMesh, which PyTorch uses, carries addresses of any length.
  *
  * Errors are Gloo's exceptions: gloo::IoException for timeouts, dead peers and transport
