@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <ucp/api/ucp.h>
 
@@ -32,6 +33,10 @@
 /** Orderly leave: the sender destroyed its healthy transport (glucx_ucx_notice_t, status 0, no
  * text). Taken by the same posted receive as notices (its kind differs only in this bit). */
 #define GLUCX_UCX_CTRL_LEAVE UINT64_C(2)
+/** A rank's address record, served by its listener to a peer that fetches it (compact
+ * addresses, ucx_boot.c). Neither the notice receive (kinds 0 and 2) nor a hello receive (exact
+ * tag) matches it. */
+#define GLUCX_UCX_CTRL_RECORD UINT64_C(4)
 
 /** Poll this long (progressing) before sleeping on the worker's event descriptor (default of
  * GLUCX_SPIN_US). */
@@ -73,6 +78,8 @@ struct glucx_ucx_context {
     int64_t keepalive_ns; /**< keepalive interval in force (UCX default when not configured) */
     int64_t spin_ns;      /**< how long waits poll before sleeping */
     int shm;              /**< UCX_TLS lets a shared-memory transport in (mm or cma) */
+    int net;              /**< UCX_TLS lets a network transport in (tcp, InfiniBand): needed
+                               by client-server endpoints (compact addresses, ucx_boot.c) */
 };
 
 /**
@@ -120,6 +127,33 @@ typedef struct glucx_ucx_probe {
     int npeers;    /**< distinct sources */
     int peers[];
 } glucx_ucx_probe_t;
+
+/** A client-server endpoint of the compact-address rendezvous (ucx_boot.c). */
+typedef struct glucx_ucx_boot_ep {
+    struct glucx_ucx_tx *tx;
+    ucp_ep_h ep;      /**< NULL once closed */
+    int rank;         /**< fetching: the rank whose listener it connects to; serving: -1 */
+    atomic_int error; /**< ucs_status_t UCX reported for the endpoint (0: none); set from
+                           any thread */
+    void *flush_req;  /**< serving: the flush that completes the wireup, until its
+                           callback ran */
+    int flushed;      /**< serving: wireup complete, the record not sent yet */
+    void *send_req;   /**< serving: the record's send, until its callback ran */
+    struct sockaddr_storage addr; /**< fetching: the listener's socket address */
+} glucx_ucx_boot_ep_t;
+
+/** The compact-address rendezvous of one transport: its listener and endpoints (ucx_boot.c). */
+typedef struct glucx_ucx_boot {
+    ucp_listener_h listener; /**< NULL: not listening */
+    void *record;            /**< copy of what the listener serves */
+    size_t record_len;
+    ucp_conn_request_h *queued; /**< connection requests not yet accepted */
+    int nqueued, queued_cap;
+    int work;                  /**< requests queued or endpoints flushed since the last
+                                    glucx_ucx_boot_progress */
+    glucx_ucx_boot_ep_t **eps; /**< every endpoint opened, fetching and serving */
+    int neps, eps_cap;
+} glucx_ucx_boot_t;
 
 /** Error-callback argument per endpoint. */
 typedef struct glucx_ucx_peer {
@@ -189,6 +223,9 @@ typedef struct glucx_ucx_tx {
     atomic_int torn_down;
     int notices_pending;
     glucx_ucx_notice_t notice_buf; /**< outgoing notice (must outlive its sends) */
+
+    glucx_ucx_boot_t *boot; /**< compact-address rendezvous (listener, client-server
+                                 endpoints) until glucx_tx_ucx_unlisten; NULL: none */
 
     int64_t tick_ns; /**< longest sleep before progressing again (keepalive) */
     int64_t spin_ns; /**< how long waits poll before sleeping (from the context) */
@@ -270,6 +307,19 @@ void glucx_ucx_teardown_if_pending(glucx_ucx_tx_t *tx);
 int glucx_ucx_progress_locked(glucx_ucx_tx_t *tx);
 /** UCX endpoint error callback. */
 void glucx_ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
+/** Progress until every UCX request in reqs[0..n) (NULL entries skipped) completed or @p wait_ns
+ *  passed; free the completed ones (set to NULL). Lock held, outside callbacks.
+ *  @return the number left unfinished. */
+int glucx_ucx_finish_requests(glucx_ucx_tx_t *tx, void **reqs, int n, int64_t wait_ns);
+
+/* ucx_boot.c */
+/** Accept the queued connection requests of the listener (an endpoint each, flushed), and send
+ *  the record on each endpoint whose flush completed. Lock held, outside callbacks.
+ *  @return the number of requests accepted and records sent. */
+int glucx_ucx_boot_progress(glucx_ucx_tx_t *tx);
+/** Close the listener and every rendezvous endpoint (forcibly), wait (bounded) for their
+ *  requests, free tx->boot. Lock held, outside callbacks. */
+void glucx_ucx_boot_close(glucx_ucx_tx_t *tx);
 /**
  * Check whether local peers exited (readable pidfd, or kill(pid, 0) fails with ESRCH, or the
  * process is a zombie); an exited peer's messages already queued are progressed, then it is
