@@ -1566,8 +1566,9 @@ static int compact_fault(ts_t *t, glucx_context_t *ctx, enum compact_fault fault
  * compact address after connect is refused. Then rank 1's entry altered in rank 0's copy fails
  * rank 0's connect at once, naming both ranks: digest (MISMATCH), length (MISMATCH), another
  * rank's address (MISMATCH), a port that refuses (PEER_FAILED), and with 3 ranks rank 2's
- * listener in its place (MISMATCH: rank 2's record twice). Last, UCX_TLS=shm,self (no network
- * transport): GLUCX_ERR_UNSUPPORTED, and the full records still connect.
+ * listener in its place (MISMATCH: rank 2's record twice). Communicators destroyed while
+ * listening leave no descriptor. Last, UCX_TLS=shm,self (no network transport):
+ * GLUCX_ERR_UNSUPPORTED, and the full records still connect.
  */
 int itest_case_twostep_compact(const itest_env_t *env, int rank, int size)
 {
@@ -1670,7 +1671,27 @@ int itest_case_twostep_compact(const itest_env_t *env, int rank, int size)
     if (size > 2)
         rc |= compact_fault(t, ctx, FAULT_DUPLICATE, GLUCX_ERR_MISMATCH, "twice");
 
-    /* 4. no network transport: no compact address, the full records still work */
+    /* 4. listening communicators destroyed unconnected: no descriptor (or, under ASan, memory)
+     * left, the listener included */
+    int fds_before = -1;
+    for (int i = 0; i < 4; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "tc-unused-%d", i);
+        comm = NULL;
+        if (ITEST_STATUS(prepare(ctx, rank, size, name, &comm), GLUCX_OK,
+                         "glucx_comm_prepare('%s')", name) == 0)
+            ITEST_STATUS(glucx_comm_compact_address(comm, "127.0.0.1", ca, sizeof(ca)), GLUCX_OK,
+                         "glucx_comm_compact_address('%s')", name);
+        glucx_comm_destroy(comm);
+        if (i == 0)
+            fds_before = itest_open_fds(); /* after the first: UCX's lazy set-up is done */
+    }
+    ITEST_CHECK(itest_open_fds() == fds_before,
+                "3 listening communicators destroyed unconnected changed the open descriptors "
+                "from %d to %d",
+                fds_before, itest_open_fds());
+
+    /* 5. no network transport: no compact address, the full records still work */
     glucx_context_t *shm_ctx = NULL;
     setenv("UCX_TLS", "shm,self", 1);
     st = glucx_context_create(NULL, &shm_ctx);
