@@ -237,8 +237,10 @@ static void ucx_destroy(glucx_tx_t *base)
     }
     if (tx->ctrl_req == NULL)
         drain_ctrl(tx);
+    glucx_ucx_boot_drain(tx);
     ucp_worker_release_address(tx->worker, tx->addr);
     ucp_worker_destroy(tx->worker);
+    glucx_ucx_boot_free(tx);
     pthread_cond_destroy(&tx->cond);
     pthread_mutex_destroy(&tx->lock);
     pthread_mutex_destroy(&tx->fail_lock);
@@ -562,6 +564,7 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
     }
     free(ids);
     tx->connected = 1;
+    tx->ever_connected = 1;
     pthread_mutex_unlock(&tx->lock);
     if (st != GLUCX_OK) {
         glucx_ucx_fail(base, st, glucx_error_text());

@@ -96,9 +96,10 @@
  * create and connect, glucx_tx_ucx_listen opens a UCP listener on the worker that sends the
  * caller's record to every peer that connects (UCX client-server endpoint, peer error handling),
  * and glucx_tx_ucx_fetch connects to the peers' listeners and receives their records, before
- * glucx_tx_ucx_connect. glucx_tx_ucx_unlisten (or a failure, or destroy) closes the listener and
- * those endpoints. UCX 1.13 needs a network transport for a client-server endpoint, also between
- * processes of one host: with UCX_TLS=shm,self its wireup fails ("Destination is unreachable").
+ * glucx_tx_ucx_connect. glucx_tx_ucx_unlisten (or a failure, or destroy) closes those endpoints
+ * and the listener (see there for when). UCX 1.13 needs a network transport for a client-server
+ * endpoint, also between processes of one host: with UCX_TLS=shm,self its wireup fails
+ * ("Destination is unreachable").
  */
 #ifndef GLUCX_TRANSPORT_UCX_H
 #define GLUCX_TRANSPORT_UCX_H
@@ -230,10 +231,13 @@ glucx_status_t glucx_tx_ucx_fetch(glucx_tx_t *tx, const struct sockaddr_storage 
                                   const size_t *bytes, void **records_p, int64_t deadline_ns);
 
 /**
- * Close the listener and every client-server endpoint of the rendezvous (forcibly; bounded
- * wait for their requests). Call once connect returned (by then every peer that fetched this
- * rank's record has it: its hello followed its fetch). NULL or nothing open: no-op. Failure and
- * destroy close them too. Not concurrently with fetch.
+ * End the rendezvous: close every client-server endpoint (forcibly; bounded wait for their
+ * requests) and stop serving. Call once connect returned (by then every peer that fetched this
+ * rank's record has it: its hello followed its fetch). The listener itself is destroyed once
+ * every peer has connected to it (size - 1 requests); until then (a failure before every peer
+ * fetched) it rejects them, and destroy waits up to GLUCX_UCX_LISTEN_DRAIN_NS for them first:
+ * UCX 1.13.1 crashes when a connection request reaches a destroyed listener. NULL or nothing
+ * open: no-op. Failure and destroy end it too. Not concurrently with fetch.
  */
 void glucx_tx_ucx_unlisten(glucx_tx_t *tx);
 

@@ -16,14 +16,22 @@
  *
  * Callbacks. The listener's connection handler and the flush callback run inside
  * ucp_worker_progress (lock held) and only queue their work; glucx_ucx_boot_progress accepts
- * requests and sends records after the progress call. Endpoint
- * errors may be reported from UCX's asynchronous thread: the callback only stores the status and
- * wakes the fetching waiter (wake_gen, ucp_worker_signal).
+ * requests and sends records after the progress call. Endpoint errors may be reported from
+ * UCX's asynchronous thread: the callback only stores the status and wakes the fetching waiter
+ * (wake_gen, ucp_worker_signal). Endpoint records are the callbacks' user data, so they stay
+ * allocated until the worker is destroyed (tx->boot_closed).
  *
  * The endpoints use peer error handling (a client-server endpoint needs a network transport in
  * any case) and are force-closed by glucx_ucx_boot_close, once the communicator is connected or
  * failed: by then every peer that fetched this rank's record has received it (its handshake,
  * which follows its fetch, reached us), and nothing they carry matters any more.
+ *
+ * The listener outlives them until every peer has connected to it once. UCX 1.13.1 handles a
+ * connection request on its asynchronous thread and reads the listener there; one that arrives
+ * after ucp_listener_destroy crashed the process (ucp_cm_server_conn_request_cb, SIGSEGV; seen
+ * when a rank failed its connect and closed its listener while its peers were still connecting).
+ * Each peer connects once, so after size - 1 requests none can come; a rank that failed first
+ * keeps rejecting them and, at destroy, waits up to GLUCX_UCX_LISTEN_DRAIN_NS for the rest.
  */
 #include "transport/ucx_int.h"
 
@@ -56,8 +64,11 @@ static void format_sockaddr(const struct sockaddr_storage *sa, char *buf, size_t
 
 static glucx_ucx_boot_t *boot_get(glucx_ucx_tx_t *tx)
 {
-    if (tx->boot == NULL)
-        tx->boot = calloc(1, sizeof(*tx->boot));
+    if (tx->boot == NULL && (tx->boot = calloc(1, sizeof(*tx->boot))) != NULL) {
+        tx->boot->tx = tx;
+        tx->boot->open = 1;
+        tx->boot->expect = tx->base.size - 1;
+    }
     return tx->boot;
 }
 
@@ -97,23 +108,33 @@ static glucx_ucx_boot_ep_t *boot_ep_new(glucx_ucx_tx_t *tx, int rank)
         return NULL;
     }
     bep->tx = tx;
+    bep->boot = b;
     bep->rank = rank;
     atomic_init(&bep->error, 0);
     return bep;
 }
 
-/* Inside ucp_worker_progress (lock held): queue the request, accepted after the progress call. */
+/* Inside ucp_worker_progress (lock held): queue the request, accepted (or, once closed,
+ * rejected) after the progress call. */
 static void conn_cb(ucp_conn_request_h req, void *arg)
 {
-    glucx_ucx_tx_t *tx = arg;
-    glucx_ucx_boot_t *b = tx->boot;
+    glucx_ucx_boot_t *b = arg;
+    b->requests++;
     if (push((void ***)&b->queued, &b->nqueued, &b->queued_cap, req) != 0) {
         glucx_warn("ucx: rank %d: out of memory for a connection to its listener: rejected",
-                   tx->base.rank);
+                   b->tx->base.rank);
         ucp_listener_reject(b->listener, req);
         return;
     }
     b->work++;
+}
+
+/* Reject the queued connection requests (a closed rendezvous). Lock held, outside callbacks. */
+static void reject_queued(glucx_ucx_boot_t *b)
+{
+    for (int i = 0; i < b->nqueued; i++)
+        ucp_listener_reject(b->listener, b->queued[i]);
+    b->nqueued = 0;
 }
 
 static void boot_flush_cb(void *request, ucs_status_t status, void *user_data)
@@ -123,7 +144,7 @@ static void boot_flush_cb(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
     if (status == UCS_OK) { /* otherwise the fetching side sees the failure itself */
         bep->flushed = 1;
-        bep->tx->boot->work++;
+        bep->boot->work++;
     }
 }
 
@@ -216,12 +237,17 @@ void glucx_ucx_boot_close(glucx_ucx_tx_t *tx)
     glucx_ucx_boot_t *b = tx->boot;
     if (b == NULL)
         return;
+    b->open = 0;
     if (b->listener != NULL) {
-        for (int i = 0; i < b->nqueued; i++)
-            ucp_listener_reject(b->listener, b->queued[i]);
-        b->nqueued = 0;
-        ucp_listener_destroy(b->listener);
-        b->listener = NULL;
+        reject_queued(b);
+        /* UCX 1.13.1 reads a destroyed listener when a connection request arrives after its
+         * destruction (ucp_cm_server_conn_request_cb on the asynchronous thread: a crash). Every
+         * peer connects once, so after `expect` requests none is on its way; until then (a
+         * failure before every peer fetched) the listener stays, rejecting, until destroy. */
+        if (b->requests >= b->expect) {
+            ucp_listener_destroy(b->listener);
+            b->listener = NULL;
+        }
     }
     void **closing = calloc((size_t)b->neps + 1, sizeof(void *));
     for (int i = 0; i < b->neps; i++) {
@@ -249,22 +275,57 @@ void glucx_ucx_boot_close(glucx_ucx_tx_t *tx)
         if (sending > 0)
             ucp_worker_progress(tx->worker);
     } while (sending > 0 && glucx_now_ns() < deadline);
-    if (left > 0 || sending > 0) {
-        /* UCX still holds them: their callbacks may run until the worker is destroyed, so the
-         * endpoint records (their user data) stay allocated. */
-        glucx_warn("ucx: rank %d: %d rendezvous endpoint(s) and %d record send(s) did not finish "
+    if (left > 0 || sending > 0)
+        glucx_warn("ucx: rank %d: %d rendezvous endpoint(s) and %d request(s) did not finish "
                    "closing within %lld ms",
                    tx->base.rank, left, sending, GLUCX_UCX_CLOSE_WAIT_NS / 1000000);
-        tx->boot = NULL;
-        return;
-    }
-    for (int i = 0; i < b->neps; i++)
-        free(b->eps[i]);
-    free(b->eps);
-    free(b->queued);
+    /* The endpoint records are their callbacks' user data, which UCX may still use (an error
+     * reported from its asynchronous thread, a request it still holds): they stay until the
+     * worker is destroyed. */
     free(b->record);
-    free(b);
+    b->record = NULL;
+    b->next = tx->boot_closed;
+    tx->boot_closed = b;
     tx->boot = NULL;
+}
+
+void glucx_ucx_boot_drain(glucx_ucx_tx_t *tx)
+{
+    for (glucx_ucx_boot_t *b = tx->boot_closed; b != NULL; b = b->next) {
+        if (b->listener == NULL)
+            continue;
+        /* A communicator that never connected (it failed first) cannot have requests whose
+         * callbacks a progress call would run on freed memory (ucx_wait.c, teardown): wait a
+         * while for the peers that still connect, rejecting them, so that none is in flight
+         * when the listener goes. */
+        int64_t deadline = glucx_now_ns() + GLUCX_UCX_LISTEN_DRAIN_NS;
+        pthread_mutex_lock(&tx->lock);
+        while (!tx->ever_connected && b->requests < b->expect && glucx_now_ns() < deadline) {
+            ucp_worker_progress(tx->worker);
+            reject_queued(b);
+        }
+        reject_queued(b);
+        if (b->requests < b->expect)
+            glucx_debug("ucx: rank %d: %d of %d peers did not connect to the listener before "
+                        "it closed",
+                        tx->base.rank, b->expect - b->requests, b->expect);
+        ucp_listener_destroy(b->listener);
+        b->listener = NULL;
+        pthread_mutex_unlock(&tx->lock);
+    }
+}
+
+void glucx_ucx_boot_free(glucx_ucx_tx_t *tx)
+{
+    while (tx->boot_closed != NULL) {
+        glucx_ucx_boot_t *b = tx->boot_closed;
+        tx->boot_closed = b->next;
+        for (int i = 0; i < b->neps; i++)
+            free(b->eps[i]);
+        free(b->eps);
+        free(b->queued);
+        free(b);
+    }
 }
 
 glucx_status_t glucx_tx_ucx_listen(glucx_tx_t *base, const char *host, const void *record,
@@ -314,7 +375,7 @@ glucx_status_t glucx_tx_ucx_listen(glucx_tx_t *base, const char *host, const voi
     ucp_listener_params_t lp = {
         .field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER,
         .sockaddr = {.addr = res->ai_addr, .addrlen = res->ai_addrlen},
-        .conn_handler = {.cb = conn_cb, .arg = tx},
+        .conn_handler = {.cb = conn_cb, .arg = b},
     };
     ucs_status_t us = ucp_listener_create(tx->worker, &lp, &b->listener);
     if (us != UCS_OK) {

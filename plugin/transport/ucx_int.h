@@ -52,6 +52,10 @@
 #define GLUCX_UCX_ORPHAN_WAIT_NS 100000000LL
 /** Longest wait for flushing endpoints on a healthy destroy. */
 #define GLUCX_UCX_FLUSH_WAIT_NS 1000000000LL
+/** Longest wait, when a communicator that failed to connect is destroyed, for the peers that
+ *  still connect to its listener (ucx_boot.c: UCX 1.13.1 must not get a connection request for a
+ *  destroyed listener). */
+#define GLUCX_UCX_LISTEN_DRAIN_NS 1000000000LL
 /** A peer failure seen locally waits this long for a failure notice that explains it (the notice
  * of the rank that failed first may still be on its way), then becomes the failure. */
 #define GLUCX_UCX_SUSPECT_GRACE_NS 100000000LL
@@ -131,7 +135,8 @@ typedef struct glucx_ucx_probe {
 /** A client-server endpoint of the compact-address rendezvous (ucx_boot.c). */
 typedef struct glucx_ucx_boot_ep {
     struct glucx_ucx_tx *tx;
-    ucp_ep_h ep;      /**< NULL once closed */
+    struct glucx_ucx_boot *boot; /**< the rendezvous it belongs to */
+    ucp_ep_h ep;                 /**< NULL once closed */
     int rank;         /**< fetching: the rank whose listener it connects to; serving: -1 */
     atomic_int error; /**< ucs_status_t UCX reported for the endpoint (0: none); set from
                            any thread */
@@ -149,10 +154,15 @@ typedef struct glucx_ucx_boot {
     size_t record_len;
     ucp_conn_request_h *queued; /**< connection requests not yet accepted */
     int nqueued, queued_cap;
-    int work;                  /**< requests queued or endpoints flushed since the last
-                                    glucx_ucx_boot_progress */
+    int work;     /**< requests queued or endpoints flushed since the last
+                       glucx_ucx_boot_progress */
+    int open;     /**< serving; once closed, connection requests are rejected */
+    int requests; /**< connection requests the listener delivered */
+    int expect;   /**< requests expected: one per peer (each fetches once) */
+    struct glucx_ucx_tx *tx;
     glucx_ucx_boot_ep_t **eps; /**< every endpoint opened, fetching and serving */
     int neps, eps_cap;
+    struct glucx_ucx_boot *next; /**< closed ones, kept until the worker is destroyed */
 } glucx_ucx_boot_t;
 
 /** Error-callback argument per endpoint. */
@@ -179,6 +189,7 @@ typedef struct glucx_ucx_tx {
                                    and checks the receives from departed peers */
     char (*desc)[GLUCX_UCX_DESC_LEN];
     int connected;
+    int ever_connected; /**< glucx_tx_ucx_connect created endpoints (it stays 1 after teardown) */
 
     /* Liveness of local peers (endpoints without UCX error handling). */
     void *blob; /**< identity + worker address, as returned by create */
@@ -224,8 +235,11 @@ typedef struct glucx_ucx_tx {
     int notices_pending;
     glucx_ucx_notice_t notice_buf; /**< outgoing notice (must outlive its sends) */
 
-    glucx_ucx_boot_t *boot; /**< compact-address rendezvous (listener, client-server
-                                 endpoints) until glucx_tx_ucx_unlisten; NULL: none */
+    glucx_ucx_boot_t *boot;        /**< compact-address rendezvous (listener, client-server
+                                        endpoints) until glucx_tx_ucx_unlisten; NULL: none */
+    glucx_ucx_boot_t *boot_closed; /**< closed rendezvous records: UCX may still call their
+                                        endpoints' error callbacks (from its asynchronous
+                                        thread) until the worker is destroyed */
 
     int64_t tick_ns; /**< longest sleep before progressing again (keepalive) */
     int64_t spin_ns; /**< how long waits poll before sleeping (from the context) */
@@ -318,8 +332,13 @@ int glucx_ucx_finish_requests(glucx_ucx_tx_t *tx, void **reqs, int n, int64_t wa
  *  @return the number of requests accepted and records sent. */
 int glucx_ucx_boot_progress(glucx_ucx_tx_t *tx);
 /** Close the listener and every rendezvous endpoint (forcibly), wait (bounded) for their
- *  requests, free tx->boot. Lock held, outside callbacks. */
+ *  requests; tx->boot moves to tx->boot_closed. Lock held, outside callbacks. */
 void glucx_ucx_boot_close(glucx_ucx_tx_t *tx);
+/** Destroy the listeners of closed rendezvous still waiting for their peers' connections (see
+ *  ucx_boot.c), before the worker is destroyed. Lock not held. */
+void glucx_ucx_boot_drain(glucx_ucx_tx_t *tx);
+/** Free tx->boot_closed, once the worker is destroyed. */
+void glucx_ucx_boot_free(glucx_ucx_tx_t *tx);
 /**
  * Check whether local peers exited (readable pidfd, or kill(pid, 0) fails with ESRCH, or the
  * process is a zombie); an exited peer's messages already queued are progressed, then it is
