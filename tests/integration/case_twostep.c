@@ -103,6 +103,22 @@ static void ts_close(ts_t *t)
     free(t);
 }
 
+/* The exchange area and a context of a case that makes its communicators itself (the
+ * variant's UCX environment applied first). @return 0, or -1 after reporting. */
+static int ts_begin(const itest_env_t *env, int rank, int size, ts_t **t_p, glucx_context_t **ctx_p)
+{
+    itest_apply_variant(env);
+    *t_p = ts_open(env, rank, size);
+    if (*t_p == NULL)
+        return -1;
+    if (ITEST_STATUS(glucx_context_create(NULL, ctx_p), GLUCX_OK, "glucx_context_create")) {
+        ts_close(*t_p);
+        *t_p = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 /* A barrier of all ranks (test processes, not glucx). @return 0, or -1 after reporting. */
 static int sync_all(ts_t *t, const char *where)
 {
@@ -466,15 +482,10 @@ static int stats_expect_at(const char *file, int line, const glucx_stats_t *want
 
 int itest_case_twostep(const itest_env_t *env, int rank, int size)
 {
-    itest_apply_variant(env);
-    ts_t *t = ts_open(env, rank, size);
-    if (t == NULL)
-        return -1;
+    ts_t *t = NULL;
     glucx_context_t *ctx = NULL;
-    if (ITEST_STATUS(glucx_context_create(NULL, &ctx), GLUCX_OK, "glucx_context_create")) {
-        ts_close(t);
+    if (ts_begin(env, rank, size, &t, &ctx) != 0)
         return -1;
-    }
     const int next = (rank + 1) % size;
     glucx_stats_t want;
     glucx_stats_get(&want);
@@ -1230,15 +1241,10 @@ static size_t stat_bytes(int src, int dst, int j)
 
 int itest_case_twostep_stats(const itest_env_t *env, int rank, int size)
 {
-    itest_apply_variant(env);
-    ts_t *t = ts_open(env, rank, size);
-    if (t == NULL)
-        return -1;
+    ts_t *t = NULL;
     glucx_context_t *ctx = NULL;
-    if (ITEST_STATUS(glucx_context_create(NULL, &ctx), GLUCX_OK, "glucx_context_create")) {
-        ts_close(t);
+    if (ts_begin(env, rank, size, &t, &ctx) != 0)
         return -1;
-    }
     int rc = 0;
     glucx_stats_t want;
     glucx_stats_get(&want);
@@ -1577,15 +1583,10 @@ static int compact_fault(ts_t *t, glucx_context_t *ctx, enum compact_fault fault
  */
 int itest_case_twostep_compact(const itest_env_t *env, int rank, int size)
 {
-    itest_apply_variant(env);
-    ts_t *t = ts_open(env, rank, size);
-    if (t == NULL)
-        return -1;
+    ts_t *t = NULL;
     glucx_context_t *ctx = NULL;
-    if (ITEST_STATUS(glucx_context_create(NULL, &ctx), GLUCX_OK, "glucx_context_create")) {
-        ts_close(t);
+    if (ts_begin(env, rank, size, &t, &ctx) != 0)
         return -1;
-    }
     int rc = 0;
     unsigned char ca[GLUCX_COMPACT_ADDRESS_BYTES + 8], again[GLUCX_COMPACT_ADDRESS_BYTES];
     const void *rec = NULL;
