@@ -4,8 +4,15 @@
  * Each rank publishes one record under "<name>/rank/<r>": its glucx version and selection
  * settings (the digest, compared on every rank so a mixed job fails at creation, naming the rank),
  * its host identity (ranks with equal identity form a package) and its UCX worker address.
+ *
+ * A host that carries only a few bytes per rank publishes a compact address instead
+ * (glucx_comm_compact_address): format, rank, size, the record's length and digest, and the
+ * socket address of the listener that serves the record; connect fetches the records of the
+ * ranks it got compact addresses for (transport/ucx_boot.c) and checks each against its digest.
  */
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +48,112 @@ static glucx_status_t record_pack(const char *digest, const char *hostid, const 
     }
     *out_p = p;
     *len_p = total;
+    return GLUCX_OK;
+}
+
+/* Compact address (GLUCX_COMPACT_ADDRESS_BYTES, integers little-endian): magic (8), rank (4),
+ * size (4), record length (4), IPv6 scope id (4), record digest (8), address family 4 or 6 (2),
+ * port (2, network order), address (16; IPv4 in the first 4). */
+#define COMPACT_MAGIC "GLUCXC1"
+#define COMPACT_RANK 8
+#define COMPACT_SIZE 12
+#define COMPACT_LEN 16
+#define COMPACT_SCOPE 20
+#define COMPACT_DIGEST 24
+#define COMPACT_FAMILY 32
+#define COMPACT_PORT 34
+#define COMPACT_ADDR 36
+_Static_assert(COMPACT_ADDR + 16 == GLUCX_COMPACT_ADDRESS_BYTES, "compact address layout");
+
+static void put_le(unsigned char *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* 64-bit digest of a record: FNV-1a, then the splitmix64 finaliser (FNV's low bits mix
+ * poorly). It tells a record from another one (mix-ups), not from a forgery. */
+static uint64_t record_digest(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+    h = (h ^ (h >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    h = (h ^ (h >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return h ^ (h >> 31);
+}
+
+static void compact_pack(glucx_comm_t *comm, const struct sockaddr_storage *ss)
+{
+    unsigned char *c = comm->compact;
+    memset(c, 0, GLUCX_COMPACT_ADDRESS_BYTES);
+    memcpy(c, COMPACT_MAGIC, sizeof(COMPACT_MAGIC));
+    put_le(c + COMPACT_RANK, (uint32_t)comm->rank, 4);
+    put_le(c + COMPACT_SIZE, (uint32_t)comm->size, 4);
+    put_le(c + COMPACT_LEN, (uint32_t)comm->record_len, 4);
+    put_le(c + COMPACT_DIGEST, record_digest(comm->record, comm->record_len), 8);
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        put_le(c + COMPACT_SCOPE, a->sin6_scope_id, 4);
+        put_le(c + COMPACT_FAMILY, 6, 2);
+        memcpy(c + COMPACT_PORT, &a->sin6_port, 2);
+        memcpy(c + COMPACT_ADDR, &a->sin6_addr, 16);
+    } else {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        put_le(c + COMPACT_FAMILY, 4, 2);
+        memcpy(c + COMPACT_PORT, &a->sin_port, 2);
+        memcpy(c + COMPACT_ADDR, &a->sin_addr, 4);
+    }
+}
+
+static int is_compact(const void *raw, size_t len)
+{
+    return len == GLUCX_COMPACT_ADDRESS_BYTES &&
+           memcmp(raw, COMPACT_MAGIC, sizeof(COMPACT_MAGIC)) == 0;
+}
+
+/* Rank r's compact address: the listener to fetch from, the record's length and digest. */
+static glucx_status_t compact_unpack(const glucx_comm_t *comm, int r, const unsigned char *c,
+                                     struct sockaddr_storage *ss, size_t *len_p, uint64_t *digest_p)
+{
+    const uint32_t rank = (uint32_t)get_le(c + COMPACT_RANK, 4);
+    const uint32_t size = (uint32_t)get_le(c + COMPACT_SIZE, 4);
+    const unsigned family = (unsigned)get_le(c + COMPACT_FAMILY, 2);
+    *len_p = (size_t)get_le(c + COMPACT_LEN, 4);
+    *digest_p = get_le(c + COMPACT_DIGEST, 8);
+    if (rank != (uint32_t)r || size != (uint32_t)comm->size)
+        return glucx_error(GLUCX_ERR_MISMATCH,
+                           "comm_connect '%s' on rank %d of %d: the compact address given for "
+                           "rank %d is rank %u's of a communicator of %u ranks (mixed-up "
+                           "addresses)",
+                           comm->name, comm->rank, comm->size, r, rank, size);
+    if ((family != 4 && family != 6) || *len_p == 0)
+        return glucx_error(GLUCX_ERR_MISMATCH,
+                           "comm_connect '%s' on rank %d: rank %d's compact address is malformed "
+                           "(address family %u, record of %zu bytes)",
+                           comm->name, comm->rank, r, family, *len_p);
+    memset(ss, 0, sizeof(*ss));
+    if (family == 6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_scope_id = (uint32_t)get_le(c + COMPACT_SCOPE, 4);
+        memcpy(&a->sin6_port, c + COMPACT_PORT, 2);
+        memcpy(&a->sin6_addr, c + COMPACT_ADDR, 16);
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)ss;
+        a->sin_family = AF_INET;
+        memcpy(&a->sin_port, c + COMPACT_PORT, 2);
+        memcpy(&a->sin_addr, c + COMPACT_ADDR, 4);
+    }
     return GLUCX_OK;
 }
 
@@ -298,6 +411,80 @@ glucx_status_t glucx_comm_address(const glucx_comm_t *comm, const void **record_
     return GLUCX_OK;
 }
 
+glucx_status_t glucx_comm_compact_address(glucx_comm_t *comm, const char *listen_host, void *buf,
+                                          size_t bytes)
+{
+    if (comm == NULL || listen_host == NULL || buf == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_compact_address: NULL argument");
+    if (bytes < GLUCX_COMPACT_ADDRESS_BYTES)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "comm_compact_address '%s' on rank %d: a buffer of %zu bytes, less "
+                           "than %d",
+                           comm->name, comm->rank, bytes, GLUCX_COMPACT_ADDRESS_BYTES);
+    if (comm->connected || comm->record == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "comm_compact_address '%s' on rank %d: already connected", comm->name,
+                           comm->rank);
+    if (!comm->listening) {
+        struct sockaddr_storage ss;
+        glucx_status_t st =
+            glucx_tx_ucx_listen(comm->tx, listen_host, comm->record, comm->record_len, &ss);
+        if (st != GLUCX_OK)
+            return glucx_error(st, "comm_compact_address '%s' on rank %d of %d: %s", comm->name,
+                               comm->rank, comm->size, glucx_error_text());
+        compact_pack(comm, &ss);
+        comm->listening = 1;
+    }
+    memcpy(buf, comm->compact, GLUCX_COMPACT_ADDRESS_BYTES);
+    return GLUCX_OK;
+}
+
+/* The records of the ranks whose entry is a compact address, fetched from their listeners and
+ * checked against it: fetched[r] (malloc'd, fetched_len[r] bytes), NULL for the other ranks. */
+static glucx_status_t fetch_compact(glucx_comm_t *comm, const void *const *records,
+                                    const size_t *bytes, int64_t deadline, void **fetched,
+                                    size_t *fetched_len)
+{
+    const int size = comm->size;
+    int n = 0;
+    for (int r = 0; r < size; r++)
+        if (r != comm->rank && records[r] != NULL && is_compact(records[r], bytes[r]))
+            n++;
+    if (n == 0)
+        return GLUCX_OK;
+    struct sockaddr_storage *from = calloc((size_t)size, sizeof(*from)); /* AF_UNSPEC: 0 */
+    uint64_t *digest = calloc((size_t)size, sizeof(*digest));
+    glucx_status_t st = GLUCX_OK;
+    if (from == NULL || digest == NULL) {
+        st = glucx_error(GLUCX_ERR_NO_MEMORY, "comm_connect: out of memory for %d ranks", size);
+        goto out;
+    }
+    for (int r = 0; r < size && st == GLUCX_OK; r++)
+        if (r != comm->rank && records[r] != NULL && is_compact(records[r], bytes[r]))
+            st = compact_unpack(comm, r, records[r], &from[r], &fetched_len[r], &digest[r]);
+    if (st == GLUCX_OK) {
+        st = glucx_tx_ucx_fetch(comm->tx, from, fetched_len, fetched, deadline);
+        if (st != GLUCX_OK)
+            st = glucx_error(st, "comm_connect '%s': %s", comm->name, glucx_error_text());
+    }
+    for (int r = 0; r < size && st == GLUCX_OK; r++) {
+        if (fetched[r] == NULL)
+            continue;
+        uint64_t got = record_digest(fetched[r], fetched_len[r]);
+        if (got != digest[r])
+            st = glucx_error(GLUCX_ERR_MISMATCH,
+                             "comm_connect '%s' on rank %d: the address record rank %d's "
+                             "listener served (%zu bytes, digest %016" PRIx64
+                             ") is not the one rank %d's compact address announces (digest "
+                             "%016" PRIx64 "): a mixed-up or stale address",
+                             comm->name, comm->rank, r, fetched_len[r], got, r, digest[r]);
+    }
+out:
+    free(from);
+    free(digest);
+    return st;
+}
+
 glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records,
                                   const size_t *bytes)
 {
@@ -317,17 +504,24 @@ glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records
     /* every rank's record, this rank's own substituted when the caller passed NULL */
     const void **raw = calloc((size_t)size, sizeof(*raw));
     size_t *raw_len = calloc((size_t)size, sizeof(*raw_len));
+    /* records fetched for compact addresses */
+    void **fetched = calloc((size_t)size, sizeof(*fetched));
+    size_t *fetched_len = calloc((size_t)size, sizeof(*fetched_len));
     if (recs == NULL || addrs == NULL || lens == NULL || hostids == NULL || raw == NULL ||
-        raw_len == NULL) {
+        raw_len == NULL || fetched == NULL || fetched_len == NULL) {
         st = glucx_error(GLUCX_ERR_NO_MEMORY, "comm_connect: out of memory for %d ranks", size);
         goto out;
     }
+    st = fetch_compact(comm, records, bytes, deadline, fetched, fetched_len);
     for (int r = 0; r < size && st == GLUCX_OK; r++) {
         const void *rec = records[r];
         size_t len = bytes[r];
-        if (r == comm->rank && rec == NULL) {
+        if (r == comm->rank && (rec == NULL || is_compact(rec, len))) {
             rec = comm->record;
             len = comm->record_len;
+        } else if (fetched[r] != NULL) {
+            rec = fetched[r];
+            len = fetched_len[r];
         }
         if (rec == NULL) {
             st = glucx_error(GLUCX_ERR_INVALID_ARG,
@@ -365,6 +559,15 @@ glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records
         }
     }
 out:
+    /* Every peer that fetched this rank's record has it (its hello followed its fetch), or
+     * the communicator failed: the listener and its connections go. */
+    if (comm->listening)
+        glucx_tx_ucx_unlisten(comm->tx);
+    if (fetched != NULL)
+        for (int r = 0; r < size; r++)
+            free(fetched[r]);
+    free(fetched);
+    free(fetched_len);
     free(raw);
     free(raw_len);
     free(recs);

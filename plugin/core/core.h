@@ -48,6 +48,8 @@ struct glucx_comm {
     void *record;      /**< prepared: this rank's address record (freed at connect) */
     size_t record_len;
     char digest[1300]; /**< settings digest, compared with every peer's */
+    int listening;     /**< glucx_comm_compact_address() opened the listener (until connect) */
+    unsigned char compact[GLUCX_COMPACT_ADDRESS_BYTES]; /**< this rank's compact address */
 
     pthread_mutex_t lock; /**< guards last_error, the collective thread's queue and windows */
     char last_error[1024];

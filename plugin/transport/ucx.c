@@ -25,17 +25,18 @@ static glucx_status_t config_set(ucp_config_t *cfg, const char *name, const char
     return GLUCX_OK;
 }
 
-/* Which shared-memory transports UCX_TLS (NULL: not set) lets in: *mm = posix or sysv, *cma =
- * cma. Setting the mm options when they are all off makes UCX warn about an unused ("invalid")
- * configuration. */
-static void shm_enabled(const char *tls, int *mm, int *cma)
+/* Which transports UCX_TLS (NULL: not set) lets in: *mm = posix or sysv, *cma = cma, *net = a
+ * network transport (tcp, or an InfiniBand one: ib, rc*, ud*, dc*). Setting the mm options when
+ * they are all off makes UCX warn about an unused ("invalid") configuration; client-server
+ * endpoints (compact addresses) need a network transport. */
+static void tls_enabled(const char *tls, int *mm, int *cma, int *net)
 {
     if (tls == NULL || tls[0] == '\0') {
-        *mm = *cma = 1;
+        *mm = *cma = *net = 1;
         return;
     }
     int negate = tls[0] == '^';
-    int all = 0, posix = 0, sysv = 0, c = 0; /* named in the list */
+    int all = 0, posix = 0, sysv = 0, c = 0, tcp = 0, ib = 0, rc = 0, ud = 0, dc = 0;
     for (const char *p = tls + negate; *p != '\0';) {
         size_t n = strcspn(p, ",");
         const char *item = p;
@@ -45,6 +46,7 @@ static void shm_enabled(const char *tls, int *mm, int *cma)
             len--;
         }
 #define NAMED(s) (len == strlen(s) && strncmp(item, s, len) == 0)
+#define PREFIX(s) (len >= strlen(s) && strncmp(item, s, strlen(s)) == 0)
         if (NAMED("all"))
             all = 1;
         if (NAMED("sm") || NAMED("shm"))
@@ -57,6 +59,17 @@ static void shm_enabled(const char *tls, int *mm, int *cma)
             sysv = 1;
         if (NAMED("cma"))
             c = 1;
+        if (NAMED("tcp"))
+            tcp = 1;
+        if (NAMED("ib"))
+            ib = 1;
+        if (PREFIX("rc"))
+            rc = 1;
+        if (PREFIX("ud"))
+            ud = 1;
+        if (PREFIX("dc"))
+            dc = 1;
+#undef PREFIX
 #undef NAMED
         p += n;
         if (*p == ',')
@@ -65,9 +78,11 @@ static void shm_enabled(const char *tls, int *mm, int *cma)
     if (negate) {
         *mm = !(posix && sysv);
         *cma = !c;
+        *net = !(tcp && (ib || (rc && ud && dc)));
     } else {
         *mm = all || posix || sysv;
         *cma = all || c;
+        *net = all || tcp || ib || rc || ud || dc;
     }
 }
 
@@ -101,9 +116,10 @@ glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keep
     }
     if (net_devices != NULL && (st = config_set(cfg, "NET_DEVICES", net_devices)) != GLUCX_OK)
         goto err_cfg;
-    int mm, cma;
-    shm_enabled(getenv("UCX_TLS"), &mm, &cma);
+    int mm, cma, net;
+    tls_enabled(getenv("UCX_TLS"), &mm, &cma, &net);
     uctx->shm = mm || cma;
+    uctx->net = net;
     /* Local peers (same boot, PID namespace and host) get endpoints without error handling.
      * Peer error handling stays for the others; one of those on this machine (another PID
      * namespace) can still share memory with us, and peer error handling drops posix/sysv
@@ -231,9 +247,11 @@ static void ucx_destroy(glucx_tx_t *base)
     if (tx->ctrl_req == NULL)
         drain_ctrl(tx);
     glucx_ucx_win_free(tx);
+    glucx_ucx_boot_drain(tx);
     ucp_worker_release_address(tx->worker, tx->addr);
     ucp_worker_destroy(tx->worker);
     glucx_ucx_win_free_orphans(tx);
+    glucx_ucx_boot_free(tx);
     pthread_cond_destroy(&tx->cond);
     pthread_mutex_destroy(&tx->lock);
     pthread_mutex_destroy(&tx->fail_lock);
@@ -564,6 +582,7 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
     }
     free(ids);
     tx->connected = 1;
+    tx->ever_connected = 1;
     pthread_mutex_unlock(&tx->lock);
     if (st != GLUCX_OK) {
         glucx_ucx_fail(base, st, glucx_error_text());

@@ -91,12 +91,23 @@
  *   single-source receive) or sends to the departed rank (docs/architecture.md, Orderly leave).
  * - probe() looks for an unexpected message (ucp_tag_probe_nb, not removed), for the collective
  *   layer's check for a peer running another collective.
+ *
+ * Compact addresses (ucx_boot.c). A host that can carry only a few bytes per rank (Gloo's
+ * ContextFactory: 192) gets, instead of the address blob, a listener's socket address: between
+ * create and connect, glucx_tx_ucx_listen opens a UCP listener on the worker that sends the
+ * caller's record to every peer that connects (UCX client-server endpoint, peer error handling),
+ * and glucx_tx_ucx_fetch connects to the peers' listeners and receives their records, before
+ * glucx_tx_ucx_connect. glucx_tx_ucx_unlisten (or a failure, or destroy) closes those endpoints
+ * and the listener (see there for when). UCX 1.13 needs a network transport for a client-server
+ * endpoint, also between processes of one host: with UCX_TLS=shm,self its wireup fails
+ * ("Destination is unreachable").
  */
 #ifndef GLUCX_TRANSPORT_UCX_H
 #define GLUCX_TRANSPORT_UCX_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "transport/tx.h"
 
@@ -185,5 +196,60 @@ glucx_status_t glucx_tx_ucx_create(glucx_ucx_context_t *uctx, int rank, int size
  */
 glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *tx, const void *const *addrs, const size_t *lens,
                                     int64_t deadline_ns);
+
+/**
+ * Serve @p record to every peer that connects: open a UCP listener on the worker at @p host
+ * (port chosen by the system). Its connection requests are accepted, and the record sent, by
+ * whichever thread progresses the worker (any wait, fetch, connect's handshake).
+ *
+ * @param tx     transport from glucx_tx_ucx_create, not connected, not listening yet.
+ * @param host   numeric IPv4 or IPv6 address of this host (IPv6 link-local with "%iface"),
+ *               borrowed for the call.
+ * @param record the bytes to serve (copied), @p bytes > 0 long.
+ * @param addr_p [out] the listener's socket address (@p host, the port UCX bound).
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (NULL argument, empty record, @p host not numeric,
+ *         already listening, connected or failed); GLUCX_ERR_UNSUPPORTED (UCX_TLS lets no network
+ *         transport in: a client-server connection could not be wired up); GLUCX_ERR_TRANSPORT
+ *         (UCX cannot listen there: the message names the address and UCX's status);
+ *         GLUCX_ERR_NO_MEMORY. Call from one thread, before connect.
+ */
+glucx_status_t glucx_tx_ucx_listen(glucx_tx_t *tx, const char *host, const void *record,
+                                   size_t bytes, struct sockaddr_storage *addr_p);
+
+/**
+ * Fetch peers' records from their listeners (glucx_tx_ucx_listen on each): connect to every
+ * from[r] whose family is not AF_UNSPEC and receive the record that listener serves; a record
+ * is assigned to the rank whose tag it carries (the serving rank).
+ *
+ * @param tx          transport, not connected (it may be listening itself, and serves its own
+ *                    record meanwhile).
+ * @param from        [size] listeners; from[r].ss_family == AF_UNSPEC: rank r not fetched (this
+ *                    rank's own entry must be AF_UNSPEC). Borrowed for the call.
+ * @param bytes       [size] the length each fetched rank announced for its record.
+ * @param records_p   [size, out] records_p[r] = rank r's record (malloc'd, bytes[r] long, owned
+ *                    by the caller) for the fetched ranks, NULL for the others; all NULL on
+ *                    failure.
+ * @param deadline_ns CLOCK_MONOTONIC deadline.
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG; GLUCX_ERR_UNSUPPORTED (no network transport, see
+ *         above); GLUCX_ERR_PEER_FAILED (a listener cannot be reached: names the rank, its socket
+ *         address and UCX's status); GLUCX_ERR_MISMATCH (a record from a rank not fetched, one
+ *         arriving twice, or of another length than announced: some address names another
+ *         rank's listener); GLUCX_ERR_TIMEOUT (names the ranks and listeners missing);
+ *         GLUCX_ERR_NO_MEMORY. After a failure once receives were posted, the transport is
+ *         failed (only destroy remains). Call from one thread.
+ */
+glucx_status_t glucx_tx_ucx_fetch(glucx_tx_t *tx, const struct sockaddr_storage *from,
+                                  const size_t *bytes, void **records_p, int64_t deadline_ns);
+
+/**
+ * End the rendezvous: close every client-server endpoint (forcibly; bounded wait for their
+ * requests) and stop serving. Call once connect returned (by then every peer that fetched this
+ * rank's record has it: its hello followed its fetch). The listener itself is destroyed once
+ * every peer has connected to it (size - 1 requests); until then (a failure before every peer
+ * fetched) it rejects them, and destroy waits up to GLUCX_UCX_LISTEN_DRAIN_NS for them first:
+ * UCX 1.13.1 crashes when a connection request reaches a destroyed listener. NULL or nothing
+ * open: no-op. Failure and destroy end it too. Not concurrently with fetch.
+ */
+void glucx_tx_ucx_unlisten(glucx_tx_t *tx);
 
 #endif

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <ucp/api/ucp.h>
 
@@ -32,6 +33,10 @@
 /** Orderly leave: the sender destroyed its healthy transport (glucx_ucx_notice_t, status 0, no
  * text). Taken by the same posted receive as notices (its kind differs only in this bit). */
 #define GLUCX_UCX_CTRL_LEAVE UINT64_C(2)
+/** A rank's address record, served by its listener to a peer that fetches it (compact
+ * addresses, ucx_boot.c). Neither the notice receive (kinds 0 and 2) nor a hello receive (exact
+ * tag) matches it. */
+#define GLUCX_UCX_CTRL_RECORD UINT64_C(4)
 
 /** Poll this long (progressing) before sleeping on the worker's event descriptor (default of
  * GLUCX_SPIN_US). */
@@ -47,6 +52,10 @@
 #define GLUCX_UCX_ORPHAN_WAIT_NS 100000000LL
 /** Longest wait for flushing endpoints on a healthy destroy. */
 #define GLUCX_UCX_FLUSH_WAIT_NS 1000000000LL
+/** Longest wait, when a communicator that failed to connect is destroyed, for the peers that
+ *  still connect to its listener (ucx_boot.c: UCX 1.13.1 must not get a connection request for a
+ *  destroyed listener). */
+#define GLUCX_UCX_LISTEN_DRAIN_NS 1000000000LL
 /** A peer failure seen locally waits this long for a failure notice that explains it (the notice
  * of the rank that failed first may still be on its way), then becomes the failure. */
 #define GLUCX_UCX_SUSPECT_GRACE_NS 100000000LL
@@ -75,6 +84,8 @@ struct glucx_ucx_context {
     int64_t keepalive_ns; /**< keepalive interval in force (UCX default when not configured) */
     int64_t spin_ns;      /**< how long waits poll before sleeping */
     int shm;              /**< UCX_TLS lets a shared-memory transport in (mm or cma) */
+    int net;              /**< UCX_TLS lets a network transport in (tcp, InfiniBand): needed
+                               by client-server endpoints (compact addresses, ucx_boot.c) */
 };
 
 /**
@@ -188,6 +199,38 @@ struct glucx_tx_win {
 };
 
 #define GLUCX_UCX_CHAN_BUCKETS 256
+/** A client-server endpoint of the compact-address rendezvous (ucx_boot.c). */
+typedef struct glucx_ucx_boot_ep {
+    struct glucx_ucx_tx *tx;
+    struct glucx_ucx_boot *boot; /**< the rendezvous it belongs to */
+    ucp_ep_h ep;                 /**< NULL once closed */
+    int rank;         /**< fetching: the rank whose listener it connects to; serving: -1 */
+    atomic_int error; /**< ucs_status_t UCX reported for the endpoint (0: none); set from
+                           any thread */
+    void *flush_req;  /**< serving: the flush that completes the wireup, until its
+                           callback ran */
+    int flushed;      /**< serving: wireup complete, the record not sent yet */
+    void *send_req;   /**< serving: the record's send, until its callback ran */
+    struct sockaddr_storage addr; /**< fetching: the listener's socket address */
+} glucx_ucx_boot_ep_t;
+
+/** The compact-address rendezvous of one transport: its listener and endpoints (ucx_boot.c). */
+typedef struct glucx_ucx_boot {
+    ucp_listener_h listener; /**< NULL: not listening */
+    void *record;            /**< copy of what the listener serves */
+    size_t record_len;
+    ucp_conn_request_h *queued; /**< connection requests not yet accepted */
+    int nqueued, queued_cap;
+    int work;     /**< requests queued or endpoints flushed since the last
+                       glucx_ucx_boot_progress */
+    int open;     /**< serving; once closed, connection requests are rejected */
+    int requests; /**< connection requests the listener delivered */
+    int expect;   /**< requests expected: one per peer (each fetches once) */
+    struct glucx_ucx_tx *tx;
+    glucx_ucx_boot_ep_t **eps; /**< every endpoint opened, fetching and serving */
+    int neps, eps_cap;
+    struct glucx_ucx_boot *next; /**< closed ones, kept until the worker is destroyed */
+} glucx_ucx_boot_t;
 
 /** Error-callback argument per endpoint. */
 typedef struct glucx_ucx_peer {
@@ -213,6 +256,7 @@ typedef struct glucx_ucx_tx {
                                    and checks the receives from departed peers */
     char (*desc)[GLUCX_UCX_DESC_LEN];
     int connected;
+    int ever_connected; /**< glucx_tx_ucx_connect created endpoints (it stays 1 after teardown) */
 
     /* Liveness of local peers (endpoints without UCX error handling). */
     void *blob; /**< identity + worker address, as returned by create */
@@ -267,6 +311,11 @@ typedef struct glucx_ucx_tx {
     glucx_ucx_msg_t *orphans;  /**< messages whose fetch UCX may still call back (even inside
                                     ucp_worker_destroy): freed after the worker */
     int win_pending;           /**< progress must place held messages (outside callbacks) */
+    glucx_ucx_boot_t *boot;        /**< compact-address rendezvous (listener, client-server
+                                        endpoints) until glucx_tx_ucx_unlisten; NULL: none */
+    glucx_ucx_boot_t *boot_closed; /**< closed rendezvous records: UCX may still call their
+                                        endpoints' error callbacks (from its asynchronous
+                                        thread) until the worker is destroyed */
 
     int64_t tick_ns; /**< longest sleep before progressing again (keepalive) */
     int64_t spin_ns; /**< how long waits poll before sleeping (from the context) */
@@ -386,6 +435,24 @@ void glucx_ucx_teardown_if_pending(glucx_ucx_tx_t *tx);
 int glucx_ucx_progress_locked(glucx_ucx_tx_t *tx);
 /** UCX endpoint error callback. */
 void glucx_ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
+/** Progress until every UCX request in reqs[0..n) (NULL entries skipped) completed or @p wait_ns
+ *  passed; free the completed ones (set to NULL). Lock held, outside callbacks.
+ *  @return the number left unfinished. */
+int glucx_ucx_finish_requests(glucx_ucx_tx_t *tx, void **reqs, int n, int64_t wait_ns);
+
+/* ucx_boot.c */
+/** Accept the queued connection requests of the listener (an endpoint each, flushed), and send
+ *  the record on each endpoint whose flush completed. Lock held, outside callbacks.
+ *  @return the number of requests accepted and records sent. */
+int glucx_ucx_boot_progress(glucx_ucx_tx_t *tx);
+/** Close the listener and every rendezvous endpoint (forcibly), wait (bounded) for their
+ *  requests; tx->boot moves to tx->boot_closed. Lock held, outside callbacks. */
+void glucx_ucx_boot_close(glucx_ucx_tx_t *tx);
+/** Destroy the listeners of closed rendezvous still waiting for their peers' connections (see
+ *  ucx_boot.c), before the worker is destroyed. Lock not held. */
+void glucx_ucx_boot_drain(glucx_ucx_tx_t *tx);
+/** Free tx->boot_closed, once the worker is destroyed. */
+void glucx_ucx_boot_free(glucx_ucx_tx_t *tx);
 /**
  * Check whether local peers exited (readable pidfd, or kill(pid, 0) fails with ESRCH, or the
  * process is a zombie); an exited peer's messages already queued are progressed, then it is

@@ -189,9 +189,7 @@ static void notice_cb(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
 }
 
-/* Progress until every UCX request in reqs[0..n) (NULL entries skipped) completed or the time
- * is up; free them. Lock held, outside callbacks. @return the number left unfinished. */
-static int finish_requests(glucx_ucx_tx_t *tx, void **reqs, int n, int64_t wait_ns)
+int glucx_ucx_finish_requests(glucx_ucx_tx_t *tx, void **reqs, int n, int64_t wait_ns)
 {
     int64_t deadline = glucx_now_ns() + wait_ns;
     int left;
@@ -319,6 +317,10 @@ static void teardown(glucx_ucx_tx_t *tx)
         send_notices(tx);
     glucx_ucx_win_teardown(tx);
 
+    /* The compact-address rendezvous is over: nobody fetches a failed rank's record. */
+    if (tx->boot != NULL)
+        glucx_ucx_boot_close(tx);
+
     void **closing = calloc((size_t)size, sizeof(void *));
     void **flushing = calloc((size_t)size, sizeof(void *));
     if (tx->connected && tx->fail_quiet)
@@ -332,7 +334,7 @@ static void teardown(glucx_ucx_tx_t *tx)
             void *r = ucp_ep_flush_nbx(tx->eps[p], &param);
             flushing[p] = UCS_PTR_IS_PTR(r) ? r : NULL;
         }
-        finish_requests(tx, flushing, size, GLUCX_UCX_FLUSH_WAIT_NS);
+        glucx_ucx_finish_requests(tx, flushing, size, GLUCX_UCX_FLUSH_WAIT_NS);
     }
 
     /* Receives that have not matched leave now; subset receives never reached UCX. */
@@ -383,9 +385,10 @@ static void teardown(glucx_ucx_tx_t *tx)
             closing[p] = UCS_PTR_IS_PTR(r) ? r : NULL;
     }
     int64_t deadline = glucx_now_ns() + GLUCX_UCX_CLOSE_WAIT_NS;
-    int left = closing != NULL ? finish_requests(tx, closing, size, GLUCX_UCX_CLOSE_WAIT_NS) : 0;
+    int left =
+        closing != NULL ? glucx_ucx_finish_requests(tx, closing, size, GLUCX_UCX_CLOSE_WAIT_NS) : 0;
     if (flushing != NULL)
-        finish_requests(tx, flushing, size, GLUCX_UCX_CLOSE_WAIT_NS / 10);
+        glucx_ucx_finish_requests(tx, flushing, size, GLUCX_UCX_CLOSE_WAIT_NS / 10);
     /* UCX 1.13 does not track the requests of endpoints without error handling, so their force
      * close leaves a rendezvous send (waiting for the peer's acknowledgement) pending for good.
      * Give such requests a short while, then complete them below; UCX keeps its request, whose
@@ -450,6 +453,8 @@ int glucx_ucx_progress_locked(glucx_ucx_tx_t *tx)
         n += glucx_ucx_probe_all(tx);
     if (tx->win_pending && atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0)
         glucx_ucx_win_progress(tx);
+    if (tx->boot != NULL && tx->boot->work > 0)
+        n += glucx_ucx_boot_progress(tx);
     if (tx->leave_arrived && atomic_load_explicit(&tx->base.failed, memory_order_relaxed) == 0) {
         tx->leave_arrived = 0;
         glucx_ucx_post_ctrl(tx); /* on error, notices go unheard; the timeout still holds */

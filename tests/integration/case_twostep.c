@@ -26,13 +26,16 @@
  *
  * Expected values come from formulas of (rank, peer, index) evaluated here.
  */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "itest.h"
@@ -98,6 +101,22 @@ static void ts_close(ts_t *t)
         return;
     munmap(t->x, sizeof(xarea_t));
     free(t);
+}
+
+/* The exchange area and a context of a case that makes its communicators itself (the
+ * variant's UCX environment applied first). @return 0, or -1 after reporting. */
+static int ts_begin(const itest_env_t *env, int rank, int size, ts_t **t_p, glucx_context_t **ctx_p)
+{
+    itest_apply_variant(env);
+    *t_p = ts_open(env, rank, size);
+    if (*t_p == NULL)
+        return -1;
+    if (ITEST_STATUS(glucx_context_create(NULL, ctx_p), GLUCX_OK, "glucx_context_create")) {
+        ts_close(*t_p);
+        *t_p = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 /* A barrier of all ranks (test processes, not glucx). @return 0, or -1 after reporting. */
@@ -463,15 +482,10 @@ static int stats_expect_at(const char *file, int line, const glucx_stats_t *want
 
 int itest_case_twostep(const itest_env_t *env, int rank, int size)
 {
-    itest_apply_variant(env);
-    ts_t *t = ts_open(env, rank, size);
-    if (t == NULL)
-        return -1;
+    ts_t *t = NULL;
     glucx_context_t *ctx = NULL;
-    if (ITEST_STATUS(glucx_context_create(NULL, &ctx), GLUCX_OK, "glucx_context_create")) {
-        ts_close(t);
+    if (ts_begin(env, rank, size, &t, &ctx) != 0)
         return -1;
-    }
     const int next = (rank + 1) % size;
     glucx_stats_t want;
     glucx_stats_get(&want);
@@ -1227,15 +1241,10 @@ static size_t stat_bytes(int src, int dst, int j)
 
 int itest_case_twostep_stats(const itest_env_t *env, int rank, int size)
 {
-    itest_apply_variant(env);
-    ts_t *t = ts_open(env, rank, size);
-    if (t == NULL)
-        return -1;
+    ts_t *t = NULL;
     glucx_context_t *ctx = NULL;
-    if (ITEST_STATUS(glucx_context_create(NULL, &ctx), GLUCX_OK, "glucx_context_create")) {
-        ts_close(t);
+    if (ts_begin(env, rank, size, &t, &ctx) != 0)
         return -1;
-    }
     int rc = 0;
     glucx_stats_t want;
     glucx_stats_get(&want);
@@ -1412,6 +1421,311 @@ int itest_case_twostep_stats(const itest_env_t *env, int rank, int size)
     glucx_comm_destroy(comm);
     rc |= stats_expect(&want, "destroying both communicators");
     glucx_store_destroy(store);
+    glucx_context_destroy(ctx);
+    ts_close(t);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Case "twostep_compact"                                                                      */
+
+/* Compact address layout (glucx.h documents the content, comm.c the byte offsets; the test
+ * tampers with single fields to play a mixed-up address): */
+#define CA_RANK 8
+#define CA_LEN 16
+#define CA_DIGEST 24
+#define CA_PORT 34
+#define CA_ADDR 36
+
+/* Error cases end with every rank failing; this short timeout bounds the ranks that wait for
+ * the rank that found the error (a base value, scaled). */
+#define COMPACT_FAIL_TIMEOUT_MS 4000
+
+static glucx_status_t prepare_ms(glucx_context_t *ctx, int rank, int size, const char *name,
+                                 int64_t timeout_ms, glucx_comm_t **comm_p)
+{
+    glucx_comm_params_t params = {.field_mask = GLUCX_COMM_PARAM_NAME | GLUCX_COMM_PARAM_TIMEOUT,
+                                  .rank = rank,
+                                  .size = size,
+                                  .name = name,
+                                  .timeout_ms = timeout_ms};
+    *comm_p = NULL;
+    return glucx_comm_prepare(ctx, &params, comm_p);
+}
+
+/* A TCP port of 127.0.0.1 that refuses connections (bound, then closed: nobody listens). */
+static uint16_t refused_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    uint16_t port = 0;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = a.sin_port; /* network order, as in the compact address */
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+enum compact_fault {
+    FAULT_DIGEST,    /* rank 0 sees rank 1's digest changed */
+    FAULT_LENGTH,    /* ... its record length changed */
+    FAULT_RANK,      /* ... rank 1's entry is another rank's compact address */
+    FAULT_REFUSED,   /* ... its listener's port refuses connections */
+    FAULT_DUPLICATE, /* ... its listener is rank 2's (3+ ranks) */
+};
+
+static const char *const fault_names[] = {"digest", "length", "rank", "refused", "duplicate"};
+
+/*
+ * Every rank publishes its compact address; rank 0 connects with rank 1's entry altered by
+ * @p fault and must fail at once with @p want naming rank 1 (or, for a duplicate, rank 2, whose
+ * record arrives twice) and the words @p says; the other ranks wait in vain for rank 0 and fail
+ * within their (short) timeout. @return 0 when all holds.
+ */
+static int compact_fault(ts_t *t, glucx_context_t *ctx, enum compact_fault fault,
+                         glucx_status_t want, const char *says)
+{
+    const int rank = t->rank, size = t->size;
+    const int64_t timeout_ms = glucx_test_ms(COMPACT_FAIL_TIMEOUT_MS);
+    char name[48];
+    snprintf(name, sizeof(name), "tc-fault-%s", fault_names[fault]);
+    glucx_comm_t *comm = NULL;
+    unsigned char ca[GLUCX_COMPACT_ADDRESS_BYTES];
+    glucx_status_t st = prepare_ms(ctx, rank, size, name, timeout_ms, &comm);
+    if (ITEST_STATUS(st, GLUCX_OK, "glucx_comm_prepare('%s')", name) == 0)
+        st = glucx_comm_compact_address(comm, "127.0.0.1", ca, sizeof(ca));
+    ITEST_STATUS(st, GLUCX_OK, "glucx_comm_compact_address('%s')", name);
+    int rc = exchange(t, st == GLUCX_OK ? ca : NULL, st == GLUCX_OK ? sizeof(ca) : 0);
+    if (rc != 0 || st != GLUCX_OK) {
+        glucx_comm_destroy(comm);
+        return -1;
+    }
+    const void *recs[ITEST_MAX_RANKS];
+    for (int r = 0; r < size; r++)
+        recs[r] = t->recs[r];
+    int named = 1;
+    if (rank == 0) {
+        unsigned char *one = t->recs[1];
+        switch (fault) {
+        case FAULT_DIGEST:
+            one[CA_DIGEST + 3] ^= 0x10;
+            break;
+        case FAULT_LENGTH:
+            one[CA_LEN] ^= 0x01;
+            break;
+        case FAULT_RANK: /* rank 2's address (with 2 ranks: rank 0's own) in rank 1's place */
+            memcpy(one, t->recs[size > 2 ? 2 : 0], GLUCX_COMPACT_ADDRESS_BYTES);
+            break;
+        case FAULT_REFUSED: {
+            uint16_t port = refused_port();
+            ITEST_CHECK(port != 0, "no free TCP port on 127.0.0.1");
+            memcpy(one + CA_PORT, &port, 2);
+            break;
+        }
+        case FAULT_DUPLICATE:
+            memcpy(one + CA_PORT, t->recs[2] + CA_PORT, 2 + 16);
+            named = 2;
+            break;
+        }
+    }
+    const int64_t t0 = itest_now_ns();
+    st = glucx_comm_connect(comm, recs, t->lens);
+    const int64_t took = ms_since(t0);
+    if (rank == 0) {
+        const char *text = glucx_last_error();
+        if (ITEST_STATUS(st, want,
+                         "glucx_comm_connect with rank 1's compact address altered "
+                         "(%s)",
+                         fault_names[fault]) == 0) {
+            ITEST_CHECK(names(text, 0) && names(text, named),
+                        "the %s message does not name rank 0 and rank %d: \"%s\"",
+                        fault_names[fault], named, text);
+            ITEST_CHECK(strstr(text, says) != NULL, "the %s message does not say '%s': \"%s\"",
+                        fault_names[fault], says, text);
+            itest_note("%s: %s", fault_names[fault], text);
+        } else {
+            rc = -1;
+        }
+        ITEST_CHECK(took < timeout_ms / 2,
+                    "the %s error took %lld ms, not well within the %lld ms timeout",
+                    fault_names[fault], (long long)took, (long long)timeout_ms);
+    } else if (st == GLUCX_OK) {
+        ITEST_FAIL("glucx_comm_connect('%s') succeeded although rank 0 failed", name);
+        rc = -1;
+    } else {
+        ITEST_CHECK(took < timeout_ms + glucx_test_ms(10000),
+                    "glucx_comm_connect('%s') failed only after %lld ms (timeout %lld ms)", name,
+                    (long long)took, (long long)timeout_ms);
+    }
+    /* Rank 0's worker outlives the others' connect: UCX 1.13.1 can abort a process whose tcp
+     * endpoint to a destroyed worker is refused (tcp_ep.c:478, "Assertion `!(ep->flags &
+     * UCT_TCP_EP_FLAG_CTX_TYPE_TX)'"; also with full records), which is not what this checks. */
+    if (sync_all(t, "after the failed connects") != 0)
+        rc = -1;
+    glucx_comm_destroy(comm);
+    return rc;
+}
+
+/*
+ * Compact addresses (glucx_comm_compact_address): argument checks; a communicator connected
+ * from compact addresses only (this rank's own entry NULL on rank 0, its own compact address on
+ * the others), then one from a mix (rank 0's full record, the others' compact addresses), each
+ * with point-to-point traffic and an allreduce checked and the transport of the variant (shared
+ * memory between the ranks of the shm variant: fetching the records changes no endpoint); a
+ * compact address after connect is refused. Then rank 1's entry altered in rank 0's copy fails
+ * rank 0's connect at once, naming both ranks: digest (MISMATCH), length (MISMATCH), another
+ * rank's address (MISMATCH), a port that refuses (PEER_FAILED), and with 3 ranks rank 2's
+ * listener in its place (MISMATCH: rank 2's record twice). Communicators destroyed while
+ * listening leave no descriptor. Last, UCX_TLS=shm,self (no network transport):
+ * GLUCX_ERR_UNSUPPORTED, and the full records still connect.
+ */
+int itest_case_twostep_compact(const itest_env_t *env, int rank, int size)
+{
+    ts_t *t = NULL;
+    glucx_context_t *ctx = NULL;
+    if (ts_begin(env, rank, size, &t, &ctx) != 0)
+        return -1;
+    int rc = 0;
+    unsigned char ca[GLUCX_COMPACT_ADDRESS_BYTES + 8], again[GLUCX_COMPACT_ADDRESS_BYTES];
+    const void *rec = NULL;
+    size_t len = 0;
+
+    /* 1. arguments; the compact address is fixed-size, stable and shorter than the record */
+    glucx_comm_t *comm = NULL;
+    glucx_status_t st = prepare(ctx, rank, size, "tc-compact", &comm);
+    if (ITEST_STATUS(st, GLUCX_OK, "glucx_comm_prepare('tc-compact')") == 0) {
+        ITEST_STATUS(glucx_comm_compact_address(comm, NULL, ca, sizeof(ca)), GLUCX_ERR_INVALID_ARG,
+                     "glucx_comm_compact_address with a NULL host");
+        ITEST_STATUS(glucx_comm_compact_address(comm, "localhost", ca, sizeof(ca)),
+                     GLUCX_ERR_INVALID_ARG, "glucx_comm_compact_address('localhost')");
+        check_text("glucx_comm_compact_address('localhost')", "'localhost'");
+        ITEST_STATUS(
+            glucx_comm_compact_address(comm, "127.0.0.1", ca, GLUCX_COMPACT_ADDRESS_BYTES - 1),
+            GLUCX_ERR_INVALID_ARG, "glucx_comm_compact_address into %d bytes",
+            GLUCX_COMPACT_ADDRESS_BYTES - 1);
+        memset(ca, 0x5a, sizeof(ca));
+        st = glucx_comm_compact_address(comm, "127.0.0.1", ca, sizeof(ca));
+        if (ITEST_STATUS(st, GLUCX_OK, "glucx_comm_compact_address('127.0.0.1')") == 0) {
+            ITEST_CHECK(ca[GLUCX_COMPACT_ADDRESS_BYTES] == 0x5a,
+                        "glucx_comm_compact_address wrote past %d bytes",
+                        GLUCX_COMPACT_ADDRESS_BYTES);
+            ITEST_STATUS(glucx_comm_compact_address(comm, "::1", again, sizeof(again)), GLUCX_OK,
+                         "a second glucx_comm_compact_address");
+            ITEST_CHECK(memcmp(ca, again, sizeof(again)) == 0,
+                        "two glucx_comm_compact_address calls differ");
+            ITEST_STATUS(glucx_comm_address(comm, &rec, &len), GLUCX_OK, "glucx_comm_address");
+            ITEST_CHECK(len > GLUCX_COMPACT_ADDRESS_BYTES,
+                        "the record (%zu bytes) is not longer than the compact address", len);
+            if (rank == 0)
+                itest_note("record %zu bytes, compact address %d bytes", len,
+                           GLUCX_COMPACT_ADDRESS_BYTES);
+        }
+    }
+    rc |= exchange(t, st == GLUCX_OK ? ca : NULL, st == GLUCX_OK ? GLUCX_COMPACT_ADDRESS_BYTES : 0);
+    if (rc == 0 && st == GLUCX_OK) {
+        const void *recs[ITEST_MAX_RANKS];
+        for (int r = 0; r < size; r++)
+            recs[r] = r == rank && rank == 0 ? NULL : t->recs[r];
+        st = glucx_comm_connect(comm, recs, t->lens);
+        if (ITEST_STATUS(st, GLUCX_OK, "glucx_comm_connect from compact addresses") == 0) {
+            itest_check_transport(env, comm);
+            rc |= exercise(comm, 21, "communicator from compact addresses", NULL);
+            ITEST_STATUS(glucx_comm_compact_address(comm, "127.0.0.1", again, sizeof(again)),
+                         GLUCX_ERR_INVALID_ARG, "glucx_comm_compact_address after connect");
+        }
+    }
+    if (st != GLUCX_OK)
+        rc = -1;
+    glucx_comm_destroy(comm);
+
+    /* 2. a mix: rank 0 publishes its full record, the others their compact addresses */
+    comm = NULL;
+    st = prepare(ctx, rank, size, "tc-mixed", &comm);
+    if (ITEST_STATUS(st, GLUCX_OK, "glucx_comm_prepare('tc-mixed')") == 0) {
+        if (rank == 0) {
+            st = glucx_comm_address(comm, &rec, &len);
+        } else {
+            st = glucx_comm_compact_address(comm, "127.0.0.1", ca, sizeof(ca));
+            rec = ca;
+            len = GLUCX_COMPACT_ADDRESS_BYTES;
+        }
+    }
+    rc |= exchange(t, st == GLUCX_OK ? rec : NULL, st == GLUCX_OK ? len : 0);
+    if (rc == 0 && st == GLUCX_OK) {
+        const void *recs[ITEST_MAX_RANKS];
+        for (int r = 0; r < size; r++)
+            recs[r] = r == rank ? NULL : t->recs[r];
+        st = glucx_comm_connect(comm, recs, t->lens);
+        if (ITEST_STATUS(st, GLUCX_OK,
+                         "glucx_comm_connect from rank 0's record and compact "
+                         "addresses") == 0) {
+            itest_check_transport(env, comm);
+            rc |= exercise(comm, 22, "communicator from a record and compact addresses", NULL);
+        }
+    }
+    if (st != GLUCX_OK)
+        rc = -1;
+    glucx_comm_destroy(comm);
+
+    /* 3. mixed-up addresses fail at once on the rank that got them */
+    rc |= compact_fault(t, ctx, FAULT_DIGEST, GLUCX_ERR_MISMATCH, "digest");
+    rc |= compact_fault(t, ctx, FAULT_LENGTH, GLUCX_ERR_MISMATCH, "announces");
+    rc |= compact_fault(t, ctx, FAULT_RANK, GLUCX_ERR_MISMATCH, "compact address given for");
+    rc |= compact_fault(t, ctx, FAULT_REFUSED, GLUCX_ERR_PEER_FAILED, "listener at 127.0.0.1:");
+    if (size > 2)
+        rc |= compact_fault(t, ctx, FAULT_DUPLICATE, GLUCX_ERR_MISMATCH, "twice");
+
+    /* 4. listening communicators destroyed unconnected: no descriptor (or, under ASan, memory)
+     * left, the listener included */
+    int fds_before = -1;
+    for (int i = 0; i < 4; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "tc-unused-%d", i);
+        comm = NULL;
+        if (ITEST_STATUS(prepare(ctx, rank, size, name, &comm), GLUCX_OK,
+                         "glucx_comm_prepare('%s')", name) == 0)
+            ITEST_STATUS(glucx_comm_compact_address(comm, "127.0.0.1", ca, sizeof(ca)), GLUCX_OK,
+                         "glucx_comm_compact_address('%s')", name);
+        glucx_comm_destroy(comm);
+        if (i == 0)
+            fds_before = itest_open_fds(); /* after the first: UCX's lazy set-up is done */
+    }
+    ITEST_CHECK(itest_open_fds() == fds_before,
+                "3 listening communicators destroyed unconnected changed the open descriptors "
+                "from %d to %d",
+                fds_before, itest_open_fds());
+
+    /* 5. no network transport: no compact address, the full records still work */
+    glucx_context_t *shm_ctx = NULL;
+    setenv("UCX_TLS", "shm,self", 1);
+    st = glucx_context_create(NULL, &shm_ctx);
+    itest_apply_variant(env); /* back to the variant's transports */
+    if (strcmp(env->variant, "tcp") != 0)
+        unsetenv("UCX_TLS");
+    comm = NULL;
+    if (ITEST_STATUS(st, GLUCX_OK, "glucx_context_create with UCX_TLS=shm,self") == 0)
+        st = prepare(shm_ctx, rank, size, "tc-shmonly", &comm);
+    if (st == GLUCX_OK) {
+        ITEST_STATUS(glucx_comm_compact_address(comm, "127.0.0.1", ca, sizeof(ca)),
+                     GLUCX_ERR_UNSUPPORTED, "glucx_comm_compact_address with UCX_TLS=shm,self");
+        check_text("glucx_comm_compact_address with UCX_TLS=shm,self", "UCX_TLS");
+        st = glucx_comm_address(comm, &rec, &len);
+    }
+    rc |= exchange(t, st == GLUCX_OK ? rec : NULL, st == GLUCX_OK ? len : 0);
+    if (rc == 0 && st == GLUCX_OK) {
+        const void *recs[ITEST_MAX_RANKS];
+        for (int r = 0; r < size; r++)
+            recs[r] = r == rank ? NULL : t->recs[r];
+        st = glucx_comm_connect(comm, recs, t->lens);
+        if (ITEST_STATUS(st, GLUCX_OK, "glucx_comm_connect with UCX_TLS=shm,self") == 0)
+            rc |= exercise(comm, 23, "communicator with UCX_TLS=shm,self", NULL);
+    }
+    if (st != GLUCX_OK)
+        rc = -1;
+    glucx_comm_destroy(comm);
+    glucx_context_destroy(shm_ctx);
     glucx_context_destroy(ctx);
     ts_close(t);
     return rc;

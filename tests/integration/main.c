@@ -31,6 +31,7 @@ static const case_entry_t cases[] = {
     {"twostep_waitany", itest_case_twostep_waitany, NULL},
     {"twostep_wake", itest_case_twostep_wake, NULL},
     {"twostep_stats", itest_case_twostep_stats, NULL},
+    {"twostep_compact", itest_case_twostep_compact, NULL},
     {"callback", itest_case_callback, NULL},
     {"destroy_after", itest_case_destroy_after, NULL},
     {"early_destroy", itest_case_early_destroy, NULL},

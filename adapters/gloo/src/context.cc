@@ -1,8 +1,10 @@
 /*
  * Context and Pair: Gloo's rendezvous creates one pair per peer, publishes each pair's address
- * and connects each pair with the peer's. Here every pair's address is this rank's glucx record
- * (glucx_comm_prepare), and connecting the last pair connects the communicator
- * (glucx_comm_connect) — Gloo carries the records, glucx checks and uses them.
+ * and connects each pair with the peer's. Here every pair's address is this rank's compact
+ * address (glucx_comm_compact_address: 52 bytes, within gloo::transport::Address::kMaxByteSize
+ * however many interfaces UCX uses), and connecting the last pair connects the communicator
+ * (glucx_comm_connect), which fetches each peer's record from the listener its compact address
+ * names and checks it — Gloo carries the compact addresses, glucx the records.
  */
 #include "shim.h"
 
@@ -56,13 +58,31 @@ void Context::prepare()
     if (glucx_comm_prepare(device_->glucxContext(), &p, &c) != GLUCX_OK)
         GLOO_THROW_IO_EXCEPTION("glucx: rank ", rank, " of ", size,
                                 ": cannot create a communicator: ", lastError());
-    const void *rec = nullptr;
-    size_t len = 0;
-    if (glucx_comm_address(c, &rec, &len) != GLUCX_OK) {
+    /* The compact address; the whole record only where UCX cannot wire up the listener's
+     * client-server connections (no network transport: UCX_TLS=shm,self), which
+     * connectFullMesh carries at any length. One rank has no peer to serve. */
+    char compact[GLUCX_COMPACT_ADDRESS_BYTES];
+    glucx_status_t st = GLUCX_ERR_UNSUPPORTED;
+    if (size > 1)
+        st = glucx_comm_compact_address(c, device_->listenAddress().c_str(), compact,
+                                        sizeof(compact));
+    if (st == GLUCX_OK) {
+        record_.assign(compact, compact + sizeof(compact));
+    } else if (st == GLUCX_ERR_UNSUPPORTED) {
+        const void *rec = nullptr;
+        size_t len = 0;
+        if (glucx_comm_address(c, &rec, &len) != GLUCX_OK) {
+            glucx_comm_destroy(c);
+            GLOO_THROW_IO_EXCEPTION("glucx: rank ", rank, ": no address record: ", lastError());
+        }
+        record_.assign(static_cast<const char *>(rec), static_cast<const char *>(rec) + len);
+    } else {
+        std::string why = lastError();
         glucx_comm_destroy(c);
-        GLOO_THROW_IO_EXCEPTION("glucx: rank ", rank, ": no address record: ", lastError());
+        GLOO_THROW_IO_EXCEPTION("glucx: rank ", rank, " of ", size,
+                                ": cannot serve its address record at ", device_->listenAddress(),
+                                ": ", why);
     }
-    record_.assign(static_cast<const char *>(rec), static_cast<const char *>(rec) + len);
     comm_ = c;
 }
 

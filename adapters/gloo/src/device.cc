@@ -10,6 +10,7 @@
 #include <link.h>
 #include <net/if.h>
 #include <netdb.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -179,9 +180,21 @@ std::string listed(const std::vector<std::string> &names)
     return s.empty() ? "none" : s;
 }
 
-/* The interface that holds @p host's address into @p out ("lo" for loopback); "" or the
- * reason it has none. */
-std::string interfaceOfHost(const std::string &host, std::string *out)
+/* The numeric form of an address ("10.0.0.1", "fe80::1%eth0"); "" if it has none. */
+std::string numeric(const struct sockaddr *sa)
+{
+    char host[NI_MAXHOST];
+    socklen_t len =
+        sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    if (getnameinfo(sa, len, host, sizeof(host), nullptr, 0, NI_NUMERICHOST) != 0)
+        return "";
+    return host;
+}
+
+/* The interface that holds @p host's address into @p out ("lo" for loopback), and that address
+ * into @p address (if not NULL); "" or the reason it has none. */
+std::string interfaceOfHost(const std::string &host, std::string *out,
+                            std::string *address = nullptr)
 {
     struct addrinfo hints;
     std::memset(&hints, 0, sizeof(hints));
@@ -194,15 +207,17 @@ std::string interfaceOfHost(const std::string &host, std::string *out)
                " (set GLOO_SOCKET_IFNAME to name the network interface)";
     struct ifaddrs *ifs = nullptr;
     const bool have_ifs = getifaddrs(&ifs) == 0;
-    std::string found;
+    std::string found, where;
     for (struct addrinfo *a = res; a != nullptr && found.empty(); a = a->ai_next) {
         if (isLoopback(a->ai_addr)) {
             found = "lo";
+            where = numeric(a->ai_addr);
             break;
         }
         for (struct ifaddrs *i = have_ifs ? ifs : nullptr; i != nullptr; i = i->ifa_next) {
             if (i->ifa_addr != nullptr && sameAddress(i->ifa_addr, a->ai_addr)) {
                 found = i->ifa_name;
+                where = numeric(i->ifa_addr); /* with the interface's IPv6 scope */
                 break;
             }
         }
@@ -219,10 +234,81 @@ std::string interfaceOfHost(const std::string &host, std::string *out)
                "; set GLOO_SOCKET_IFNAME to name the network interface)";
     }
     *out = found;
+    if (address != nullptr)
+        *address = where;
     return "";
 }
 
+/* The first address of an interface accepted by @p take (IPv4 before IPv6, a link-local IPv6
+ * one last), numeric; "" if none or getifaddrs fails. */
+template <typename Take> std::string firstAddress(Take take)
+{
+    struct ifaddrs *ifs = nullptr;
+    if (getifaddrs(&ifs) != 0)
+        return "";
+    std::string best;
+    int rank = 3; /* 0: IPv4, 1: IPv6, 2: IPv6 link-local */
+    for (struct ifaddrs *i = ifs; i != nullptr; i = i->ifa_next) {
+        if (i->ifa_addr == nullptr || !take(i))
+            continue;
+        int r;
+        if (i->ifa_addr->sa_family == AF_INET)
+            r = 0;
+        else if (i->ifa_addr->sa_family == AF_INET6)
+            r = IN6_IS_ADDR_LINKLOCAL(
+                    &reinterpret_cast<const struct sockaddr_in6 *>(i->ifa_addr)->sin6_addr)
+                    ? 2
+                    : 1;
+        else
+            continue;
+        if (r < rank) {
+            std::string n = numeric(i->ifa_addr);
+            if (!n.empty()) {
+                best = n;
+                rank = r;
+            }
+        }
+    }
+    freeifaddrs(ifs);
+    return best;
+}
+
 } // namespace
+
+std::string ChooseListenAddress(const attr &a, std::string *out)
+{
+    if (!a.iface.empty()) {
+        /* the first listed interface (empty entries are ignored, as in ChooseNetDevices) */
+        std::string first;
+        std::istringstream names(a.iface);
+        while (first.empty() && std::getline(names, first, ','))
+            ;
+        std::string found =
+            firstAddress([&](const struct ifaddrs *i) { return first == i->ifa_name; });
+        if (found.empty())
+            return "glucx: network interface '" + first +
+                   "' has no IPv4 or IPv6 address for the listener that serves this rank's "
+                   "address record";
+        *out = found;
+        return "";
+    }
+    if (!a.hostname.empty()) {
+        std::string iface;
+        return interfaceOfHost(a.hostname, &iface, out);
+    }
+    char name[256] = "";
+    std::string iface, found;
+    if (gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0' &&
+        interfaceOfHost(name, &iface, &found).empty() && iface != "lo" && !found.empty()) {
+        *out = found;
+        return "";
+    }
+    found = firstAddress([](const struct ifaddrs *i) {
+        return (i->ifa_flags & IFF_UP) != 0 && (i->ifa_flags & IFF_LOOPBACK) == 0;
+    });
+    *out = found.empty() ? std::string("127.0.0.1") : found;
+    return "";
+}
 
 std::string ChooseNetDevices(const attr &a, std::string *net)
 {
@@ -270,8 +356,8 @@ std::string ChooseNetDevices(const attr &a, std::string *net)
 
 /* ---- device ------------------------------------------------------------------------------ */
 
-Device::Device(glucx_context_t *ctx, std::string netDevices)
-    : ctx_(ctx), netDevices_(std::move(netDevices))
+Device::Device(glucx_context_t *ctx, std::string netDevices, std::string listenAddress)
+    : ctx_(ctx), netDevices_(std::move(netDevices)), listenAddress_(std::move(listenAddress))
 {
 }
 
@@ -283,7 +369,8 @@ Device::~Device()
 std::string Device::str() const
 {
     return "glucx " + std::string(glucx_version()) +
-           " (UCX; network devices: " + (netDevices_.empty() ? "all" : netDevices_) + ")";
+           " (UCX; network devices: " + (netDevices_.empty() ? "all" : netDevices_) +
+           "; address records served at " + listenAddress_ + ")";
 }
 
 const std::string &Device::getPCIBusID() const
@@ -303,8 +390,10 @@ std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a)
     std::string why = CheckGlooBuild();
     if (!why.empty())
         GLOO_THROW_IO_EXCEPTION("glucx: ", why);
-    std::string net;
-    const std::string refused = ChooseNetDevices(a, &net);
+    std::string net, listen;
+    std::string refused = ChooseNetDevices(a, &net);
+    if (refused.empty())
+        refused = ChooseListenAddress(a, &listen);
     if (!refused.empty())
         throw ::gloo::EnforceNotMet(__FILE__, __LINE__, "the network interface choice is valid",
                                     refused);
@@ -319,7 +408,7 @@ std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a)
     if (st != GLUCX_OK)
         GLOO_THROW_IO_EXCEPTION("glucx: cannot create a context (network devices: ",
                                 net.empty() ? "all" : net, "): ", lastError());
-    return std::make_shared<Device>(ctx, net);
+    return std::make_shared<Device>(ctx, net, listen);
 }
 
 /* ---- address ----------------------------------------------------------------------------- */
@@ -327,7 +416,9 @@ std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a)
 std::string Address::str() const
 {
     std::ostringstream s;
-    s << "glucx address record (" << bytes_.size() << " bytes)";
+    s << (bytes_.size() == GLUCX_COMPACT_ADDRESS_BYTES ? "glucx compact address ("
+                                                       : "glucx address record (")
+      << bytes_.size() << " bytes)";
     return s.str();
 }
 

@@ -40,7 +40,9 @@ class Context;
 class Device final : public ::gloo::transport::Device, public std::enable_shared_from_this<Device>
 {
   public:
-    Device(glucx_context_t *ctx, std::string netDevices);
+    /** @p listenAddress: numeric address of this host where each communicator's listener serves
+     *  its record to the peers that got its compact address (ChooseListenAddress()). */
+    Device(glucx_context_t *ctx, std::string netDevices, std::string listenAddress);
     ~Device() override;
 
     std::string str() const override;
@@ -52,13 +54,36 @@ class Device final : public ::gloo::transport::Device, public std::enable_shared
         return ctx_;
     }
 
+    const std::string &listenAddress() const
+    {
+        return listenAddress_;
+    }
+
   private:
     glucx_context_t *ctx_;
     std::string netDevices_;
+    std::string listenAddress_;
     std::string busId_;
 };
 
-/** This rank's glucx address record, the same for every pair of a context. */
+/**
+ * The numeric address where this host's listeners serve address records, for the device that
+ * @p a describes (the interface choice of ChooseNetDevices(), which must have accepted @p a):
+ * - iface set: the first listed interface's first IPv4 address, else its first IPv6 one (a
+ *   link-local one as "fe80::...%iface");
+ * - else hostname set: the local address it resolves to;
+ * - else the address this host's name resolves to when that is a local, non-loopback one, else
+ *   the first non-loopback address of an interface that is up, else 127.0.0.1.
+ * @param out receives the address on success; untouched on failure.
+ * @return "" on success, else the reason. Never throws (but std::bad_alloc). Thread-safe.
+ */
+std::string ChooseListenAddress(const attr &a, std::string *out);
+
+/**
+ * This rank's address, the same for every pair of a context: its compact address
+ * (glucx_comm_compact_address(), GLUCX_COMPACT_ADDRESS_BYTES), or, when UCX has no network
+ * transport for the listener (UCX_TLS=shm,self), its whole record.
+ */
 class Address final : public ::gloo::transport::Address
 {
   public:

@@ -150,16 +150,59 @@ GLUCX_API glucx_status_t glucx_comm_prepare(glucx_context_t *context,
 GLUCX_API glucx_status_t glucx_comm_address(const glucx_comm_t *comm, const void **record_p,
                                             size_t *bytes_p);
 
+/** Length of every compact address (glucx_comm_compact_address()), whatever the host's network
+ *  interfaces and UCX transports. */
+#define GLUCX_COMPACT_ADDRESS_BYTES 52
+
+/**
+ * A fixed-size stand-in for this rank's address record (glucx_comm_address()), for hosts whose
+ * exchange caps an address's size (Gloo's ContextFactory sends at most 192 bytes per pair; the
+ * record is a few hundred bytes and grows with every network interface UCX uses).
+ *
+ * The first call opens a UCX listener of this communicator on @p listen_host (port chosen by
+ * the system); it serves the record to every peer that connects, until the communicator is
+ * connected, fails or is destroyed. The compact address holds its format, this rank and the
+ * size, the record's length and a 64-bit digest of it, and the listener's socket address. A peer
+ * that gets it in glucx_comm_connect() connects to the listener, receives the record and checks
+ * that it is the one the compact address describes. So the rendezvous still goes through the
+ * host's own exchange; only the record travels over UCX's own client-server connection.
+ *
+ * @param comm        prepared communicator, not connected.
+ * @param listen_host numeric IPv4 or IPv6 address of this host that every peer can reach (an
+ *                    IPv6 link-local one as "fe80::1%eth0"); borrowed for the call. Ignored after
+ *                    the first call.
+ * @param buf         receives GLUCX_COMPACT_ADDRESS_BYTES bytes (the same on every call).
+ * @param bytes       size of @p buf, >= GLUCX_COMPACT_ADDRESS_BYTES.
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (NULL argument, @p bytes too small, @p listen_host not
+ *         a numeric address, @p comm connected); GLUCX_ERR_UNSUPPORTED (UCX_TLS lets no network
+ *         transport in, e.g. "shm,self": UCX wires client-server connections up only over one, so
+ *         use the full record); GLUCX_ERR_TRANSPORT (UCX cannot listen on @p listen_host: the
+ *         message names it and UCX's status); GLUCX_ERR_NO_MEMORY. Not thread-safe with other
+ *         calls on @p comm.
+ */
+GLUCX_API glucx_status_t glucx_comm_compact_address(glucx_comm_t *comm, const char *listen_host,
+                                                    void *buf, size_t bytes);
+
 /**
  * Connect a prepared communicator to its peers.
- * @param records array of size() records indexed by rank (borrowed for the call); the entry of
- *                this rank may be NULL (its own record is used).
+ * @param records array of size() entries indexed by rank (borrowed for the call): rank r's
+ *                address record (glucx_comm_address()) or its compact address
+ *                (glucx_comm_compact_address()), in any mix; the entry of this rank may be NULL
+ *                (its own record is used). For a compact address, the record is received from
+ *                the listener it names and must have the length and digest it announces.
  * @param bytes   their lengths.
  * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (NULL arrays, a NULL peer record, already connected);
  *         GLUCX_ERR_MISMATCH (a record that is not a glucx record of this version, or whose
- *         settings differ: the message names the rank and both values); GLUCX_ERR_TRANSPORT;
- *         GLUCX_ERR_TIMEOUT; GLUCX_ERR_NO_MEMORY. On failure the communicator can only be
- *         destroyed.
+ *         settings differ: the message names the rank and both values; a compact address of
+ *         another rank or size, or whose listener served a record it does not describe: the
+ *         message names this rank and the rank concerned); GLUCX_ERR_PEER_FAILED (a compact
+ *         address's listener cannot be reached: names the rank and the socket address);
+ *         GLUCX_ERR_UNSUPPORTED (compact addresses, but UCX_TLS lets no network transport in);
+ *         GLUCX_ERR_TRANSPORT; GLUCX_ERR_TIMEOUT (the communicator's timeout bounds the whole
+ *         call, fetching included); GLUCX_ERR_NO_MEMORY. On failure the communicator can only
+ *         be destroyed. A rank given compact addresses serves its own record meanwhile (if it
+ *         published a compact address), so every rank must call this; its listener closes when
+ *         it returns.
  */
 GLUCX_API glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records,
                                             const size_t *bytes);

@@ -400,29 +400,6 @@ void RunThreadsAndCheck(const std::vector<std::function<void()>> &fns, const std
         RANK_CHECK(errors[i].empty(), what, ", thread ", i, ": ", errors[i]);
 }
 
-void AllreduceLoop(const std::shared_ptr<::gloo::Context> &ctx, uint32_t tag, int iters)
-{
-    const size_t n = 1023;
-    for (int it = 0; it < iters; it++) {
-        const uint64_t seed = Mix64(tag * 1000 + it);
-        std::vector<float> out = Values<float>(seed, ctx->rank, n);
-        ::gloo::AllreduceOptions opts(ctx);
-        opts.setOutput(out.data(), n);
-        opts.setReduceFunction(Sum<float>);
-        opts.setTag(tag);
-        ::gloo::allreduce(opts);
-        CheckArray(
-            out.data(), n,
-            [&](size_t i) {
-                int64_t s = 0;
-                for (int r = 0; r < ctx->size; r++)
-                    s += GenT<float>(seed, r, i);
-                return FromInt<float>(s);
-            },
-            Str("allreduce tag ", tag, " iteration ", it));
-    }
-}
-
 void Concurrent(RankEnv &, const std::shared_ptr<::gloo::Context> &ctx)
 {
     const int rank = ctx->rank, size = ctx->size, iters = 10;

@@ -213,6 +213,5 @@ TEST(CreateDevice, PairAddressesOfAContextHaveOneLength)
     }
 }
 
-/* gloo/transport/address.h: Address::kMaxByteSize (192) is the "upper bound for an address'
- * byte representation"; Gloo's rendezvous::ContextFactory relies on it. */
+/* Pair addresses against gloo::transport::Address::kMaxByteSize: test_address.cc. */
 } // namespace

@@ -12,9 +12,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include <gloo/allreduce.h>
+#include <gloo/context.h>
 
 #include "harness.h"
 
@@ -162,6 +166,29 @@ inline void CheckUntouched(const uint8_t *p, size_t n, const std::string &what)
 {
     for (size_t j = 0; j < n; j++)
         RANK_CHECK(p[j] == kPoisonByte, what, ": byte ", j, " was written");
+/* @p iters allreduces (float sum, 1023 elements, tag @p tag) of values from Values<float>,
+ * each checked exactly against the sum of the integers behind them. */
+inline void AllreduceLoop(const std::shared_ptr<::gloo::Context> &ctx, uint32_t tag, int iters)
+{
+    const size_t n = 1023;
+    for (int it = 0; it < iters; it++) {
+        const uint64_t seed = Mix64(tag * 1000 + it);
+        std::vector<float> out = Values<float>(seed, ctx->rank, n);
+        ::gloo::AllreduceOptions opts(ctx);
+        opts.setOutput(out.data(), n);
+        opts.setReduceFunction(Sum<float>);
+        opts.setTag(tag);
+        ::gloo::allreduce(opts);
+        CheckArray(
+            out.data(), n,
+            [&](size_t i) {
+                int64_t s = 0;
+                for (int r = 0; r < ctx->size; r++)
+                    s += GenT<float>(seed, r, i);
+                return FromInt<float>(s);
+            },
+            Str("allreduce tag ", tag, " iteration ", it));
+    }
 }
 
 } // namespace glucx_test

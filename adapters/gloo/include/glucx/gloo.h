@@ -19,10 +19,15 @@
  * Gloo's class-template algorithms such as AllreduceRing<T>): a receive buffer is a glucx
  * window, a send buffer puts a copy of the bytes it sends into the peer's window.
  *
- * Pair addresses are this rank's glucx record (UCX worker address, host identity, settings
- * digest): a few hundred bytes, more than gloo::transport::Address::kMaxByteSize (192), which
- * only gloo::rendezvous::ContextFactory relies on (so it cannot make contexts of this device).
- * connectFullMesh, which PyTorch uses, carries addresses of any length.
+ * Pair addresses are this rank's compact address (52 bytes, whatever the interfaces: within
+ * gloo::transport::Address::kMaxByteSize, 192, which gloo::rendezvous::ContextFactory relies
+ * on): its rank, a digest of its glucx record (UCX worker address, host identity, settings; a
+ * few hundred bytes) and the socket address of a UCX listener that serves the record to the
+ * peers while the context connects. The listener sits at the device's listen address (the
+ * named interface's address, else the host name's; Device::str() says which), which every peer
+ * must reach. When UCX_TLS lets no network transport in (UCX's client-server connections need
+ * one), the address is the whole record instead: connectFullMesh, which PyTorch uses, carries it,
+ * ContextFactory refuses it.
  *
  * Errors are Gloo's exceptions: gloo::IoException for timeouts, dead peers and transport
  * failures (the message names the operation, sizes and peer), gloo::EnforceNotMet for invalid
