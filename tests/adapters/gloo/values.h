@@ -166,6 +166,8 @@ inline void CheckUntouched(const uint8_t *p, size_t n, const std::string &what)
 {
     for (size_t j = 0; j < n; j++)
         RANK_CHECK(p[j] == kPoisonByte, what, ": byte ", j, " was written");
+}
+
 /* @p iters allreduces (float sum, 1023 elements, tag @p tag) of values from Values<float>,
  * each checked exactly against the sum of the integers behind them. */
 inline void AllreduceLoop(const std::shared_ptr<::gloo::Context> &ctx, uint32_t tag, int iters)
