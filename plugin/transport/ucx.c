@@ -205,6 +205,8 @@ static void free_tx(glucx_ucx_tx_t *tx)
     free(tx->pfd_rank);
     free(tx->put_seq_out);
     free(tx->put_seq_in);
+    free(tx->ready_in);
+    free(tx->ready_wait);
     free(tx);
 }
 
@@ -592,8 +594,8 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
     /* Handshake: a hello to and from every other rank. */
     glucx_ucx_hello_t out = {.magic = GLUCX_UCX_HELLO_MAGIC, .rank = rank, .size = size};
     glucx_ucx_hello_t *in = calloc((size_t)size, sizeof(*in));
-    glucx_tx_req_t *reqs = calloc((size_t)size * 3, sizeof(*reqs));
-    glucx_tx_req_t **ptrs = calloc((size_t)size * 3, sizeof(*ptrs));
+    glucx_tx_req_t *reqs = calloc((size_t)size * 4, sizeof(*reqs));
+    glucx_tx_req_t **ptrs = calloc((size_t)size * 4, sizeof(*ptrs));
     if (in == NULL || reqs == NULL || ptrs == NULL) {
         st = glucx_error(GLUCX_ERR_NO_MEMORY, "connect: out of memory for %d peers", size);
         glucx_ucx_fail(base, st, "connect: out of memory");
@@ -634,17 +636,23 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
             }
         }
         /* Every peer answered, so every peer progresses: now one put-shaped active message
-         * each (glucx_ucx_send_ready), which needs the peer's progress to complete. */
+         * each way (glucx_ucx_send_ready), which needs the peer's progress to complete. Each
+         * rank also waits for every peer's message to arrive: a rank that only waited for its
+         * own could leave connect and destroy its worker while a slower peer's message to it
+         * was still on its way, failing that peer's connect (seen over tcp). */
         n = 0;
         ready_posted = 1;
         for (int p = 0; p < size && st == GLUCX_OK; p++) {
             if (p == rank)
                 continue;
+            glucx_ucx_expect_ready(tx, p, &reqs[3 * size + p]);
+            ptrs[n++] = &reqs[3 * size + p];
             st = glucx_ucx_send_ready(tx, p, &reqs[2 * size + p]);
             ptrs[n++] = &reqs[2 * size + p];
         }
         if (st == GLUCX_OK)
             st = glucx_ucx_wait(base, ptrs, n, deadline_ns);
+        glucx_ucx_unexpect_ready(tx);
     }
     if (st == GLUCX_ERR_TIMEOUT) {
         char missing[256];
@@ -654,7 +662,8 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
         for (int p = 0; p < size; p++) {
             if (p == rank ||
                 (glucx_tx_req_done(&reqs[2 * p]) && glucx_tx_req_done(&reqs[2 * p + 1]) &&
-                 (!ready_posted || glucx_tx_req_done(&reqs[2 * size + p]))))
+                 (!ready_posted || (glucx_tx_req_done(&reqs[2 * size + p]) &&
+                                    glucx_tx_req_done(&reqs[3 * size + p])))))
                 continue;
             count++;
             if (used < sizeof(missing) - 16) {

@@ -136,7 +136,8 @@ typedef struct glucx_ucx_probe {
 
 /** Active message id of puts. */
 #define GLUCX_UCX_AM_PUT 0
-/** Active message id of the connect handshake's readiness message (ignored on arrival). */
+/** Active message id of the connect handshake's readiness message (its arrival completes the
+ * receiver's glucx_ucx_expect_ready request for the sender). */
 #define GLUCX_UCX_AM_READY 1
 /** Its payload (zeros): more than a shared-memory FIFO element holds inline. */
 #define GLUCX_UCX_READY_BYTES 512
@@ -304,13 +305,15 @@ typedef struct glucx_ucx_tx {
 
     /* Windows (ucx_win.c). */
     glucx_ucx_chan_t *chans[GLUCX_UCX_CHAN_BUCKETS];
-    struct glucx_tx_win *wins; /**< open windows */
-    uint32_t *put_seq_out;     /**< [size] puts sent to each rank (mod 2^32) */
-    uint32_t *put_seq_in;      /**< [size] puts arrived from each rank (mod 2^32) */
-    size_t held_bytes;         /**< cost of the messages held (limit: uctx->hold_max) */
-    glucx_ucx_msg_t *orphans;  /**< messages whose fetch UCX may still call back (even inside
-                                    ucp_worker_destroy): freed after the worker */
-    int win_pending;           /**< progress must place held messages (outside callbacks) */
+    struct glucx_tx_win *wins;     /**< open windows */
+    uint32_t *put_seq_out;         /**< [size] puts sent to each rank (mod 2^32) */
+    uint32_t *put_seq_in;          /**< [size] puts arrived from each rank (mod 2^32) */
+    size_t held_bytes;             /**< cost of the messages held (limit: uctx->hold_max) */
+    glucx_ucx_msg_t *orphans;      /**< messages whose fetch UCX may still call back (even inside
+                                        ucp_worker_destroy): freed after the worker */
+    int win_pending;               /**< progress must place held messages (outside callbacks) */
+    uint8_t *ready_in;             /**< [size] the peer's readiness message arrived */
+    glucx_tx_req_t **ready_wait;   /**< [size] connect's request completed by that arrival */
     glucx_ucx_boot_t *boot;        /**< compact-address rendezvous (listener, client-server
                                         endpoints) until glucx_tx_ucx_unlisten; NULL: none */
     glucx_ucx_boot_t *boot_closed; /**< closed rendezvous records: UCX may still call their
@@ -369,6 +372,11 @@ static inline glucx_ucx_probe_t *glucx_ucx_req_probe(const glucx_tx_req_t *req)
 /* ucx_win.c */
 /** Register the put handler and allocate the per-peer counters. Lock not needed (creation). */
 glucx_status_t glucx_ucx_win_init(glucx_ucx_tx_t *tx);
+/** Connect: @p req (caller's storage) completes when @p peer's readiness message has arrived
+ * (at once if it has). Takes the lock. */
+void glucx_ucx_expect_ready(glucx_ucx_tx_t *tx, int peer, glucx_tx_req_t *req);
+/** Connect is over: no arrival completes a request of glucx_ucx_expect_ready any more. */
+void glucx_ucx_unexpect_ready(glucx_ucx_tx_t *tx);
 glucx_status_t glucx_ucx_win_open(glucx_tx_t *tx, int peer, uint64_t slot, void *buf, size_t bytes,
                                   glucx_tx_win_t **win_p);
 glucx_status_t glucx_ucx_win_wait(glucx_tx_t *tx, glucx_tx_win_t *win, int64_t deadline_ns,

@@ -394,6 +394,8 @@ glucx_status_t glucx_ucx_send_ready(glucx_ucx_tx_t *tx, int peer, glucx_tx_req_t
          * to a peer sets up what later puts use */
         static const unsigned char zeros[GLUCX_UCX_READY_BYTES];
         memset(&req->impl_data[4], 0, 4 * sizeof(uintptr_t));
+        glucx_ucx_put_hdr_t h = {.src = tx->base.rank, .magic = GLUCX_UCX_PUT_MAGIC};
+        memcpy(&req->impl_data[4], &h, sizeof(h));
         st = am_send_locked(tx, peer, GLUCX_UCX_AM_READY, &req->impl_data[4],
                             sizeof(glucx_ucx_put_hdr_t), zeros, sizeof(zeros), 0, req,
                             GLUCX_UCX_REQ_SEND);

@@ -407,19 +407,62 @@ static ucs_status_t put_handler(void *arg, const void *header, size_t header_len
     return UCS_OK;
 }
 
-/* The connect handshake's active message: its only purpose is done by sending it. */
+/* The connect handshake's active message: sending it sets up what puts use; its arrival tells
+ * the receiver that the sender's readiness message no longer depends on the receiver (a rank
+ * that left connect before its peers' messages arrived could destroy its worker under them). */
 static ucs_status_t ready_handler(void *arg, const void *header, size_t header_length, void *data,
                                   size_t length, const ucp_am_recv_param_t *param)
 {
-    (void)arg, (void)header, (void)header_length, (void)data, (void)length;
-    return (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ? UCS_ERR_UNSUPPORTED : UCS_OK;
+    glucx_ucx_tx_t *tx = arg;
+    (void)data, (void)length;
+    glucx_ucx_put_hdr_t h;
+    if (header_length != sizeof(h) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV))
+        return UCS_OK; /* not ours: the handshake's own deadline reports a missing peer */
+    memcpy(&h, header, sizeof(h));
+    if (h.magic != GLUCX_UCX_PUT_MAGIC || h.src < 0 || h.src >= tx->base.size)
+        return UCS_OK;
+    tx->ready_in[h.src] = 1;
+    glucx_tx_req_t *req = tx->ready_wait[h.src];
+    if (req != NULL) {
+        tx->ready_wait[h.src] = NULL;
+        req->status = GLUCX_OK;
+        atomic_store_explicit(&req->done, 1, memory_order_release);
+        glucx_ucx_wake_waiters(tx);
+    }
+    return UCS_OK;
+}
+
+void glucx_ucx_expect_ready(glucx_ucx_tx_t *tx, int peer, glucx_tx_req_t *req)
+{
+    req->is_recv = 1;
+    req->peer = peer;
+    req->posted = req->bytes = GLUCX_UCX_READY_BYTES;
+    req->tag = 0;
+    req->impl = NULL;
+    pthread_mutex_lock(&tx->lock);
+    int arrived = tx->ready_in[peer];
+    req->status = arrived ? GLUCX_OK : GLUCX_INPROGRESS;
+    atomic_store_explicit(&req->done, arrived, memory_order_release);
+    tx->ready_wait[peer] = arrived ? NULL : req;
+    pthread_mutex_unlock(&tx->lock);
+}
+
+void glucx_ucx_unexpect_ready(glucx_ucx_tx_t *tx)
+{
+    pthread_mutex_lock(&tx->lock);
+    for (int p = 0; p < tx->base.size; p++)
+        tx->ready_wait[p] = NULL;
+    pthread_mutex_unlock(&tx->lock);
 }
 
 glucx_status_t glucx_ucx_win_init(glucx_ucx_tx_t *tx)
 {
     tx->put_seq_out = calloc((size_t)tx->base.size, sizeof(*tx->put_seq_out));
     tx->put_seq_in = calloc((size_t)tx->base.size, sizeof(*tx->put_seq_in));
-    if (tx->put_seq_out == NULL || tx->put_seq_in == NULL)
+    tx->ready_in = calloc((size_t)tx->base.size, sizeof(*tx->ready_in));
+    tx->ready_wait = calloc((size_t)tx->base.size, sizeof(*tx->ready_wait));
+    if (tx->put_seq_out == NULL || tx->put_seq_in == NULL || tx->ready_in == NULL ||
+        tx->ready_wait == NULL)
         return glucx_error(GLUCX_ERR_NO_MEMORY, "ucx create: rank %d: out of memory for %d peers",
                            tx->base.rank, tx->base.size);
     ucp_am_handler_param_t hp = {

@@ -830,6 +830,12 @@ static int truncated_round(const itest_env_t *env, glucx_context_t *ctx, glucx_s
                    glucx_test_ms(60000), &comm) != GLUCX_OK)
         return -1;
     (void)env;
+    /* Everyone has finished connecting before the failure: a rank still inside
+     * glucx_comm_create when the failure notice comes fails its create instead. */
+    if (ITEST_STATUS(glucx_barrier(comm, NULL), GLUCX_OK, "barrier before the put") != 0) {
+        glucx_comm_destroy(comm);
+        return -1;
+    }
     const uint64_t slot = late ? 901 : 900;
     const size_t win_bytes = 100, offset = late ? 0 : 50, length = late ? 2 * MIB : 64;
     int rc = 0;
