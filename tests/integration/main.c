@@ -35,6 +35,8 @@ static const case_entry_t cases[] = {
     {"destroy_after", itest_case_destroy_after, NULL},
     {"early_destroy", itest_case_early_destroy, NULL},
     {"kind_mismatch", itest_case_kind_mismatch, NULL},
+    {"fork_inherited", itest_case_fork_inherited, NULL},
+    {"fork_new", itest_case_fork_new, NULL},
 };
 
 typedef struct run_arg {

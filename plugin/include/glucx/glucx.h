@@ -7,6 +7,19 @@
  * Threads: every function may be called from several threads at once unless its comment says
  * otherwise. Collectives on one communicator must be called in the same order on every rank
  * (as in MPI); calls from different threads on one communicator are ordered by the caller.
+ *
+ * Fork: UCX state does not survive fork(). A process forked (without exec) while this process
+ * had glucx contexts cannot use glucx at all, neither the objects it inherited nor new ones:
+ * every function that communicates or creates returns GLUCX_ERR_UNSUPPORTED at once, with a
+ * glucx_last_error() text that names the fork and points to exec-based start methods
+ * (glucx_fork_check() tells in advance). In such a child, glucx_comm_destroy(),
+ * glucx_context_destroy() and glucx_request_free() of inherited objects release nothing and
+ * contact no peer (the parent's peers see nothing of the child); glucx_comm_abort() and
+ * glucx_comm_wake() do nothing. Functions that only read (glucx_comm_rank/size,
+ * glucx_comm_algorithm, glucx_comm_wake_count, glucx_version, glucx_stats_get, the trace
+ * functions) keep working. The parent's objects are not affected. A process forked while no
+ * glucx context existed (none created yet, or all destroyed) may create and use its own, also
+ * while another thread of the parent was inside mmap at the fork.
  */
 #ifndef GLUCX_GLUCX_H
 #define GLUCX_GLUCX_H
@@ -65,8 +78,18 @@ typedef struct glucx_context_params {
 GLUCX_API glucx_status_t glucx_context_create(const glucx_context_params_t *params,
                                               glucx_context_t **context_p);
 
-/** Destroy a context; all its communicators must be destroyed first. NULL is accepted. */
+/** Destroy a context; all its communicators must be destroyed first. NULL is accepted. In a
+ *  forked child (see Fork above) it releases nothing and only forgets the context. */
 GLUCX_API void glucx_context_destroy(glucx_context_t *context);
+
+/**
+ * Whether this process may use glucx: GLUCX_OK, or GLUCX_ERR_UNSUPPORTED when it was forked
+ * (without exec, from this process or an ancestor) while glucx contexts existed, with the
+ * reason in glucx_last_error() (it names the fork, the parent's pid and the exec-based start
+ * methods to use instead). Adapters call it before touching anything they inherited (stores,
+ * their own threads and locks). Thread-safe; one atomic load.
+ */
+GLUCX_API glucx_status_t glucx_fork_check(void);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Communicator                                                                               */
