@@ -73,7 +73,7 @@ typedef struct glucx_context_params {
  * @param context_p receives the context on success.
  * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (NULL context_p, or a malformed GLUCX_* value: the
  *         message names the variable); GLUCX_ERR_TRANSPORT (UCX could not be initialised);
- *         GLUCX_ERR_NO_MEMORY.
+ *         GLUCX_ERR_NO_MEMORY; GLUCX_ERR_UNSUPPORTED (a forked child: see Fork above).
  */
 GLUCX_API glucx_status_t glucx_context_create(const glucx_context_params_t *params,
                                               glucx_context_t **context_p);
@@ -126,7 +126,8 @@ typedef struct glucx_comm_params {
  * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG; GLUCX_ERR_TIMEOUT (a peer did not publish in time:
  *         the message names it); GLUCX_ERR_MISMATCH (a peer's version or settings differ: the
  *         message names the rank and both values); GLUCX_ERR_STORE; GLUCX_ERR_TRANSPORT;
- *         GLUCX_ERR_NO_MEMORY.
+ *         GLUCX_ERR_NO_MEMORY; GLUCX_ERR_UNSUPPORTED (a forked child, before the store is
+ *         touched: see Fork above).
  */
 GLUCX_API glucx_status_t glucx_comm_create(glucx_context_t *context,
                                            const glucx_comm_params_t *params,
@@ -135,9 +136,11 @@ GLUCX_API glucx_status_t glucx_comm_create(glucx_context_t *context,
 /**
  * Destroy a communicator. Outstanding requests are cancelled or failed, and their buffers are
  * no longer touched once this returns; the requests themselves must still be freed. NULL is
- * accepted. Not thread-safe with other calls on the same communicator. Destruction is local: a
- * peer still waiting for a message from this rank learns of it only when this process exits or
- * its connection closes, else at its timeout — end a job with a barrier before destroying.
+ * accepted. Not thread-safe with other calls on the same communicator. A healthy
+ * communicator tells each peer it leaves (docs/architecture.md, "Orderly leave"): a peer still
+ * waiting for a message from this rank then fails with GLUCX_ERR_ABORTED instead of at its
+ * timeout — end a job with a barrier before destroying. In a forked child (see Fork above) it
+ * tells no one and releases nothing.
  */
 GLUCX_API void glucx_comm_destroy(glucx_comm_t *comm);
 
@@ -154,7 +157,8 @@ GLUCX_API void glucx_comm_destroy(glucx_comm_t *comm);
  * @param comm_p  receives a communicator that is not connected yet: only glucx_comm_address(),
  *                glucx_comm_connect(), glucx_comm_rank()/size() and glucx_comm_destroy() may be
  *                called on it; other operations return GLUCX_ERR_INVALID_ARG.
- * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG; GLUCX_ERR_TRANSPORT; GLUCX_ERR_NO_MEMORY.
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG; GLUCX_ERR_TRANSPORT; GLUCX_ERR_NO_MEMORY;
+ *         GLUCX_ERR_UNSUPPORTED (a forked child).
  */
 GLUCX_API glucx_status_t glucx_comm_prepare(glucx_context_t *context,
                                             const glucx_comm_params_t *params,
@@ -223,7 +227,8 @@ GLUCX_API void glucx_comm_abort(glucx_comm_t *comm, const char *reason);
  * Zero-byte messages are allowed (buf may then be NULL).
  * @param request_p receives the request; release it with glucx_request_free().
  * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (peer out of range, tag > GLUCX_TAG_MAX, NULL buf with
- *         bytes > 0); the communicator's failure status if it has failed; GLUCX_ERR_NO_MEMORY.
+ *         bytes > 0); the communicator's failure status if it has failed; GLUCX_ERR_NO_MEMORY;
+ *         GLUCX_ERR_UNSUPPORTED (a forked child: see Fork above).
  */
 GLUCX_API glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, int peer,
                                      uint64_t tag, glucx_request_t **request_p);
@@ -343,7 +348,8 @@ typedef struct glucx_coll_opts {
  *         (detected when the roots differ modulo 32, else GLUCX_ERR_TIMEOUT); returned on every
  *         rank, the message names the collective, sizes and peer;
  *         GLUCX_ERR_UNSUPPORTED (a requested algorithm does not apply, e.g. a power-of-two-only
- *         algorithm on 3 ranks; no traffic); GLUCX_ERR_TIMEOUT; GLUCX_ERR_PEER_FAILED;
+ *         algorithm on 3 ranks; no traffic; or a forked child: see Fork above);
+ *         GLUCX_ERR_TIMEOUT; GLUCX_ERR_PEER_FAILED;
  *         GLUCX_ERR_ABORTED. Every error except GLUCX_ERR_INVALID_ARG and GLUCX_ERR_UNSUPPORTED
  *         fails the communicator: later calls return the same status at once. After an
  *         error the contents of recvbuf are unspecified.
