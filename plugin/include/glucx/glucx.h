@@ -10,9 +10,11 @@
  *
  * Fork: UCX state does not survive fork(). A process forked (without exec) while this process
  * had glucx contexts cannot use glucx at all, neither the objects it inherited nor new ones:
- * every function that communicates or creates returns GLUCX_ERR_UNSUPPORTED at once, with a
- * glucx_last_error() text that names the fork and points to exec-based start methods
- * (glucx_fork_check() tells in advance). In such a child, glucx_comm_destroy(),
+ * creating a context or communicator, every point-to-point, collective and request call, and
+ * glucx_comm_address/connect/peer_transport return GLUCX_ERR_UNSUPPORTED at once (before any
+ * lock or UCX call), with a glucx_last_error() text that names the operation, the fork and the
+ * exec-based start methods to use instead (glucx_fork_check() tells in advance; the
+ * rendezvous stores are not UCX and are not refused). In such a child, glucx_comm_destroy(),
  * glucx_context_destroy() and glucx_request_free() of inherited objects release nothing and
  * contact no peer (the parent's peers see nothing of the child); glucx_comm_abort() and
  * glucx_comm_wake() do nothing. Functions that only read (glucx_comm_rank/size,
