@@ -17,6 +17,7 @@
 
 #include "core/core.h"
 #include "util/error.h"
+#include "util/fork.h"
 #include "util/time.h"
 #include "util/tracepoint.h"
 
@@ -63,6 +64,12 @@ static glucx_status_t precheck(glucx_comm_t *comm, const glucx_coll_args_t *args
             return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: timeout_ms %" PRId64 " <= 0",
                                glucx_coll_name(args->coll), opts->timeout_ms);
     }
+    if (glucx_fork_tainted())
+        return glucx_fork_refuse("%s of %zu %s elements (root %d) on communicator '%s' (rank %d "
+                                 "of %d)",
+                                 glucx_coll_name(args->coll), args->count,
+                                 glucx_dtype_name(args->dtype), args->root, comm->name, comm->rank,
+                                 comm->size);
     glucx_status_t failed = glucx_tx_failure(comm->tx);
     if (failed != GLUCX_OK)
         return glucx_error(failed, "%s: communicator '%s' failed earlier: %s",

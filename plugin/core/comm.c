@@ -20,6 +20,7 @@
 
 #include "core/core.h"
 #include "util/error.h"
+#include "util/fork.h"
 #include "util/time.h"
 #include "util/tracepoint.h"
 
@@ -223,7 +224,8 @@ static void settings_digest(const glucx_context_t *ctx, char *buf, size_t len)
 
 glucx_status_t glucx_comm_record_error(glucx_comm_t *comm, glucx_status_t status)
 {
-    if (comm != NULL && status != GLUCX_OK && status != GLUCX_INPROGRESS) {
+    /* not in a forked child: comm->lock may have been held by a thread fork did not copy */
+    if (comm != NULL && status != GLUCX_OK && status != GLUCX_INPROGRESS && !glucx_fork_tainted()) {
         pthread_mutex_lock(&comm->lock);
         snprintf(comm->last_error, sizeof(comm->last_error), "%s", glucx_error_text());
         pthread_mutex_unlock(&comm->lock);
@@ -370,6 +372,10 @@ glucx_status_t glucx_comm_prepare(glucx_context_t *ctx, const glucx_comm_params_
     glucx_status_t st = check_params(ctx, p, comm_p);
     if (st != GLUCX_OK)
         return st;
+    if (glucx_fork_tainted())
+        return glucx_fork_refuse("comm_prepare/comm_create '%s' (rank %d of %d)",
+                                 (p->field_mask & GLUCX_COMM_PARAM_NAME) ? p->name : "glucx",
+                                 p->rank, p->size);
     glucx_comm_t *comm = calloc(1, sizeof(*comm));
     if (comm == NULL)
         return glucx_error(GLUCX_ERR_NO_MEMORY, "comm_prepare: out of memory");
@@ -403,6 +409,9 @@ glucx_status_t glucx_comm_address(const glucx_comm_t *comm, const void **record_
 {
     if (comm == NULL || record_p == NULL || bytes_p == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_address: NULL argument");
+    if (glucx_fork_tainted())
+        return glucx_fork_refuse("comm_address '%s' (rank %d of %d)", comm->name, comm->rank,
+                                 comm->size);
     if (comm->connected || comm->record == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_address '%s' on rank %d: already connected",
                            comm->name, comm->rank);
@@ -490,6 +499,9 @@ glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records
 {
     if (comm == NULL || records == NULL || bytes == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "comm_connect: NULL argument");
+    if (glucx_fork_tainted())
+        return glucx_fork_refuse("comm_connect '%s' (rank %d of %d)", comm->name, comm->rank,
+                                 comm->size);
     if (comm->connected || comm->record == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG,
                            "comm_connect '%s' on rank %d: already connected (or failed)",
@@ -626,6 +638,11 @@ void glucx_comm_destroy(glucx_comm_t *comm)
 {
     if (comm == NULL)
         return;
+    if (glucx_fork_tainted()) {
+        /* The parent's: no leave, no UCX call, no lock or thread of the parent (util/fork.h). */
+        glucx_fork_retain(comm);
+        return;
+    }
     glucx_comm_stop_thread(comm, GLUCX_ERR_ABORTED);
     glucx_window_detach_all(comm);
     comm_free(comm);
@@ -645,6 +662,11 @@ size_t glucx_comm_last_error(glucx_comm_t *comm, char *buf, size_t len)
 {
     if (comm == NULL)
         return 0;
+    if (glucx_fork_tainted()) { /* comm->lock may have been held by a parent thread */
+        glucx_fork_refuse("communicator '%s' (rank %d of %d)", comm->name, comm->rank, comm->size);
+        int n = snprintf(buf, buf == NULL ? 0 : len, "%s", glucx_error_text());
+        return n < 0 ? 0 : (size_t)n;
+    }
     pthread_mutex_lock(&comm->lock);
     int n = snprintf(buf, buf == NULL ? 0 : len, "%s", comm->last_error);
     pthread_mutex_unlock(&comm->lock);
@@ -660,13 +682,17 @@ glucx_status_t glucx_comm_peer_transport(glucx_comm_t *comm, int peer, char *buf
     if (peer < 0 || peer >= comm->size)
         return glucx_error(GLUCX_ERR_INVALID_ARG,
                            "comm_peer_transport: peer %d out of range [0, %d)", peer, comm->size);
+    if (glucx_fork_tainted())
+        return glucx_fork_refuse("comm_peer_transport '%s' (rank %d of %d) to rank %d", comm->name,
+                                 comm->rank, comm->size, peer);
     comm->tx->ops->describe_peer(comm->tx, peer, buf, len);
     return GLUCX_OK;
 }
 
 void glucx_comm_abort(glucx_comm_t *comm, const char *reason)
 {
-    if (comm == NULL)
+    /* In a forked child the communicator is the parent's: its peers must hear nothing. */
+    if (comm == NULL || glucx_fork_tainted())
         return;
     char text[400];
     snprintf(text, sizeof(text), "communicator '%s' aborted on rank %d: %s", comm->name, comm->rank,

@@ -3,16 +3,21 @@
 
 #include "core/core.h"
 #include "util/error.h"
+#include "util/fork.h"
 
 glucx_status_t glucx_context_create(const glucx_context_params_t *params,
                                     glucx_context_t **context_p)
 {
     if (context_p == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "context_create: NULL context_p");
+    if (glucx_fork_tainted())
+        return glucx_fork_refuse("context_create");
     glucx_context_t *ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
         return glucx_error(GLUCX_ERR_NO_MEMORY, "context_create: out of memory");
     glucx_status_t st;
+    /* counted from here: a fork while ucp_init runs taints the child as one after it */
+    glucx_fork_context_enter();
     if (params != NULL && (params->field_mask & ~(uint64_t)GLUCX_CONTEXT_PARAM_NET_DEVICES)) {
         st = glucx_error(
             GLUCX_ERR_INVALID_ARG,
@@ -49,6 +54,7 @@ glucx_status_t glucx_context_create(const glucx_context_params_t *params,
 err_free:
     glucx_topo_destroy(ctx->costs);
     free(ctx);
+    glucx_fork_context_leave();
     return st;
 }
 
@@ -56,7 +62,12 @@ void glucx_context_destroy(glucx_context_t *context)
 {
     if (context == NULL)
         return;
+    if (glucx_fork_tainted()) { /* the parent's: no UCX call on it (util/fork.h) */
+        glucx_fork_retain(context);
+        return;
+    }
     glucx_tx_ucx_context_destroy(context->ucx);
     glucx_topo_destroy(context->costs);
     free(context);
+    glucx_fork_context_leave();
 }

@@ -8,6 +8,7 @@
 
 #include "core/core.h"
 #include "util/error.h"
+#include "util/fork.h"
 #include "util/time.h"
 #include "util/tracepoint.h"
 
@@ -147,6 +148,10 @@ glucx_status_t glucx_p2p_check(glucx_comm_t *comm, const void *buf, size_t bytes
                            "%s: tag %" PRIu64 " exceeds GLUCX_TAG_MAX (2^48-1)", op, tag);
     if (bytes > (SIZE_MAX >> 2))
         return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: %zu bytes is too large", op, bytes);
+    if (glucx_fork_tainted())
+        return glucx_fork_refuse("%s of %zu bytes (tag %" PRIu64
+                                 ") on communicator '%s' (rank %d of %d)",
+                                 op, bytes, tag, comm->name, comm->rank, comm->size);
     glucx_status_t failed = glucx_tx_failure(comm->tx);
     if (!comm->connected)
         return glucx_error(GLUCX_ERR_INVALID_ARG,
@@ -286,10 +291,26 @@ static glucx_status_t p2p_result(glucx_request_t *req)
                     comm->tx->failure[0] ? comm->tx->failure : glucx_status_string(t->status)));
 }
 
+/* A request in a forked child is the parent's (util/fork.h): refused before any lock or UCX. */
+static glucx_status_t request_refuse(const glucx_request_t *req, const char *op)
+{
+    const glucx_comm_t *comm = req->comm;
+    if (req->kind == GLUCX_REQ_COLL)
+        return glucx_fork_refuse("%s of a started collective on communicator '%s' (rank %d of %d)",
+                                 op, comm->name, comm->rank, comm->size);
+    return glucx_fork_refuse("%s of a %s of %zu bytes %s rank %d on communicator '%s' (rank %d of "
+                             "%d)",
+                             op, req->tx.is_recv ? "receive" : "send", req->tx.posted,
+                             req->tx.is_recv ? "from" : "to", req->tx.peer, comm->name, comm->rank,
+                             comm->size);
+}
+
 glucx_status_t glucx_request_test(glucx_request_t *req)
 {
     if (req == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "request_test: NULL request");
+    if (glucx_fork_tainted())
+        return request_refuse(req, "request_test");
     if (req->kind == GLUCX_REQ_COLL) {
         pthread_mutex_lock(&req->lock);
         glucx_status_t st = req->coll_done ? req->coll_status : GLUCX_INPROGRESS;
@@ -356,6 +377,8 @@ glucx_status_t glucx_request_wait(glucx_request_t *req, int64_t timeout_ms)
 {
     if (req == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "request_wait: NULL request");
+    if (glucx_fork_tainted())
+        return request_refuse(req, "request_wait");
     glucx_comm_t *comm = req->comm;
     int64_t deadline = glucx_deadline_ns(timeout_ms < 0 ? comm->timeout_ms : timeout_ms);
     const uint32_t tseq = req->kind == GLUCX_REQ_COLL ? req->trace_seq : GLUCX_TP_SEQ_NONE;
@@ -401,6 +424,8 @@ glucx_status_t glucx_request_cancel(glucx_request_t *req)
 {
     if (req == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "request_cancel: NULL request");
+    if (glucx_fork_tainted())
+        return request_refuse(req, "request_cancel");
     if (req->kind == GLUCX_REQ_P2P && req->tx.is_recv && !glucx_tx_req_done(&req->tx))
         req->comm->tx->ops->cancel(req->comm->tx, &req->tx);
     return GLUCX_OK;
@@ -410,6 +435,8 @@ glucx_status_t glucx_request_info(glucx_request_t *req, int *peer_p, size_t *byt
 {
     if (req == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "request_info: NULL request");
+    if (glucx_fork_tainted())
+        return request_refuse(req, "request_info");
     if (req->kind == GLUCX_REQ_COLL) {
         pthread_mutex_lock(&req->lock);
         int done = req->coll_done;
@@ -435,6 +462,10 @@ void glucx_request_free(glucx_request_t *req)
 {
     if (req == NULL)
         return;
+    if (glucx_fork_tainted()) { /* the parent's: not waited for, not cancelled (util/fork.h) */
+        glucx_fork_retain(req);
+        return;
+    }
     if (req->kind == GLUCX_REQ_COLL) {
         /* the collective thread still references it until completion */
         pthread_mutex_lock(&req->lock);
@@ -478,6 +509,10 @@ glucx_status_t glucx_request_wait_any(glucx_request_t *const *reqs, size_t n, in
                                : reqs[i]->kind != GLUCX_REQ_P2P ? "a started collective"
                                                                 : "of another communicator");
     }
+    if (glucx_fork_tainted())
+        return glucx_fork_refuse("request_wait_any of %zu operations on communicator '%s' (rank "
+                                 "%d of %d)",
+                                 n, comm->name, comm->rank, comm->size);
     if (comm->tx->ops->wait_any == NULL)
         return glucx_error(GLUCX_ERR_UNSUPPORTED, "request_wait_any: transport cannot");
     /* A wake after the caller's read (or after this point) interrupts the wait. */
@@ -543,6 +578,6 @@ unsigned glucx_comm_wake_count(const glucx_comm_t *comm)
 
 void glucx_comm_wake(glucx_comm_t *comm)
 {
-    if (comm != NULL && comm->tx != NULL && comm->tx->ops->wake != NULL)
+    if (comm != NULL && !glucx_fork_tainted() && comm->tx != NULL && comm->tx->ops->wake != NULL)
         comm->tx->ops->wake(comm->tx);
 }

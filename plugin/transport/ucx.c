@@ -6,12 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "transport/ucx_int.h"
 #include "util/error.h"
+#include "util/fork.h"
 #include "util/time.h"
 
 #define UCX_DEFAULT_KEEPALIVE_NS 20000000000LL
@@ -130,6 +132,22 @@ glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keep
         getenv("UCX_SYSV_ERROR_HANDLING") == NULL && mm &&
         (st = config_set(cfg, "MM_ERROR_HANDLING", "y")) != GLUCX_OK)
         goto err_cfg;
+    /* No UCP registration cache: its creation in ucp_init() installs a UCM memory-event
+     * handler, which takes UCM's lock for writing, and every mmap/munmap in the process holds
+     * that lock for reading (libucs hooks them as soon as it is loaded). In a child forked
+     * while another thread was inside mmap the lock stays held by a thread that does not
+     * exist there, and ucp_init() would block forever. The transports glucx uses (posix, sysv,
+     * cma, tcp, self) need no costly registration, so the cache saves nothing. The user's own
+     * UCX_RCACHE_ENABLE wins, except in a forked child, where it would bring the hang back. */
+    const char *rcache = getenv("UCX_RCACHE_ENABLE");
+    if (rcache == NULL || glucx_fork_forked()) {
+        if (rcache != NULL && strcasecmp(rcache, "n") != 0 && strcasecmp(rcache, "no") != 0)
+            glucx_info("ucx context: UCX_RCACHE_ENABLE=%s ignored in a forked process (its "
+                       "registration cache could block ucp_init on UCM's memory-hook lock)",
+                       rcache);
+        if ((st = config_set(cfg, "RCACHE_ENABLE", "n")) != GLUCX_OK)
+            goto err_cfg;
+    }
     uctx->keepalive_ns = UCX_DEFAULT_KEEPALIVE_NS;
     uctx->spin_ns = GLUCX_UCX_SPIN_NS;
     uctx->hold_max = GLUCX_UCX_HOLD_DEFAULT;

@@ -122,6 +122,9 @@ typedef struct glucx_ucx_context glucx_ucx_context_t;
  * - MM_ERROR_HANDLING := y (shared memory keeps working with peer error handling, for a
  *   same-machine peer in another PID namespace) when UCX_TLS lets posix or sysv in, unless the
  *   user set UCX_MM_ERROR_HANDLING, UCX_POSIX_ERROR_HANDLING or UCX_SYSV_ERROR_HANDLING;
+ * - RCACHE_ENABLE := n (no registration cache, whose memory-event handler blocked ucp_init()
+ *   in a child forked while another thread was inside mmap: docs/architecture.md, "Fork"),
+ *   unless the user set UCX_RCACHE_ENABLE in a process that is not a fork;
  * - UCX_KEEPALIVE_INTERVAL := @p keepalive_ms when > 0 (UCX finds dead peers of MODE_PEER
  *   endpoints by keepalive, only while someone progresses; the wait loop wakes up for it, and
  *   at that interval also checks local peers without a pidfd).

@@ -45,6 +45,8 @@ static const case_entry_t cases[] = {
     {"window_hold", itest_case_window_hold, NULL},
     {"window_killed", itest_case_window_killed, itest_verdict_killed},
     {"window_destroy", itest_case_window_destroy, NULL},
+    {"fork_inherited", itest_case_fork_inherited, NULL},
+    {"fork_new", itest_case_fork_new, NULL},
 };
 
 typedef struct run_arg {

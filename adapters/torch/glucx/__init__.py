@@ -53,6 +53,16 @@ and bool, with ReduceOp SUM, PRODUCT, MIN, MAX, AVG (floating dtypes) and BAND, 
   GLOO_SOCKET_IFNAME; the other ranks raise at once too, naming that rank.
 * Works inside torch.no_grad() and torch.inference_mode(); thread-safe.
 
+Fork: UCX state does not survive fork(). In a process forked (without exec) while glucx
+contexts existed -- a DataLoader worker of the fork start method, say -- every operation on a
+group inherited from the parent raises RuntimeError at once, naming the fork and the 'spawn'
+and 'forkserver' start methods; creating a group there raises the same way; destroying an
+inherited group (destroy_process_group(group), garbage collection) releases nothing and tells
+the peers nothing. The parent's groups keep working. For Gloo groups (their worker threads are
+not copied by fork either, so PyTorch's ProcessGroupGloo would wait for ever) the package does
+this in the child: see _after_fork_in_child. A process forked while no glucx context existed
+may create its own groups. fork_check() tells whether this process may use glucx.
+
 The extension and the libraries it loads (libglucx.so.0, libglucx_gloo.so.0) live in this
 folder; the extension finds them through its $ORIGIN run path. PyTorch 1.13 reads
 GLOO_DEVICE_TRANSPORT once, when the process creates its first Gloo device.
@@ -63,12 +73,15 @@ All functions are thread-safe.
 import torch as _torch  # noqa: F401  -- load libtorch the way torch does, before the extension
 
 import atexit as _atexit
+import ctypes as _ctypes
+import os as _os
+import sys as _sys
 
 from . import _C
 
 __all__ = ["DEVICE_NAME", "BACKEND_NAME", "ProcessGroupGlucx", "stats", "version",
            "gloo_build_check", "device_registered", "devices_created", "register_backend",
-           "backend_registered"]
+           "backend_registered", "fork_check"]
 
 #: The registry key, i.e. the value of GLOO_DEVICE_TRANSPORT that selects glucx.
 DEVICE_NAME = _C.DEVICE_NAME
@@ -118,6 +131,71 @@ def devices_created():
     return _C.devices_created()
 
 
+def fork_check():
+    """"" if this process may use glucx, else why not: it was forked (without exec) while glucx
+    contexts existed in its parent (libglucx's glucx_fork_check())."""
+    return _C.fork_check()
+
+
+# ProcessGroupGloo methods that start work on its threads (PyTorch 1.13's ProcessGroup API).
+_GLOO_OPS = ("broadcast", "allreduce", "allreduce_coalesced", "reduce", "allgather",
+             "_allgather_base", "allgather_coalesced", "gather", "scatter", "reduce_scatter",
+             "_reduce_scatter_base", "alltoall_base", "alltoall", "send", "recv",
+             "recv_anysource", "barrier", "monitored_barrier")
+# Gloo groups this (forked) process inherited; each also holds a reference never released.
+_inherited_gloo = []
+
+
+def _fence_inherited_gloo_groups(reason):
+    """In a forked child that must not use glucx: make every ProcessGroupGloo it inherited raise
+    `reason` from each operation instead of queueing work for threads fork did not copy (which
+    waits for ever), and keep those groups alive for good (a Python reference that is never
+    released), since their destructor would join those threads."""
+    c10d = _sys.modules.get("torch.distributed.distributed_c10d")
+    cls = getattr(_sys.modules.get("torch.distributed"), "ProcessGroupGloo", None)
+    if c10d is None or cls is None:
+        return
+    found = [pg for pg in list(getattr(c10d, "_pg_map", {})) if isinstance(pg, cls)]
+    world = getattr(getattr(c10d, "GroupMember", None), "WORLD", None)
+    if isinstance(world, cls) and not any(world is pg for pg in found):
+        found.append(world)
+    for pg in found:
+        _ctypes.pythonapi.Py_IncRef(_ctypes.py_object(pg))
+    _inherited_gloo.extend(found)
+    if not found or getattr(cls, "_glucx_fenced", False):
+        return
+
+    def fence(name, orig):
+        def guarded(self, *args, **kwargs):
+            if any(self is pg for pg in _inherited_gloo):
+                raise RuntimeError(
+                    f"glucx: ProcessGroupGloo.{name} (rank {self.rank()} of {self.size()}) on a "
+                    f"group created before this process was forked: {reason}")
+            return orig(self, *args, **kwargs)
+
+        guarded.__name__ = name
+        guarded.__doc__ = getattr(orig, "__doc__", None)
+        return guarded
+
+    for name in _GLOO_OPS:
+        orig = getattr(cls, name, None)
+        if orig is not None:
+            setattr(cls, name, fence(name, orig))
+    cls._glucx_fenced = True
+
+
+def _after_fork_in_child():
+    """os.register_at_fork(after_in_child=...): nothing unless this process must not use glucx."""
+    try:
+        reason = _C.fork_check()
+        if reason:
+            if reason.startswith("fork_check: "):
+                reason = reason[len("fork_check: "):]
+            _fence_inherited_gloo_groups(reason)
+    except Exception:  # noqa: BLE001 -- a fork hook must never break the child
+        pass
+
+
 def _create_process_group(store, rank, size, timeout):
     """The creator registered for backend "glucx": torch.distributed calls it with the group's
     store (a PrefixStore unique to the group), rank, size and timeout (datetime.timedelta) on
@@ -165,3 +243,4 @@ register_backend()
 # (freeing tensors and running Future callbacks need the GIL; a native thread asking for it
 # while the interpreter finalizes is ended mid-call and the process aborts).
 _atexit.register(_C._prepare_for_exit)
+_os.register_at_fork(after_in_child=_after_fork_in_child)

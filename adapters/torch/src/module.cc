@@ -36,6 +36,11 @@ PYBIND11_MODULE(_C, m)
     m.def(
         "version", [] { return std::string(glucx_version()); },
         "Version of the libglucx that is loaded, \"MAJOR.MINOR.PATCH\".");
+    m.def(
+        "fork_check",
+        [] { return std::string(glucx_fork_check() == GLUCX_OK ? "" : glucx_last_error()); },
+        "\"\" if this process may use glucx, else why not (it was forked while glucx contexts "
+        "existed: glucx_fork_check).");
     m.def("gloo_build_check", &glucx::gloo::CheckGlooBuild,
           "\"\" if the loaded libgloo is the one the shim was built against, else the reason.");
     m.def("register_device", &glucx::torch::RegisterDevice,

@@ -556,6 +556,10 @@ ProcessGroupGlucx::ProcessGroupGlucx(const c10::intrusive_ptr<c10d::Store> &stor
 {
     const std::string who = "glucx: creating the process group on rank " + std::to_string(rank) +
                             " of " + std::to_string(size);
+    // In a forked child of a process with glucx contexts, before the store (the parent's
+    // connection, shared with it) or anything inherited is touched.
+    if (glucx_fork_check() != GLUCX_OK)
+        Fail(who + ": " + glucx_last_error());
     if (!store)
         Fail(who + ": no store");
     if (size < 1 || size > GLUCX_COMM_SIZE_MAX || rank < 0 || rank >= size)
@@ -629,6 +633,13 @@ ProcessGroupGlucx::ProcessGroupGlucx(const c10::intrusive_ptr<c10d::Store> &stor
 
 ProcessGroupGlucx::~ProcessGroupGlucx()
 {
+    if (glucx_fork_check() != GLUCX_OK) {
+        // A forked child's copy of the parent's group: its helper and collective threads were
+        // not copied (joining them would block for ever), its locks may be held by them, and
+        // its peers must hear nothing. Keep it, deliberately leaked, for the child's lifetime.
+        new std::shared_ptr<GroupCore>(std::move(core_));
+        return;
+    }
     if (InCollectiveCallback()) {
         // The last reference went away in a Future callback on a collective thread (which
         // glucx_comm_destroy joins): finish on a thread of its own.

@@ -238,6 +238,10 @@ void GlucxWork::TimedOut(std::chrono::milliseconds timeout)
 
 bool CollWork::wait(std::chrono::milliseconds timeout)
 {
+    // A forked child's copy of a Work the parent started: the collective thread that would
+    // finish it was not copied.
+    if (!done_.load(std::memory_order_acquire) && glucx_fork_check() != GLUCX_OK)
+        throw std::runtime_error(Describe() + ": " + glucx_last_error());
     if (!WaitDone(Deadline(timeout)))
         TimedOut(timeout);
     return Rethrow();
@@ -274,6 +278,9 @@ bool CompletionScope::Exiting() const
 void PrepareForExit()
 {
     g_exiting.store(true);
+    if (glucx_fork_check() != GLUCX_OK)
+        return; // a forked child: the threads g_completing counts were the parent's
+
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     while (g_completing.load() > 0 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));

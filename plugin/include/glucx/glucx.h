@@ -7,6 +7,21 @@
  * Threads: every function may be called from several threads at once unless its comment says
  * otherwise. Collectives on one communicator must be called in the same order on every rank
  * (as in MPI); calls from different threads on one communicator are ordered by the caller.
+ *
+ * Fork: UCX state does not survive fork(). A process forked (without exec) while this process
+ * had glucx contexts cannot use glucx at all, neither the objects it inherited nor new ones:
+ * creating a context or communicator, every point-to-point, collective and request call, and
+ * glucx_comm_address/connect/peer_transport return GLUCX_ERR_UNSUPPORTED at once (before any
+ * lock or UCX call), with a glucx_last_error() text that names the operation, the fork and the
+ * exec-based start methods to use instead (glucx_fork_check() tells in advance; the
+ * rendezvous stores are not UCX and are not refused). In such a child, glucx_comm_destroy(),
+ * glucx_context_destroy() and glucx_request_free() of inherited objects release nothing and
+ * contact no peer (the parent's peers see nothing of the child); glucx_comm_abort() and
+ * glucx_comm_wake() do nothing. Functions that only read (glucx_comm_rank/size,
+ * glucx_comm_algorithm, glucx_comm_wake_count, glucx_version, glucx_stats_get, the trace
+ * functions) keep working. The parent's objects are not affected. A process forked while no
+ * glucx context existed (none created yet, or all destroyed) may create and use its own, also
+ * while another thread of the parent was inside mmap at the fork.
  */
 #ifndef GLUCX_GLUCX_H
 #define GLUCX_GLUCX_H
@@ -60,13 +75,23 @@ typedef struct glucx_context_params {
  * @param context_p receives the context on success.
  * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (NULL context_p, or a malformed GLUCX_* value: the
  *         message names the variable); GLUCX_ERR_TRANSPORT (UCX could not be initialised);
- *         GLUCX_ERR_NO_MEMORY.
+ *         GLUCX_ERR_NO_MEMORY; GLUCX_ERR_UNSUPPORTED (a forked child: see Fork above).
  */
 GLUCX_API glucx_status_t glucx_context_create(const glucx_context_params_t *params,
                                               glucx_context_t **context_p);
 
-/** Destroy a context; all its communicators must be destroyed first. NULL is accepted. */
+/** Destroy a context; all its communicators must be destroyed first. NULL is accepted. In a
+ *  forked child (see Fork above) it releases nothing and only forgets the context. */
 GLUCX_API void glucx_context_destroy(glucx_context_t *context);
+
+/**
+ * Whether this process may use glucx: GLUCX_OK, or GLUCX_ERR_UNSUPPORTED when it was forked
+ * (without exec, from this process or an ancestor) while glucx contexts existed, with the
+ * reason in glucx_last_error() (it names the fork, the parent's pid and the exec-based start
+ * methods to use instead). Adapters call it before touching anything they inherited (stores,
+ * their own threads and locks). Thread-safe; one atomic load.
+ */
+GLUCX_API glucx_status_t glucx_fork_check(void);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Communicator                                                                               */
@@ -103,7 +128,8 @@ typedef struct glucx_comm_params {
  * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG; GLUCX_ERR_TIMEOUT (a peer did not publish in time:
  *         the message names it); GLUCX_ERR_MISMATCH (a peer's version or settings differ: the
  *         message names the rank and both values); GLUCX_ERR_STORE; GLUCX_ERR_TRANSPORT;
- *         GLUCX_ERR_NO_MEMORY.
+ *         GLUCX_ERR_NO_MEMORY; GLUCX_ERR_UNSUPPORTED (a forked child, before the store is
+ *         touched: see Fork above).
  */
 GLUCX_API glucx_status_t glucx_comm_create(glucx_context_t *context,
                                            const glucx_comm_params_t *params,
@@ -113,10 +139,11 @@ GLUCX_API glucx_status_t glucx_comm_create(glucx_context_t *context,
  * Destroy a communicator. Outstanding requests are cancelled or failed, and their buffers are
  * no longer touched once this returns; the requests themselves must still be freed. NULL is
  * accepted. Not thread-safe with other calls on the same communicator. Windows still open are
- * detached: nothing writes into them afterwards, and glucx_window_destroy() only frees them.
- * Destruction is local: a
- * peer still waiting for a message from this rank learns of it only when this process exits or
- * its connection closes, else at its timeout — end a job with a barrier before destroying.
+ * detached: nothing writes into them afterwards, and glucx_window_destroy() only frees them. A
+ * healthy communicator tells each peer it leaves (docs/architecture.md, "Orderly leave"): a peer
+ * still waiting for a message from this rank then fails with GLUCX_ERR_ABORTED instead of at its
+ * timeout — end a job with a barrier before destroying. In a forked child (see Fork above) it
+ * tells no one and releases nothing.
  */
 GLUCX_API void glucx_comm_destroy(glucx_comm_t *comm);
 
@@ -133,7 +160,8 @@ GLUCX_API void glucx_comm_destroy(glucx_comm_t *comm);
  * @param comm_p  receives a communicator that is not connected yet: only glucx_comm_address(),
  *                glucx_comm_connect(), glucx_comm_rank()/size() and glucx_comm_destroy() may be
  *                called on it; other operations return GLUCX_ERR_INVALID_ARG.
- * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG; GLUCX_ERR_TRANSPORT; GLUCX_ERR_NO_MEMORY.
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG; GLUCX_ERR_TRANSPORT; GLUCX_ERR_NO_MEMORY;
+ *         GLUCX_ERR_UNSUPPORTED (a forked child).
  */
 GLUCX_API glucx_status_t glucx_comm_prepare(glucx_context_t *context,
                                             const glucx_comm_params_t *params,
@@ -245,7 +273,8 @@ GLUCX_API void glucx_comm_abort(glucx_comm_t *comm, const char *reason);
  * Zero-byte messages are allowed (buf may then be NULL).
  * @param request_p receives the request; release it with glucx_request_free().
  * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (peer out of range, tag > GLUCX_TAG_MAX, NULL buf with
- *         bytes > 0); the communicator's failure status if it has failed; GLUCX_ERR_NO_MEMORY.
+ *         bytes > 0); the communicator's failure status if it has failed; GLUCX_ERR_NO_MEMORY;
+ *         GLUCX_ERR_UNSUPPORTED (a forked child: see Fork above).
  */
 GLUCX_API glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, int peer,
                                      uint64_t tag, glucx_request_t **request_p);
@@ -456,7 +485,8 @@ typedef struct glucx_coll_opts {
  *         (detected when the roots differ modulo 32, else GLUCX_ERR_TIMEOUT); returned on every
  *         rank, the message names the collective, sizes and peer;
  *         GLUCX_ERR_UNSUPPORTED (a requested algorithm does not apply, e.g. a power-of-two-only
- *         algorithm on 3 ranks; no traffic); GLUCX_ERR_TIMEOUT; GLUCX_ERR_PEER_FAILED;
+ *         algorithm on 3 ranks; no traffic; or a forked child: see Fork above);
+ *         GLUCX_ERR_TIMEOUT; GLUCX_ERR_PEER_FAILED;
  *         GLUCX_ERR_ABORTED. Every error except GLUCX_ERR_INVALID_ARG and GLUCX_ERR_UNSUPPORTED
  *         fails the communicator: later calls return the same status at once. After an
  *         error the contents of recvbuf are unspecified.
