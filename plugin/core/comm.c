@@ -430,6 +430,9 @@ glucx_status_t glucx_comm_compact_address(glucx_comm_t *comm, const char *listen
                            "comm_compact_address '%s' on rank %d: a buffer of %zu bytes, less "
                            "than %d",
                            comm->name, comm->rank, bytes, GLUCX_COMPACT_ADDRESS_BYTES);
+    if (glucx_fork_tainted())
+        return glucx_fork_refuse("comm_compact_address '%s' (rank %d of %d)", comm->name,
+                                 comm->rank, comm->size);
     if (comm->connected || comm->record == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG,
                            "comm_compact_address '%s' on rank %d: already connected", comm->name,

@@ -15,6 +15,7 @@
 
 #include "core/core.h"
 #include "util/error.h"
+#include "util/fork.h"
 #include "util/time.h"
 #include "util/tracepoint.h"
 
@@ -131,6 +132,11 @@ glucx_status_t glucx_window_wait(glucx_window_t *window, int64_t timeout_ms, con
                            "window_wait: the window's communicator (rank %d's puts, slot %" PRIu64
                            ") was destroyed",
                            window->peer, window->slot);
+    if (glucx_fork_tainted())
+        return glucx_fork_refuse("window_wait for rank %d's puts (slot %" PRIu64
+                                 ", %zu bytes) on communicator '%s' (rank %d of %d)",
+                                 window->peer, window->slot, window->bytes, comm->name, comm->rank,
+                                 comm->size);
     glucx_tx_t *tx = comm->tx;
     /* A wake after the caller's read (or after this point) interrupts the wait. */
     unsigned gen =
@@ -185,6 +191,10 @@ void glucx_window_destroy(glucx_window_t *window)
 {
     if (window == NULL)
         return;
+    if (glucx_fork_tainted()) { /* the parent's: no lock, no UCX call (util/fork.h) */
+        glucx_fork_retain(window);
+        return;
+    }
     glucx_comm_t *comm = window->comm;
     if (comm != NULL) {
         pthread_mutex_lock(&comm->lock);

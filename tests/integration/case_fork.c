@@ -164,11 +164,14 @@ typedef struct inherited {
     glucx_comm_t *comm;
     glucx_request_t *pending;  /* receive from rank 1, tag 5, unmatched at the forks */
     glucx_request_t *finished; /* a started allreduce, complete at the forks */
+    glucx_window_t *window;    /* rank 1's puts, slot WINDOW_SLOT: empty at the forks */
     int grandchild;            /* this child forks a grandchild */
     int parent;                /* pid of the rank that forks */
 } inherited_t;
 
 static atomic_int callback_calls;
+
+#define WINDOW_SLOT 77
 
 static void count_callback(void *arg, glucx_status_t status, const char *error)
 {
@@ -277,6 +280,20 @@ static int inherited_child(int r, int n, void *arg)
     ITEST_CHECK(req == NULL, "coll_start made a request (%p)", (void *)req);
     expect_refused(glucx_coll_start_cb(comm, &bcast, NULL, count_callback, NULL), "broadcast",
                    "glucx_coll_start_cb");
+    /* windows: a new one, a put, the inherited one, and a compact address */
+    glucx_window_t *win = NULL;
+    expect_refused(glucx_window_create(comm, 1, WINDOW_SLOT + 1, buf, sizeof(buf), &win),
+                   "window_create of 64 bytes", "glucx_window_create");
+    ITEST_CHECK(win == NULL, "window_create made a window (%p)", (void *)win);
+    expect_refused(glucx_iput(comm, buf, sizeof(buf), 1, WINDOW_SLOT, 0, 0, &req),
+                   "iput of 64 bytes", "glucx_iput");
+    ITEST_CHECK(req == NULL, "iput made a request (%p)", (void *)req);
+    expect_refused(glucx_window_wait(in->window, 100, NULL, NULL, NULL),
+                   "window_wait for rank 1's puts (slot 77, 64 bytes)", "glucx_window_wait");
+    char compact[GLUCX_COMPACT_ADDRESS_BYTES];
+    expect_refused(glucx_comm_compact_address(comm, "127.0.0.1", compact, sizeof(compact)),
+                   "comm_compact_address", "glucx_comm_compact_address");
+
     char last[1500];
     glucx_comm_last_error(comm, last, sizeof(last));
     ITEST_CHECK(strstr(last, "forked") != NULL, "glucx_comm_last_error: %s", last);
@@ -322,6 +339,7 @@ static int inherited_child(int r, int n, void *arg)
     glucx_comm_wake(comm);
     glucx_request_free(in->pending);
     glucx_request_free(in->finished);
+    glucx_window_destroy(in->window);
     glucx_comm_destroy(comm);
     glucx_context_destroy(in->ctx);
     glucx_store_destroy(in->store); /* a file store: plain memory */
@@ -364,13 +382,22 @@ int itest_case_fork_inherited(const itest_env_t *env, int rank, int size)
     if (itest_failures() != 0)
         return 1;
 
+    glucx_window_t *window = NULL;
+    unsigned char window_buf[64];
+    memset(window_buf, 0, sizeof(window_buf));
+    if (rank == 0)
+        ITEST_STATUS(
+            glucx_window_create(comm, 1, WINDOW_SLOT, window_buf, sizeof(window_buf), &window),
+            GLUCX_OK, "window before the forks");
+
     if (rank == 0) {
         churn_t churn;
         if (churn_start(&churn) != 0)
             return 1;
         int failed = 0;
         for (int i = 0; i < FORKS; i++) {
-            inherited_t arg = {env, ctx, store, comm, pending, finished, i == 0, (int)getpid()};
+            inherited_t arg = {env,      ctx,    store,  comm,         pending,
+                               finished, window, i == 0, (int)getpid()};
             if (glucx_test_procs_run(1, inherited_child, &arg, CHILD_TIMEOUT_S) != 0 &&
                 failed++ < 3)
                 ITEST_FAIL("forked child %d of %d failed (its lines are above)", i, FORKS);
@@ -404,6 +431,28 @@ int itest_case_fork_inherited(const itest_env_t *env, int rank, int size)
         }
     if (send != NULL)
         ITEST_STATUS(glucx_request_wait(send, -1), GLUCX_OK, "isend after the forks");
+    /* the window made before the forks takes rank 1's put */
+    if (rank == 1) {
+        glucx_request_t *put = NULL;
+        ITEST_STATUS(glucx_iput(comm, msg, sizeof(msg), 0, WINDOW_SLOT, 0, 0, &put), GLUCX_OK,
+                     "iput after the forks");
+        if (put != NULL)
+            ITEST_STATUS(glucx_request_wait(put, -1), GLUCX_OK, "iput after the forks");
+        glucx_request_free(put);
+    } else if (window != NULL) {
+        size_t got = 0;
+        ITEST_STATUS(glucx_window_wait(window, -1, NULL, &got, NULL), GLUCX_OK,
+                     "the window made before the forks");
+        ITEST_CHECK(got == sizeof(msg), "the window took %zu bytes (expected %zu)", got,
+                    sizeof(msg));
+        for (size_t i = 0; i < sizeof(msg); i++)
+            if (window_buf[i] != (unsigned char)(peer * 31 + i)) {
+                ITEST_FAIL("window byte %zu from rank %d: expected %u, got %u", i, peer,
+                           (unsigned)(unsigned char)(peer * 31 + i), (unsigned)window_buf[i]);
+                break;
+            }
+    }
+    glucx_window_destroy(window);
     glucx_request_free(send);
     glucx_request_free(mine);
     glucx_request_free(finished);

@@ -8,20 +8,20 @@
  * otherwise. Collectives on one communicator must be called in the same order on every rank
  * (as in MPI); calls from different threads on one communicator are ordered by the caller.
  *
- * Fork: UCX state does not survive fork(). A process forked (without exec) while this process
- * had glucx contexts cannot use glucx at all, neither the objects it inherited nor new ones:
- * creating a context or communicator, every point-to-point, collective and request call, and
- * glucx_comm_address/connect/peer_transport return GLUCX_ERR_UNSUPPORTED at once (before any
- * lock or UCX call), with a glucx_last_error() text that names the operation, the fork and the
- * exec-based start methods to use instead (glucx_fork_check() tells in advance; the
+ * Fork: UCX state does not survive fork(). A process forked (without exec) while this process had
+ * glucx contexts cannot use glucx at all, neither the objects it inherited nor new ones: creating
+ * a context or communicator, every point-to-point, window, collective and request call, and
+ * glucx_comm_address/compact_address/connect/peer_transport return GLUCX_ERR_UNSUPPORTED at once
+ * (before any lock or UCX call), with a glucx_last_error() text that names the operation, the fork
+ * and the exec-based start methods to use instead (glucx_fork_check() tells in advance; the
  * rendezvous stores are not UCX and are not refused). In such a child, glucx_comm_destroy(),
- * glucx_context_destroy() and glucx_request_free() of inherited objects release nothing and
- * contact no peer (the parent's peers see nothing of the child); glucx_comm_abort() and
- * glucx_comm_wake() do nothing. Functions that only read (glucx_comm_rank/size,
- * glucx_comm_algorithm, glucx_comm_wake_count, glucx_version, glucx_stats_get, the trace
- * functions) keep working. The parent's objects are not affected. A process forked while no
- * glucx context existed (none created yet, or all destroyed) may create and use its own, also
- * while another thread of the parent was inside mmap at the fork.
+ * glucx_context_destroy(), glucx_window_destroy() and glucx_request_free() of inherited objects
+ * release nothing and contact no peer (the parent's peers see nothing of the child);
+ * glucx_comm_abort() and glucx_comm_wake() do nothing. Functions that only read
+ * (glucx_comm_rank/size, glucx_comm_algorithm, glucx_comm_wake_count, glucx_version,
+ * glucx_stats_get, the trace functions) keep working. The parent's objects are not affected. A
+ * process forked while no glucx context existed (none created yet, or all destroyed) may create
+ * and use its own, also while another thread of the parent was inside mmap at the fork.
  */
 #ifndef GLUCX_GLUCX_H
 #define GLUCX_GLUCX_H
