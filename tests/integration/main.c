@@ -35,6 +35,7 @@ static const case_entry_t cases[] = {
     {"destroy_after", itest_case_destroy_after, NULL},
     {"early_destroy", itest_case_early_destroy, NULL},
     {"kind_mismatch", itest_case_kind_mismatch, NULL},
+    {"sync_send", itest_case_sync_send, NULL},
 };
 
 typedef struct run_arg {
