@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -270,9 +271,23 @@ std::string ChooseNetDevices(const attr &a, std::string *net)
 
 /* ---- device ------------------------------------------------------------------------------ */
 
-Device::Device(glucx_context_t *ctx, std::string netDevices)
-    : ctx_(ctx), netDevices_(std::move(netDevices))
+Device::Device(glucx_context_t *ctx, std::string netDevices, bool syncSends)
+    : ctx_(ctx), netDevices_(std::move(netDevices)), syncSends_(syncSends)
 {
+}
+
+bool SyncSendsFromEnv()
+{
+    const char *v = std::getenv("GLUCX_SYNC_SEND");
+    if (v == nullptr || std::strcmp(v, "1") == 0)
+        return true;
+    if (std::strcmp(v, "0") == 0)
+        return false;
+    throw ::gloo::EnforceNotMet(__FILE__, __LINE__, "GLUCX_SYNC_SEND is 0 or 1",
+                                ::gloo::MakeString("glucx: GLUCX_SYNC_SEND='", v,
+                                                   "': expected 1 (sends complete once the "
+                                                   "receiver matched them, as Gloo's TCP "
+                                                   "transport) or 0"));
 }
 
 Device::~Device()
@@ -283,7 +298,8 @@ Device::~Device()
 std::string Device::str() const
 {
     return "glucx " + std::string(glucx_version()) +
-           " (UCX; network devices: " + (netDevices_.empty() ? "all" : netDevices_) + ")";
+           " (UCX; network devices: " + (netDevices_.empty() ? "all" : netDevices_) +
+           (syncSends_ ? "; synchronous sends)" : "; sends complete locally)");
 }
 
 const std::string &Device::getPCIBusID() const
@@ -303,6 +319,7 @@ std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a)
     std::string why = CheckGlooBuild();
     if (!why.empty())
         GLOO_THROW_IO_EXCEPTION("glucx: ", why);
+    const bool sync = SyncSendsFromEnv();
     std::string net;
     const std::string refused = ChooseNetDevices(a, &net);
     if (!refused.empty())
@@ -319,7 +336,7 @@ std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a)
     if (st != GLUCX_OK)
         GLOO_THROW_IO_EXCEPTION("glucx: cannot create a context (network devices: ",
                                 net.empty() ? "all" : net, "): ", lastError());
-    return std::make_shared<Device>(ctx, net);
+    return std::make_shared<Device>(ctx, net, sync);
 }
 
 /* ---- address ----------------------------------------------------------------------------- */

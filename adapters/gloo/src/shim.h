@@ -37,7 +37,7 @@ class Context;
 class Device final : public ::gloo::transport::Device, public std::enable_shared_from_this<Device>
 {
   public:
-    Device(glucx_context_t *ctx, std::string netDevices);
+    Device(glucx_context_t *ctx, std::string netDevices, bool syncSends);
     ~Device() override;
 
     std::string str() const override;
@@ -49,9 +49,16 @@ class Device final : public ::gloo::transport::Device, public std::enable_shared
         return ctx_;
     }
 
+    /** Unbound sends complete once the receiver matched them (GLUCX_SYNC_SEND, default 1). */
+    bool syncSends() const
+    {
+        return syncSends_;
+    }
+
   private:
     glucx_context_t *ctx_;
     std::string netDevices_;
+    bool syncSends_;
     std::string busId_;
 };
 
@@ -132,6 +139,12 @@ class Context final : public ::gloo::transport::Context,
         return getTimeout();
     }
 
+    /** glucx_isend_flags() flags of this context's unbound sends. */
+    unsigned sendFlags() const
+    {
+        return device_->syncSends() ? static_cast<unsigned>(GLUCX_SEND_SYNC) : 0u;
+    }
+
   private:
     void prepare();
 
@@ -181,6 +194,9 @@ class UnboundBuffer final : public ::gloo::transport::UnboundBuffer
      * thread passed to glucx_request_wait_any() is never freed under it. */
     void harvestLocked(bool isRecv);
     std::string describe(const Op &op) const;
+    /* The exception text of a wait that timed out (Gloo's sentence, then glucx's detail). m_
+     * held. */
+    std::string timedOut(bool isRecv, std::chrono::milliseconds timeout) const;
 
     std::shared_ptr<Context> context_;
     std::mutex m_;
@@ -194,6 +210,13 @@ class UnboundBuffer final : public ::gloo::transport::UnboundBuffer
 
 /** Text of the thread's last glucx error. */
 std::string lastError();
+
+/**
+ * GLUCX_SYNC_SEND: whether unbound sends are synchronous ("1", the default) or complete as soon
+ * as their buffer may be reused ("0"). @throws gloo::EnforceNotMet naming the variable for any
+ * other value.
+ */
+bool SyncSendsFromEnv();
 
 } // namespace gloo
 } // namespace glucx
