@@ -27,6 +27,7 @@
 
 #include <glucx/glucx.h>
 
+#include "common/bench_util.h"
 #include "common/local_ranks.h"
 
 #define WINDOW 4
@@ -54,25 +55,6 @@ static void usage(FILE *f)
                "  -t, --seconds S    approximate length of one timed phase (default 0.2)\n"
                "  -T, --timeout-ms MS  communicator timeout (default 60000)\n"
                "  -h, --help         this text\n");
-}
-
-static int parse_size(const char *s, size_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    if (*s < '0' || *s > '9')
-        return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0)
-        return -1;
-    if (*end == 'K' || *end == 'k')
-        v <<= 10, end++;
-    else if (*end == 'M' || *end == 'm')
-        v <<= 20, end++;
-    if (*end != '\0' || v > (1ull << 30))
-        return -1;
-    *out = (size_t)v;
-    return 0;
 }
 
 static int parse_args(int argc, char **argv, opts_t *o)
@@ -107,7 +89,8 @@ static int parse_args(int argc, char **argv, opts_t *o)
             if (copy == NULL)
                 goto bad;
             for (char *t = strtok_r(copy, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save))
-                if (o->nsizes == MAX_SIZES || parse_size(t, &o->sizes[o->nsizes++]) != 0) {
+                if (o->nsizes == MAX_SIZES ||
+                    glucx_tool_parse_size(t, &o->sizes[o->nsizes++]) != 0) {
                     free(copy);
                     goto bad;
                 }
@@ -275,18 +258,6 @@ static size_t check(const pair_t *p, size_t bytes, int lat)
     return wrong;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 #define LAT_LIMIT (64u << 10)
 
 static int bench(glucx_comm_t *comm, const opts_t *o)
@@ -391,7 +362,8 @@ static int bench(glucx_comm_t *comm, const opts_t *o)
             goto out;
         }
         if (me == 0) {
-            double plain = median(t[0], o->rounds), sync = median(t[1], o->rounds);
+            double plain = glucx_tool_median(t[0], o->rounds),
+                   sync = glucx_tool_median(t[1], o->rounds);
             printf("%12zu %-9s %12.3f %12.3f %10.3f %8" PRIu64 "\n", bytes,
                    lat ? "lat_us" : "bw_GBps", plain, sync, plain > 0 ? sync / plain : 0.0, wall);
             fflush(stdout);
