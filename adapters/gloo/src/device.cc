@@ -276,7 +276,7 @@ Device::Device(glucx_context_t *ctx, std::string netDevices, bool syncSends)
 {
 }
 
-bool SyncSendsFromEnv()
+bool SyncSends()
 {
     const char *v = std::getenv("GLUCX_SYNC_SEND");
     if (v == nullptr || std::strcmp(v, "1") == 0)
@@ -319,7 +319,7 @@ std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a)
     std::string why = CheckGlooBuild();
     if (!why.empty())
         GLOO_THROW_IO_EXCEPTION("glucx: ", why);
-    const bool sync = SyncSendsFromEnv();
+    const bool sync = SyncSends();
     std::string net;
     const std::string refused = ChooseNetDevices(a, &net);
     if (!refused.empty())

@@ -211,13 +211,6 @@ class UnboundBuffer final : public ::gloo::transport::UnboundBuffer
 /** Text of the thread's last glucx error. */
 std::string lastError();
 
-/**
- * GLUCX_SYNC_SEND: whether unbound sends are synchronous ("1", the default) or complete as soon
- * as their buffer may be reused ("0"). @throws gloo::EnforceNotMet naming the variable for any
- * other value.
- */
-bool SyncSendsFromEnv();
-
 } // namespace gloo
 } // namespace glucx
 

@@ -23,8 +23,10 @@
 #include <gtest/gtest.h>
 
 #include <gloo/allgather.h>
+#include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
+#include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -158,6 +160,19 @@ GLUCX_RANK_BODY(gloo_test_timeout)
             o.setOutput(out.data(), n * ctx->size);
             o.setTimeout(kGlooTestTimeout);
             ::gloo::allgather(o);
+        } else if (op == "allgatherv") {
+            ::gloo::AllgathervOptions o(ctx);
+            o.setInput(in.data(), n);
+            o.setOutput(out.data(), std::vector<size_t>(ctx->size, n));
+            o.setTimeout(kGlooTestTimeout);
+            ::gloo::allgatherv(o);
+        } else if (op == "alltoallv") {
+            ::gloo::AlltoallvOptions o(ctx);
+            const std::vector<int64_t> per(ctx->size, static_cast<int64_t>(n));
+            o.setInput(in.data(), per);
+            o.setOutput(out.data(), per);
+            o.setTimeout(kGlooTestTimeout);
+            ::gloo::alltoallv(o);
         } else if (op == "alltoall") {
             ::gloo::AlltoallOptions o(ctx);
             o.setInput(in.data(), n * ctx->size);
@@ -329,7 +344,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(TimeoutCase{"broadcast", "send"}, TimeoutCase{"scatter", "send"},
                       TimeoutCase{"allreduce", "recv"}, TimeoutCase{"reduce", "recv"},
                       TimeoutCase{"gather", "recv"}, TimeoutCase{"allgather", "send"},
-                      TimeoutCase{"alltoall", "send"}, TimeoutCase{"barrier", "recv"}),
+                      TimeoutCase{"alltoall", "send"}, TimeoutCase{"allgatherv", "send"},
+                      TimeoutCase{"alltoallv", "send"}, TimeoutCase{"barrier", "recv"}),
     [](const ::testing::TestParamInfo<TimeoutCase> &i) { return std::string(i.param.op); });
 
 TEST(UnboundTimeouts, WaitRecvAndWaitSendSayTimedOut)
