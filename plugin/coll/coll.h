@@ -77,6 +77,7 @@ typedef struct glucx_coll_ctx {
     const char *alg_name; /**< for messages */
     int alg_index;        /**< row in glucx_coll_tables[args->coll] */
     int64_t deadline_ns;  /**< CLOCK_MONOTONIC deadline of the whole collective */
+    int64_t timeout_ms;   /**< the timeout that deadline came from (< 0: none), for messages */
     void *scratch_in;     /**< core-owned copy of the input for in-place reduce_scatter and
                                alltoall (so algorithms never see input and output overlap) */
     uint64_t trace_comm;  /**< comm id of trace events (0 when the caller sets none) */

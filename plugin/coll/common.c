@@ -1,5 +1,6 @@
 /* Helpers shared by every collective algorithm: tagged send/receive with length and signature
  * checks, and failure propagation through the transport. */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,11 +265,13 @@ static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n
         for (int i = 0; i < n; i++) {
             if (!glucx_tx_req_done(&reqs[i]))
                 return glucx_coll_fail(ctx, GLUCX_ERR_TIMEOUT,
-                                       "timed out waiting to %s %zu bytes %s rank %d",
-                                       reqs[i].is_recv ? "receive" : "send", reqs[i].posted,
-                                       reqs[i].is_recv ? "from" : "to", reqs[i].peer);
+                                       "Timed out waiting %" PRId64 "ms to %s %zu bytes %s rank %d",
+                                       ctx->timeout_ms, reqs[i].is_recv ? "receive" : "send",
+                                       reqs[i].posted, reqs[i].is_recv ? "from" : "to",
+                                       reqs[i].peer);
         }
-        return glucx_coll_fail(ctx, GLUCX_ERR_TIMEOUT, "timed out");
+        return glucx_coll_fail(ctx, GLUCX_ERR_TIMEOUT, "Timed out waiting %" PRId64 "ms",
+                               ctx->timeout_ms);
     }
     if (st != GLUCX_OK)
         return glucx_coll_fail(ctx, st, "%s", ctx->tx->failure);
@@ -557,6 +560,7 @@ glucx_status_t glucx_coll_ctx_init(glucx_coll_ctx_t *ctx, glucx_tx_t *tx, const 
     ctx->esize = glucx_dtype_size(args->dtype);
     ctx->sig = signature(args, alg_index, ctx->size);
     ctx->deadline_ns = glucx_deadline_ns(timeout_ms);
+    ctx->timeout_ms = timeout_ms;
     if (is_reducing(args->coll))
         ctx->reduce = glucx_kernel_reduce_fn(args->dtype, args->op);
 

@@ -288,9 +288,9 @@ static glucx_status_t exchange(glucx_comm_t *comm, glucx_store_t *store, int64_t
             glucx_store_get(store, key, left_ms > 0 ? left_ms : 0, &raws[r], &lens[r]);
         if (st == GLUCX_ERR_TIMEOUT)
             return glucx_error(GLUCX_ERR_TIMEOUT,
-                               "comm_create '%s' on rank %d of %d: rank %d did not publish its "
-                               "address (store key '%s') within %" PRId64 " ms",
-                               comm->name, comm->rank, comm->size, r, key, comm->timeout_ms);
+                               "comm_create '%s' on rank %d of %d: Timed out waiting %" PRId64
+                               "ms for rank %d to publish its address (store key '%s')",
+                               comm->name, comm->rank, comm->size, comm->timeout_ms, r, key);
         if (st != GLUCX_OK)
             return glucx_error(st, "comm_create '%s' on rank %d: cannot read rank %d's record: %s",
                                comm->name, comm->rank, r, glucx_error_text());

@@ -175,9 +175,24 @@ static glucx_status_t check_peer(glucx_comm_t *comm, int peer, const char *op)
 glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, int peer,
                            uint64_t tag, glucx_request_t **request_p)
 {
-    glucx_status_t st = glucx_p2p_check(comm, buf, bytes, tag, request_p, "isend");
+    return glucx_isend_flags(comm, buf, bytes, peer, tag, 0, request_p);
+}
+
+glucx_status_t glucx_isend_flags(glucx_comm_t *comm, const void *buf, size_t bytes, int peer,
+                                 uint64_t tag, unsigned flags, glucx_request_t **request_p)
+{
+    const int sync = (flags & GLUCX_SEND_SYNC) != 0;
+    const char *op = sync ? "isend (sync)" : "isend";
+    glucx_status_t st = glucx_p2p_check(comm, buf, bytes, tag, request_p, op);
     if (st == GLUCX_OK)
-        st = check_peer(comm, peer, "isend");
+        st = check_peer(comm, peer, op);
+    if (st == GLUCX_OK && (flags & ~(unsigned)GLUCX_SEND_SYNC) != 0)
+        st = glucx_error(GLUCX_ERR_INVALID_ARG, "%s of %zu bytes to rank %d: unknown flags 0x%x",
+                         op, bytes, peer, flags & ~(unsigned)GLUCX_SEND_SYNC);
+    if (st == GLUCX_OK && sync && comm->tx->ops->isend_sync == NULL)
+        st = glucx_error(GLUCX_ERR_UNSUPPORTED,
+                         "%s of %zu bytes to rank %d: the transport has no synchronous send", op,
+                         bytes, peer);
     if (st != GLUCX_OK)
         return glucx_comm_record_error(comm, st);
     glucx_request_t *req = glucx_request_alloc(comm, GLUCX_REQ_P2P);
@@ -191,14 +206,15 @@ glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, in
         GLUCX_TP(send_begin, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, peer,
                  glucx_topo_link_id(comm->topo, comm->rank, peer), tag, (uint64_t)bytes);
     }
-    st = comm->tx->ops->isend(comm->tx, peer, tag, buf, bytes, &req->tx);
+    st = (sync ? comm->tx->ops->isend_sync : comm->tx->ops->isend)(comm->tx, peer, tag, buf, bytes,
+                                                                   &req->tx);
     if (st != GLUCX_OK) {
         if (req->trace_open) /* the failed post ends here */
             GLUCX_TP(send_end, comm->trace_id, comm->rank, req->trace_seq, req->trace_step, peer,
                      glucx_topo_link_id(comm->topo, comm->rank, peer), tag, (uint64_t)bytes);
         free(req);
         return glucx_comm_record_error(
-            comm, glucx_error(st, "isend of %zu bytes to rank %d (tag %" PRIu64 "): %s", bytes,
+            comm, glucx_error(st, "%s of %zu bytes to rank %d (tag %" PRIu64 "): %s", op, bytes,
                               peer, tag, glucx_error_text()));
     }
     glucx_stats_add_send(bytes);
@@ -326,7 +342,7 @@ glucx_status_t glucx_request_test(glucx_request_t *req)
     return p2p_result(req);
 }
 
-static glucx_status_t coll_wait(glucx_request_t *req, int64_t deadline)
+static glucx_status_t coll_wait(glucx_request_t *req, int64_t deadline, int64_t timeout_ms)
 {
     struct timespec ts;
     pthread_mutex_lock(&req->lock);
@@ -354,7 +370,9 @@ static glucx_status_t coll_wait(glucx_request_t *req, int64_t deadline)
         return st;
     glucx_comm_t *comm = req->comm;
     char text[200];
-    snprintf(text, sizeof(text), "wait for a started collective timed out on rank %d", comm->rank);
+    snprintf(text, sizeof(text),
+             "Timed out waiting %" PRId64 "ms for a started collective to complete on rank %d",
+             timeout_ms, comm->rank);
     comm->tx->ops->fail(comm->tx, GLUCX_ERR_TIMEOUT, text);
     return glucx_comm_record_error(comm, glucx_error(GLUCX_ERR_TIMEOUT, "%s", text));
 }
@@ -399,17 +417,20 @@ static glucx_status_t request_wait(glucx_request_t *req, int64_t deadline, int64
 {
     glucx_comm_t *comm = req->comm;
     if (req->kind == GLUCX_REQ_COLL)
-        return coll_wait(req, deadline);
+        return coll_wait(req, deadline, timeout_ms < 0 ? comm->timeout_ms : timeout_ms);
     glucx_tx_req_t *one = &req->tx;
     glucx_status_t st = comm->tx->ops->wait(comm->tx, &one, 1, deadline);
     if (st == GLUCX_ERR_TIMEOUT) {
         char text[300];
+        /* Gloo's wording ("Timed out waiting 1000ms for recv operation to complete"), which
+         * code and people match on, then which operation */
         snprintf(text, sizeof(text),
-                 "%s of %zu bytes %s rank %d (%s %" PRIu64 ") timed out after %" PRId64
-                 " ms on rank %d",
+                 "Timed out waiting %" PRId64 "ms for %s operation to complete: %s of %zu bytes "
+                 "%s rank %d (%s %" PRIu64 ") on rank %d",
+                 timeout_ms < 0 ? comm->timeout_ms : timeout_ms, one->is_recv ? "recv" : "send",
                  one->is_recv ? "receive" : req->is_put ? "put" : "send", one->posted,
                  one->is_recv ? "from" : "to", one->peer, req->is_put ? "slot" : "tag",
-                 req->user_tag, timeout_ms < 0 ? comm->timeout_ms : timeout_ms, comm->rank);
+                 req->user_tag, comm->rank);
         /* Gloo semantics: a timed-out operation fails the communicator */
         comm->tx->ops->fail(comm->tx, GLUCX_ERR_TIMEOUT, text);
         return glucx_comm_record_error(comm, glucx_error(GLUCX_ERR_TIMEOUT, "%s", text));
@@ -481,8 +502,13 @@ void glucx_request_free(glucx_request_t *req)
                 GLUCX_OK &&
             !glucx_tx_req_done(one)) {
             /* never leave the transport a pointer into freed memory */
-            comm->tx->ops->fail(comm->tx, GLUCX_ERR_TIMEOUT,
-                                "request freed while its transfer could not complete");
+            char text[200];
+            snprintf(text, sizeof(text),
+                     "Timed out waiting %" PRId64 "ms for the %s of %zu bytes %s rank %d to "
+                     "complete before its request was freed, on rank %d",
+                     comm->timeout_ms, one->is_recv ? "receive" : "send", one->posted,
+                     one->is_recv ? "from" : "to", one->peer, comm->rank);
+            comm->tx->ops->fail(comm->tx, GLUCX_ERR_TIMEOUT, text);
         }
     }
     if (req->kind == GLUCX_REQ_P2P && glucx_tx_req_done(&req->tx))
@@ -550,10 +576,11 @@ glucx_status_t glucx_request_wait_any(glucx_request_t *const *reqs, size_t n, in
         st = GLUCX_OK;
     } else if (st == GLUCX_ERR_TIMEOUT) {
         char text[400];
-        int len = snprintf(
-            text, sizeof(text),
-            "wait for any of %zu operations timed out after %" PRId64 " ms on rank %d; pending:", n,
-            ms, comm->rank);
+        int len = snprintf(text, sizeof(text),
+                           "Timed out waiting %" PRId64
+                           "ms for any of %zu operations to complete on rank %d; "
+                           "pending:",
+                           ms, n, comm->rank);
         for (size_t i = 0; i < n && i < 8 && len > 0 && (size_t)len < sizeof(text); i++)
             len += snprintf(text + len, sizeof(text) - (size_t)len, " %s %zu bytes %s rank %d%s",
                             t[i]->is_recv ? "receive" : "send", t[i]->posted,

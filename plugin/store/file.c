@@ -258,9 +258,9 @@ static glucx_status_t file_store_get(void *arg, const char *key, int64_t timeout
         int64_t now_ns = glucx_now_ns();
         if (now_ns >= deadline_ns) {
             status = glucx_error(GLUCX_ERR_TIMEOUT,
-                                 "file store get: key '%s' did not appear in directory %s within "
-                                 "%lld ms (expected file %s)",
-                                 key, fs->dir, (long long)timeout_ms, path);
+                                 "file store get: Timed out waiting %lldms for key '%s' to appear "
+                                 "in directory %s (expected file %s)",
+                                 (long long)timeout_ms, key, fs->dir, path);
             goto out;
         }
         int64_t left_ns = deadline_ns - now_ns;

@@ -234,9 +234,9 @@ static glucx_status_t redis_store_get(void *arg, const char *key, int64_t timeou
         int64_t now_ns = glucx_now_ns();
         if (now_ns >= deadline_ns) {
             status = glucx_error(GLUCX_ERR_TIMEOUT,
-                                 "redis store get: key '%s' did not appear on %s:%d within %lld "
-                                 "ms",
-                                 full, rs->host, rs->port, (long long)timeout_ms);
+                                 "redis store get: Timed out waiting %lldms for key '%s' to "
+                                 "appear on %s:%d",
+                                 (long long)timeout_ms, full, rs->host, rs->port);
             goto out;
         }
         int64_t left_ns = deadline_ns - now_ns;

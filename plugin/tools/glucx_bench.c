@@ -39,6 +39,7 @@
 #include "kernel/reduce.h" /* the f32 sum kernel, timed by --calibrate */
 #include "topo/topo.h"
 
+#include "common/bench_util.h"
 #include "common/local_ranks.h"
 
 /* ------------------------------------------------------------------------------------------ */
@@ -104,44 +105,6 @@ static void usage(FILE *f)
         "allgather(v), gather: the total output; reduce_scatter, alltoall(v), scatter: the\n"
         "total input. busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for allgather(v),\n"
         "reduce_scatter, alltoall(v), gather, scatter, and 1 for broadcast and reduce.\n");
-}
-
-/* Parse "16M", "1K", "4096" (binary suffixes). @return 0 on success. */
-static int parse_size(const char *s, size_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    if (s[0] == '-' || s[0] == '\0')
-        return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s)
-        return -1;
-    unsigned long long mult = 1;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        mult = 1ULL << 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        mult = 1ULL << 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        mult = 1ULL << 30;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end != '\0' || (v != 0 && mult > ULLONG_MAX / v) || v * mult > SIZE_MAX / 4)
-        return -1;
-    *out = (size_t)(v * mult);
-    return 0;
 }
 
 static int parse_long(const char *s, long lo, long hi, long *out)
@@ -250,11 +213,11 @@ static int parse_args(int argc, char **argv, bench_opts_t *o)
                 return bad_arg("--coll", optarg);
             break;
         case 'b':
-            if (parse_size(optarg, &o->min_bytes) != 0)
+            if (glucx_tool_parse_size(optarg, &o->min_bytes) != 0)
                 return bad_arg("-b size", optarg);
             break;
         case 'e':
-            if (parse_size(optarg, &o->max_bytes) != 0)
+            if (glucx_tool_parse_size(optarg, &o->max_bytes) != 0)
                 return bad_arg("-e size", optarg);
             break;
         case 'f':
@@ -1109,18 +1072,6 @@ out:
 /* ------------------------------------------------------------------------------------------ */
 /* --calibrate                                                                                */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static glucx_status_t wait_free(glucx_request_t *req, int64_t timeout_ms)
 {
     glucx_status_t st = glucx_request_wait(req, timeout_ms);
@@ -1167,7 +1118,7 @@ static glucx_status_t measure_link(glucx_comm_t *comm, int peer, int initiator, 
         st = pingpong(comm, peer, initiator, buf, big, 8, timeout_ms, &large[r]);
     if (st != GLUCX_OK)
         return st;
-    double alpha = median(small, REPS), t_big = median(large, REPS);
+    double alpha = glucx_tool_median(small, REPS), t_big = glucx_tool_median(large, REPS);
     cost_p->alpha_ns = alpha;
     cost_p->beta_ns_per_byte = t_big > alpha ? (t_big - alpha) / (double)big : 0.0;
     note_progress();
@@ -1208,7 +1159,7 @@ static int measure_local(double *gamma_p, double *copy_p)
         fn(a, a, b, nf);
         t[r] = (now_us() - t0) * 1e3 / (double)rbytes;
     }
-    qsort(t, REPS, sizeof(t[0]), cmp_double);
+    glucx_tool_sort(t, REPS);
     *gamma_p = t[0];
     memcpy(dst, src, cbytes);
     for (int r = 0; r < REPS; r++) {
@@ -1219,7 +1170,7 @@ static int measure_local(double *gamma_p, double *copy_p)
         if (dst[r] != (char)r)
             t[r] = INFINITY;
     }
-    qsort(t, REPS, sizeof(t[0]), cmp_double);
+    glucx_tool_sort(t, REPS);
     *copy_p = t[0];
     free(a);
     free(b);
@@ -1401,7 +1352,7 @@ static int bench_put(glucx_comm_t *comm, const bench_opts_t *o)
             }
         }
         if (me == 0) {
-            double plain = median(t[0], REPS), sync = median(t[1], REPS);
+            double plain = glucx_tool_median(t[0], REPS), sync = glucx_tool_median(t[1], REPS);
             printf("%12zu %10.2f %10.2f %8.3f %10.3f %8ld %7.2f\n", s, plain, sync,
                    (double)s / plain / 1e3, (double)s / sync / 1e3, iters, sync / plain);
             fflush(stdout);

@@ -30,6 +30,9 @@
 
 typedef struct glucx_tx glucx_tx_t;
 
+/** glucx_tx_req_t.flags: a send posted with isend_sync (completes once its receiver matched). */
+#define GLUCX_TX_SEND_SYNC 1u
+
 /**
  * A request, in storage owned by the caller (stack or heap) that must stay valid until the
  * request is complete. Zero it (or call glucx_tx_req_init) before posting.
@@ -44,6 +47,7 @@ typedef struct glucx_tx_req {
                                 `posted` bytes were written) */
     uint64_t tag;          /**< receive: the sender's full wire tag once done */
     int is_recv;
+    unsigned flags;         /**< GLUCX_TX_* bits, set by the transport at post */
     int traced;             /**< caller-private: its end event was emitted (coll/common.c) */
     void *impl;             /**< transport-private */
     uintptr_t impl_data[8]; /**< transport-private (a put keeps its wire header here) */
@@ -59,6 +63,16 @@ typedef struct glucx_tx_ops {
     /** Post a send of bytes at buf to peer (may be this rank). */
     glucx_status_t (*isend)(glucx_tx_t *tx, int peer, uint64_t tag, const void *buf, size_t bytes,
                             glucx_tx_req_t *req);
+    /**
+     * As isend, but the request completes only once a receive posted on peer has matched the
+     * message (and, for a message sent as a rendezvous, received it), as Gloo's TCP transport
+     * completes a send only after its peer announced the matching receive. A send no receive
+     * ever matches stays pending until the wait's deadline or the transport's failure; a peer
+     * that leaves (destroys its transport) without matching it fails the transport. May be
+     * NULL (the transport cannot).
+     */
+    glucx_status_t (*isend_sync)(glucx_tx_t *tx, int peer, uint64_t tag, const void *buf,
+                                 size_t bytes, glucx_tx_req_t *req);
     /**
      * Post a receive of at most bytes into buf from the first of peers[0..npeers) whose message
      * matches tag on the bits outside ignore_mask (and outside the source bits). npeers == 1 is a
@@ -165,6 +179,7 @@ static inline void glucx_tx_req_init(glucx_tx_req_t *req)
     req->bytes = 0;
     req->tag = 0;
     req->is_recv = 0;
+    req->flags = 0;
     req->traced = 0;
     req->impl = NULL;
 }

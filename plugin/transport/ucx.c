@@ -312,6 +312,7 @@ static int same_machine(const glucx_ucx_ident_t *a, const glucx_ucx_ident_t *b)
 
 static const glucx_tx_ops_t ucx_ops = {
     .isend = glucx_ucx_isend,
+    .isend_sync = glucx_ucx_isend_sync,
     .irecv = glucx_ucx_irecv,
     .progress = glucx_ucx_progress,
     .wait = glucx_ucx_wait,
@@ -694,8 +695,8 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
         }
         char text[400];
         snprintf(text, sizeof(text),
-                 "connect: rank %d of %d: no handshake with %d rank(s) by the deadline: %s", rank,
-                 size, count, missing);
+                 "connect: rank %d of %d: Timed out waiting for the handshake with %d rank(s): %s",
+                 rank, size, count, missing);
         /* Fail quietly towards peers: they time out on their own; this completes our hellos. */
         glucx_ucx_record_failure(tx, GLUCX_ERR_TIMEOUT, 0, -1, NULL, "%s", text);
         glucx_ucx_fail(base, GLUCX_ERR_TIMEOUT, text);

@@ -333,6 +333,8 @@ static inline glucx_ucx_tx_t *glucx_ucx_tx(glucx_tx_t *tx)
 glucx_status_t glucx_ucx_status(ucs_status_t status);
 glucx_status_t glucx_ucx_isend(glucx_tx_t *tx, int peer, uint64_t tag, const void *buf,
                                size_t bytes, glucx_tx_req_t *req);
+glucx_status_t glucx_ucx_isend_sync(glucx_tx_t *tx, int peer, uint64_t tag, const void *buf,
+                                    size_t bytes, glucx_tx_req_t *req);
 glucx_status_t glucx_ucx_irecv(glucx_tx_t *tx, const int *peers, int npeers, uint64_t tag,
                                uint64_t ignore_mask, void *buf, size_t bytes, glucx_tx_req_t *req);
 void glucx_ucx_cancel(glucx_tx_t *tx, glucx_tx_req_t *req);

@@ -266,6 +266,7 @@ static glucx_status_t post_failed(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, const
 static void req_start(glucx_tx_req_t *req, int is_recv, int peer, size_t bytes, uint64_t tag)
 {
     req->is_recv = is_recv;
+    req->flags = 0;
     req->peer = peer;
     req->posted = bytes;
     req->bytes = 0;
@@ -295,9 +296,9 @@ static ucs_status_t send_posted(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, void *r
     return UCS_OK;
 }
 
-/* Lock held. */
+/* Lock held. sync: ucp_tag_send_sync_nbx, which completes once the receiver matched. */
 static glucx_status_t send_locked(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, const void *buf,
-                                  size_t bytes, glucx_tx_req_t *req)
+                                  size_t bytes, int sync, glucx_tx_req_t *req)
 {
     if (glucx_tx_failure(&tx->base) != GLUCX_OK)
         return post_failed(tx, req, "isend", peer);
@@ -322,26 +323,36 @@ static glucx_status_t send_locked(glucx_ucx_tx_t *tx, int peer, uint64_t wire_ta
         .cb.send = send_cb,
         .user_data = req,
     };
+    if (sync)
+        req->flags |= GLUCX_TX_SEND_SYNC;
     ucs_status_t us =
-        send_posted(tx, req, ucp_tag_send_nbx(tx->eps[peer], buf, bytes, wire_tag, &param));
+        send_posted(tx, req,
+                    sync ? ucp_tag_send_sync_nbx(tx->eps[peer], buf, bytes, wire_tag, &param)
+                         : ucp_tag_send_nbx(tx->eps[peer], buf, bytes, wire_tag, &param));
     if (us != UCS_OK)
         return glucx_error(req->status, "isend: peer %d, bytes=%zu, tag=0x%llx: %s", peer, bytes,
                            (unsigned long long)wire_tag, ucs_status_string(us));
     return GLUCX_OK;
 }
 
-glucx_status_t glucx_ucx_send_raw(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, const void *buf,
-                                  size_t bytes, glucx_tx_req_t *req)
+static glucx_status_t send_post(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, const void *buf,
+                                size_t bytes, int sync, glucx_tx_req_t *req)
 {
     req_start(req, 0, peer, bytes, wire_tag);
     pthread_mutex_lock(&tx->lock);
-    glucx_status_t st = send_locked(tx, peer, wire_tag, buf, bytes, req);
+    glucx_status_t st = send_locked(tx, peer, wire_tag, buf, bytes, sync, req);
     pthread_mutex_unlock(&tx->lock);
     return st;
 }
 
-glucx_status_t glucx_ucx_isend(glucx_tx_t *base, int peer, uint64_t tag, const void *buf,
-                               size_t bytes, glucx_tx_req_t *req)
+glucx_status_t glucx_ucx_send_raw(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, const void *buf,
+                                  size_t bytes, glucx_tx_req_t *req)
+{
+    return send_post(tx, peer, wire_tag, buf, bytes, 0, req);
+}
+
+static glucx_status_t isend_common(glucx_tx_t *base, int peer, uint64_t tag, const void *buf,
+                                   size_t bytes, int sync, glucx_tx_req_t *req)
 {
     glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
     if (req == NULL)
@@ -357,7 +368,19 @@ glucx_status_t glucx_ucx_isend(glucx_tx_t *base, int peer, uint64_t tag, const v
                            peer, base->size, bytes, buf, (unsigned long long)tag);
     }
     uint64_t wire = (tag & ~GLUCX_TX_TAG_SRC_MASK) | SRC_BITS(base->rank);
-    return glucx_ucx_send_raw(tx, peer, wire, buf, bytes, req);
+    return send_post(tx, peer, wire, buf, bytes, sync, req);
+}
+
+glucx_status_t glucx_ucx_isend(glucx_tx_t *base, int peer, uint64_t tag, const void *buf,
+                               size_t bytes, glucx_tx_req_t *req)
+{
+    return isend_common(base, peer, tag, buf, bytes, 0, req);
+}
+
+glucx_status_t glucx_ucx_isend_sync(glucx_tx_t *base, int peer, uint64_t tag, const void *buf,
+                                    size_t bytes, glucx_tx_req_t *req)
+{
+    return isend_common(base, peer, tag, buf, bytes, 1, req);
 }
 
 /* Post active message id (user header hdr, data buf) to peer as request req of kind. hdr and

@@ -270,17 +270,30 @@ static void send_leaves(glucx_ucx_tx_t *tx)
 
 /* After a leave arrived: cancel the unmatched receives whose only source left (a cancelled one
  * can never match: all the peer sent arrived before its leave, in order), which fails the
- * transport. Lock held, outside callbacks, transport not failed. */
+ * transport. A synchronous send to a peer that left unacknowledged was never matched there (the
+ * acknowledgement of a match travels before the leave on the same endpoint, and the progress
+ * that took the leave processed it) and never will be: that fails the transport too. Lock held,
+ * outside callbacks, transport not failed. */
 static void leave_check(glucx_ucx_tx_t *tx)
 {
     glucx_tx_req_t *next;
     for (glucx_tx_req_t *req = tx->outstanding; req != NULL; req = next) {
         next = (glucx_tx_req_t *)req->impl_data[0];
-        if (glucx_ucx_req_kind(req) == GLUCX_UCX_REQ_RECV && req->impl != NULL && req->peer >= 0 &&
-            req->peer < tx->base.size && tx->departed[req->peer]) {
+        if (req->peer < 0 || req->peer >= tx->base.size || !tx->departed[req->peer])
+            continue;
+        const int kind = glucx_ucx_req_kind(req);
+        if (kind == GLUCX_UCX_REQ_RECV && req->impl != NULL) {
             /* Completes with UCS_ERR_CANCELED (the failure) if unmatched; goes on if matched. */
             req->impl_data[3] = GLUCX_UCX_REQ_DEPARTED;
             ucp_request_cancel(tx->worker, req->impl);
+        } else if (kind == GLUCX_UCX_REQ_SEND && (req->flags & GLUCX_TX_SEND_SYNC)) {
+            glucx_ucx_record_failure(tx, GLUCX_ERR_ABORTED, GLUCX_UCX_FAIL_NOTIFY, -1, NULL,
+                                     "rank %d destroyed its communicator before receiving what "
+                                     "rank %d sends it (a synchronous send of %zu bytes, tag "
+                                     "0x%llx)",
+                                     req->peer, tx->base.rank, req->posted,
+                                     (unsigned long long)(req->tag & ~GLUCX_TX_TAG_SRC_MASK));
+            return; /* the teardown completes every request with the failure */
         }
     }
 }
@@ -365,6 +378,28 @@ static void teardown(glucx_ucx_tx_t *tx)
     if (tx->ctrl_req != NULL)
         ucp_request_cancel(tx->worker, tx->ctrl_req);
 
+    /* A synchronous send still waiting for its acknowledgement keeps a flush of its endpoint
+     * from ever completing (its peer failed, left or will not match it), and UCX 1.13 aborts in
+     * ucp_worker_destroy when a close is still flushing. Such an endpoint is force-closed even
+     * without error handling, unless a receive from that peer is still outstanding (after the
+     * cancellations above, a matched one, possibly a cma get under way: see below). */
+    unsigned char *force = calloc((size_t)size, 1);
+    if (force != NULL) {
+        for (const glucx_tx_req_t *req = tx->outstanding; req != NULL;
+             req = (const glucx_tx_req_t *)req->impl_data[0])
+            if (!req->is_recv && (req->flags & GLUCX_TX_SEND_SYNC) && req->peer >= 0 &&
+                req->peer < size)
+                force[req->peer] = 1;
+        for (const glucx_tx_req_t *req = tx->outstanding; req != NULL;
+             req = (const glucx_tx_req_t *)req->impl_data[0])
+            if (req->is_recv) {
+                if (req->peer >= 0 && req->peer < size)
+                    force[req->peer] = 0;
+                else
+                    memset(force, 0, (size_t)size); /* from any: could be any peer's data */
+            }
+    }
+
     /* Matched rendezvous receives and sends cannot be cancelled in UCX 1.13: force-closing the
      * endpoints completes them (UCS_ERR_CANCELED) once their callbacks run. */
     for (int p = 0; p < size; p++) {
@@ -377,7 +412,9 @@ static void teardown(glucx_ucx_tx_t *tx)
          * would only log an error). */
         ucp_request_param_t param = {
             .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-            .flags = tx->local[p] && tx->ep_failed[p] != 1 ? 0 : UCP_EP_CLOSE_FLAG_FORCE,
+            .flags = tx->local[p] && tx->ep_failed[p] != 1 && (force == NULL || !force[p])
+                         ? 0
+                         : UCP_EP_CLOSE_FLAG_FORCE,
         };
         void *r = ucp_ep_close_nbx(tx->eps[p], &param);
         tx->eps[p] = NULL;
@@ -404,6 +441,7 @@ static void teardown(glucx_ucx_tx_t *tx)
                    GLUCX_UCX_CLOSE_WAIT_NS / 1000000);
     free(closing);
     free(flushing);
+    free(force);
 
     /* Nothing should be left; if UCX still holds a request, report it and complete it anyway so
      * no caller waits forever. */
@@ -623,7 +661,7 @@ static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t
                 break; /* completed by another thread's progress meanwhile */
             const glucx_tx_req_t *r = reqs[first];
             return glucx_error(GLUCX_ERR_TIMEOUT,
-                               "wait: rank %d: %d of %d requests pending at the deadline (first: "
+                               "wait: rank %d: Timed out with %d of %d requests pending (first: "
                                "%s %s rank %d, bytes=%zu, tag=0x%llx)",
                                base->rank, pending, n, r->is_recv ? "receive" : "send",
                                r->is_recv ? "from" : "to", r->peer, r->posted,

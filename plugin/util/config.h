@@ -42,7 +42,12 @@
     X(GLUCX_STORE, "", "rendezvous store for standalone programs: file:DIR or redis://HOST:PORT")  \
     X(GLUCX_CALIBRATION, "", "link-cost calibration file written by glucx-bench --calibrate")      \
     X(GLUCX_HOSTID, "",                                                                            \
-      "host identity used to group ranks into packages (default: hostname + boot id)")
+      "host identity used to group ranks into packages (default: hostname + boot id)")             \
+    X(GLUCX_SYNC_SEND, "1",                                                                        \
+      "read by the Gloo shim and the torch backend (not by libglucx): 1: their point-to-point "    \
+      "sends complete once the receiver matched them (GLUCX_SEND_SYNC), as Gloo's TCP "            \
+      "transport's do, so a sender whose peer never receives times out; 0: as soon as the "        \
+      "buffer may be reused")
 
 typedef struct glucx_config {
     int64_t timeout_ms;

@@ -193,6 +193,9 @@ int itest_case_timeout(const itest_env_t *env, int rank, int size)
                         "the error text does not name the "
                         "barrier: \"%s\"",
                         text);
+            /* Gloo's wording, which code and people match on */
+            ITEST_CHECK(strstr(text, "Timed out waiting 500ms") != NULL,
+                        "the error text lacks \"Timed out waiting 500ms\": \"%s\"", text);
         }
         if (rank == 0)
             itest_note("barrier timed out after %lld ms: %s", (long long)ms, glucx_last_error());
@@ -219,6 +222,9 @@ int itest_case_timeout(const itest_env_t *env, int rank, int size)
             int64_t ms = (itest_now_ns() - t0) / 1000000;
             rc |= ITEST_STATUS(st, GLUCX_ERR_TIMEOUT,
                                "glucx_request_wait(300 ms) of an unmatched receive");
+            ITEST_CHECK(strstr(glucx_last_error(),
+                               "Timed out waiting 300ms for recv operation to complete") != NULL,
+                        "the error text lacks Gloo's sentence: \"%s\"", glucx_last_error());
             ITEST_CHECK(ms < glucx_test_ms(3000) && ms >= 250, "the wait returned after %lld ms",
                         (long long)ms);
             t0 = itest_now_ns();

@@ -162,6 +162,7 @@ int itest_case_destroy_after(const itest_env_t *env, int rank, int size);
 int itest_case_early_destroy(const itest_env_t *env, int rank, int size);
 int itest_case_kind_mismatch(const itest_env_t *env, int rank, int size);
 int itest_case_p2p(const itest_env_t *env, int rank, int size);
+int itest_case_sync_send(const itest_env_t *env, int rank, int size);
 int itest_case_mismatch(const itest_env_t *env, int rank, int size);
 int itest_case_killed(const itest_env_t *env, int rank, int size);
 int itest_case_exited(const itest_env_t *env, int rank, int size);

@@ -47,6 +47,7 @@ static const case_entry_t cases[] = {
     {"window_destroy", itest_case_window_destroy, NULL},
     {"fork_inherited", itest_case_fork_inherited, NULL},
     {"fork_new", itest_case_fork_new, NULL},
+    {"sync_send", itest_case_sync_send, NULL},
 };
 
 typedef struct run_arg {

@@ -1144,7 +1144,10 @@ def bad_input(ctx, backend, timeout_s, short_timeout_s):
     3. truncation: point-to-point length mismatches (_truncation);
     4. the default group still works;
     5. timeout: on a group made with timeout `short_timeout_s`, rank 1 skips an all_reduce; the
-       other ranks' wait() must raise once that timeout has passed.
+       other ranks' wait() must raise once that timeout has passed;
+    6. send timeout: on another such group, rank 0 sends to rank 1, which never receives: the
+       send must raise once that timeout has passed (a send completes only once its receiver
+       took it, as over Gloo's TCP transport).
     Each case runs on a group of its own (created up front, while every rank is healthy: a failure
     fails its group); between cases the ranks meet through the store, not the backend."""
     init(ctx, backend, timeout_s)
@@ -1158,6 +1161,8 @@ def bad_input(ctx, backend, timeout_s, short_timeout_s):
                          for name in TRUNCATION}
     slow = dist.new_group(list(range(P)), backend=backend,
                           timeout=datetime.timedelta(seconds=short_timeout_s))
+    slow_p2p = dist.new_group(list(range(P)), backend=backend,
+                              timeout=datetime.timedelta(seconds=short_timeout_s))
     for phase, skew in (("control", 0), ("mismatch", 1)):
         for k, name in enumerate(names):
             fn, op_words, _ = MISMATCH[name]
@@ -1191,6 +1196,17 @@ def bad_input(ctx, backend, timeout_s, short_timeout_s):
         store.set(f"timeout/gave-up/{r}", "1")
     else:
         store.wait([f"timeout/gave-up/{q}" for q in range(P) if q != skipper])
+    if r == 0:
+        t0 = time.monotonic()
+        with ctx.check("send-timeout/raises"):
+            try:
+                dist.send(torch.ones(8), dst=1, group=slow_p2p)
+                raise AssertionError("a send to rank 1, which never receives, returned")
+            except RuntimeError as e:
+                ctx.record("send-timeout/error", True, str(e), elapsed_s=time.monotonic() - t0)
+        store.set("send-timeout/gave-up", "1")
+    else:
+        store.wait(["send-timeout/gave-up"])
     ctx.record("exiting", True, "")
 
 

@@ -3,6 +3,7 @@
 Times are only compared with the process group timeout the job itself configured: "promptly"
 means well inside that timeout, "no hang" means an error before the timeout has passed 1.5 times.
 """
+import re
 import signal
 
 import pytest
@@ -26,6 +27,23 @@ def test_timeout_raises_after_the_timeout(timeout_job):
     rec = timeout_job.assert_ok("skipped/error", ranks=[0])[0]
     # an error well before the timeout would come from something else than the timeout
     assert rec["elapsed_s"] >= 0.8 * TIMEOUT_S, rec
+
+
+# What PyTorch's own tests match a Gloo timeout with (torch/testing/_internal/distributed/
+# distributed_test.py: _test_barrier_timeout; "Timed out waiting" under TORCH_DISTRIBUTED_DEBUG=
+# DETAIL), and the sentence of Gloo's TCP transport (gloo/transport/tcp/unbound_buffer.cc).
+PYTORCH_TIMEOUT_RE = " (Timed out|closed|timeout) "
+GLOO_TIMEOUT_RE = r"Timed out waiting %dms for (recv|send) operation to complete"
+
+
+def test_timeout_error_has_gloos_wording(timeout_job):
+    """The RuntimeError of the collective that timed out says what Gloo's TCP transport says,
+    as PyTorch's tests and people's log searches expect (run with --gloo-transport TCP to see
+    that Gloo's own transport passes it)."""
+    rec = timeout_job.assert_ok("skipped/error", ranks=[0])[0]
+    msg = rec["detail"]
+    assert re.search(PYTORCH_TIMEOUT_RE, msg), msg
+    assert re.search(GLOO_TIMEOUT_RE % (TIMEOUT_S * 1000), msg), msg
 
 
 def test_next_collective_raises_promptly(timeout_job):

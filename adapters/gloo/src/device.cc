@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -356,9 +357,25 @@ std::string ChooseNetDevices(const attr &a, std::string *net)
 
 /* ---- device ------------------------------------------------------------------------------ */
 
-Device::Device(glucx_context_t *ctx, std::string netDevices, std::string listenAddress)
-    : ctx_(ctx), netDevices_(std::move(netDevices)), listenAddress_(std::move(listenAddress))
+Device::Device(glucx_context_t *ctx, std::string netDevices, std::string listenAddress,
+               bool syncSends)
+    : ctx_(ctx), netDevices_(std::move(netDevices)), listenAddress_(std::move(listenAddress)),
+      syncSends_(syncSends)
 {
+}
+
+bool SyncSends()
+{
+    const char *v = std::getenv("GLUCX_SYNC_SEND");
+    if (v == nullptr || std::strcmp(v, "1") == 0)
+        return true;
+    if (std::strcmp(v, "0") == 0)
+        return false;
+    throw ::gloo::EnforceNotMet(__FILE__, __LINE__, "GLUCX_SYNC_SEND is 0 or 1",
+                                ::gloo::MakeString("glucx: GLUCX_SYNC_SEND='", v,
+                                                   "': expected 1 (sends complete once the "
+                                                   "receiver matched them, as Gloo's TCP "
+                                                   "transport) or 0"));
 }
 
 Device::~Device()
@@ -370,7 +387,8 @@ std::string Device::str() const
 {
     return "glucx " + std::string(glucx_version()) +
            " (UCX; network devices: " + (netDevices_.empty() ? "all" : netDevices_) +
-           "; address records served at " + listenAddress_ + ")";
+           "; address records served at " + listenAddress_ +
+           (syncSends_ ? "; synchronous sends)" : "; sends complete locally)");
 }
 
 const std::string &Device::getPCIBusID() const
@@ -390,6 +408,7 @@ std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a)
     std::string why = CheckGlooBuild();
     if (!why.empty())
         GLOO_THROW_IO_EXCEPTION("glucx: ", why);
+    const bool sync = SyncSends();
     std::string net, listen;
     std::string refused = ChooseNetDevices(a, &net);
     if (refused.empty())
@@ -408,7 +427,7 @@ std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a)
     if (st != GLUCX_OK)
         GLOO_THROW_IO_EXCEPTION("glucx: cannot create a context (network devices: ",
                                 net.empty() ? "all" : net, "): ", lastError());
-    return std::make_shared<Device>(ctx, net, listen);
+    return std::make_shared<Device>(ctx, net, listen, sync);
 }
 
 /* ---- address ----------------------------------------------------------------------------- */

@@ -41,8 +41,10 @@ class Device final : public ::gloo::transport::Device, public std::enable_shared
 {
   public:
     /** @p listenAddress: numeric address of this host where each communicator's listener serves
-     *  its record to the peers that got its compact address (ChooseListenAddress()). */
-    Device(glucx_context_t *ctx, std::string netDevices, std::string listenAddress);
+     *  its record to the peers that got its compact address (ChooseListenAddress()).
+     *  @p syncSends: unbound sends complete once the receiver matched them (SyncSends()). */
+    Device(glucx_context_t *ctx, std::string netDevices, std::string listenAddress,
+           bool syncSends);
     ~Device() override;
 
     std::string str() const override;
@@ -58,11 +60,17 @@ class Device final : public ::gloo::transport::Device, public std::enable_shared
     {
         return listenAddress_;
     }
+    /** Unbound sends complete once the receiver matched them (GLUCX_SYNC_SEND, default 1). */
+    bool syncSends() const
+    {
+        return syncSends_;
+    }
 
   private:
     glucx_context_t *ctx_;
     std::string netDevices_;
     std::string listenAddress_;
+    bool syncSends_;
     std::string busId_;
 };
 
@@ -163,6 +171,12 @@ class Context final : public ::gloo::transport::Context,
         return getTimeout();
     }
 
+    /** glucx_isend_flags() flags of this context's unbound sends. */
+    unsigned sendFlags() const
+    {
+        return device_->syncSends() ? static_cast<unsigned>(GLUCX_SEND_SYNC) : 0u;
+    }
+
   private:
     void prepare();
 
@@ -212,6 +226,9 @@ class UnboundBuffer final : public ::gloo::transport::UnboundBuffer
      * thread passed to glucx_request_wait_any() is never freed under it. */
     void harvestLocked(bool isRecv);
     std::string describe(const Op &op) const;
+    /* The exception text of a wait that timed out (Gloo's sentence, then glucx's detail). m_
+     * held. */
+    std::string timedOut(bool isRecv, std::chrono::milliseconds timeout) const;
 
     std::shared_ptr<Context> context_;
     std::mutex m_;

@@ -97,7 +97,10 @@ void UnboundBuffer::send(int dstRank, uint64_t slot, size_t offset, size_t nbyte
     nbytes = checkRange("send", offset, nbytes);
     Op op{nullptr, false, dstRank, nbytes, slot};
     uint64_t tag = SlotToTag(slot);
-    if (glucx_isend(comm, at(offset, nbytes), nbytes, dstRank, tag, &op.req) != GLUCX_OK)
+    /* Synchronous by default: completes once dstRank's receive matched it, as Gloo's TCP
+     * transport completes a send only after the peer announced the matching receive. */
+    if (glucx_isend_flags(comm, at(offset, nbytes), nbytes, dstRank, tag, context_->sendFlags(),
+                          &op.req) != GLUCX_OK)
         context_->fail("glucx: " + describe(op) + ": " + lastError());
     post(op);
 }
@@ -172,6 +175,22 @@ void UnboundBuffer::harvestLocked(bool isRecv)
     }
 }
 
+std::string UnboundBuffer::timedOut(bool isRecv, std::chrono::milliseconds timeout) const
+{
+    /* Gloo's own sentence first (code and people match on "Timed out waiting <T>ms for recv
+     * operation to complete"), then which operations were pending */
+    std::ostringstream s;
+    s << "glucx: Timed out waiting " << timeout.count() << "ms for " << (isRecv ? "recv" : "send")
+      << " operation to complete on rank " << context_->rank;
+    int shown = 0;
+    for (const auto &op : pending_)
+        if (op.isRecv == isRecv && shown++ < 4)
+            s << (shown == 1 ? "; pending: " : ", ") << describe(op);
+    if (shown == 0)
+        s << " (none was posted)";
+    return s.str();
+}
+
 bool UnboundBuffer::waitRecv(int *rank, std::chrono::milliseconds timeout)
 {
     return wait(true, rank, timeout);
@@ -207,18 +226,8 @@ bool UnboundBuffer::wait(bool isRecv, int *rank, std::chrono::milliseconds timeo
             return false;
         }
         auto now = Clock::now();
-        if (now >= deadline) {
-            std::ostringstream s;
-            s << "glucx: timed out after " << timeout.count() << " ms waiting for a "
-              << (isRecv ? "recv" : "send") << " to complete on rank " << context_->rank;
-            int shown = 0;
-            for (const auto &op : pending_)
-                if (op.isRecv == isRecv && shown++ < 4)
-                    s << (shown == 1 ? "; pending: " : ", ") << describe(op);
-            if (shown == 0)
-                s << " (none was posted)";
-            context_->fail(s.str());
-        }
+        if (now >= deadline)
+            context_->fail(timedOut(isRecv, timeout));
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
         std::vector<glucx_request_t *> reqs;
         for (const auto &op : pending_)
@@ -233,15 +242,15 @@ bool UnboundBuffer::wait(bool isRecv, int *rank, std::chrono::milliseconds timeo
         driving = true;
         lk.unlock();
         size_t index = 0;
-        /* +1 ms: glucx's own timeout must not beat ours, whose message is more specific. */
+        /* +1 ms: rounding. glucx's timeout (which fails the communicator and tells the peers in
+         * its own words) comes at our deadline; the exception says what Gloo says. */
         glucx_status_t st = glucx_request_wait_any(
             reqs.data(), reqs.size(), static_cast<int64_t>(left.count()) + 1, &wakes, &index);
-        std::string text = st == GLUCX_ERR_TIMEOUT ? lastError() : std::string();
         lk.lock();
         driving = false;
         cv_.notify_all();
         if (st == GLUCX_ERR_TIMEOUT)
-            context_->fail("glucx: rank " + std::to_string(context_->rank) + ": " + text);
+            context_->fail(timedOut(isRecv, timeout));
     }
 }
 

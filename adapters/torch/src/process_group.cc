@@ -18,6 +18,8 @@
 #include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <glucx/gloo.h>
+
 #include "bindings.h"
 #include "device.h"
 #include "process_group_work.h"
@@ -116,8 +118,9 @@ glucx_status_t StoreGet(void *arg, const char *key, int64_t timeout_ms, void **v
     } catch (const std::exception &e) {
         // c10d stores report a wait timeout as an exception; anything earlier is a failure.
         const bool timed_out = NowNs() - start >= (timeout_ms - 50) * 1000000;
-        a->last_error = std::string("store wait for '") + k + "' " +
-                        (timed_out ? "timed out" : "failed") + ": " + ExceptionText(e);
+        a->last_error = timed_out ? "Timed out waiting " + std::to_string(timeout_ms) +
+                                        "ms for store key '" + k + "': " + ExceptionText(e)
+                                  : "store wait for '" + k + "' failed: " + ExceptionText(e);
         return timed_out ? GLUCX_ERR_TIMEOUT : GLUCX_ERR_STORE;
     }
     try {
@@ -585,7 +588,9 @@ ProcessGroupGlucx::ProcessGroupGlucx(const c10::intrusive_ptr<c10d::Store> &stor
 
     std::string why;
     std::shared_ptr<glucx_context_t> context;
+    bool sync_sends = true;
     try {
+        sync_sends = glucx::gloo::SyncSends();
         context = SharedContext(BackendNetDevices(), &why);
     } catch (const std::exception &e) {
         why = ExceptionText(e);
@@ -628,6 +633,7 @@ ProcessGroupGlucx::ProcessGroupGlucx(const c10::intrusive_ptr<c10d::Store> &stor
         Fail(who + ": " + text);
     }
     core_ = std::make_shared<GroupCore>(std::move(context), comm, timeout);
+    send_flags_ = sync_sends ? static_cast<unsigned>(GLUCX_SEND_SYNC) : 0u;
     init();
 }
 
@@ -1280,8 +1286,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupGlucx::send(std::vector<at::Tensor> &
                                              core_->timeout());
     at::Tensor src = InputBuffer(*work, t);
     glucx_request_t *req = nullptr;
-    glucx_status_t st = glucx_isend(comm(), src.numel() ? src.data_ptr() : nullptr, src.nbytes(),
-                                    dst, P2PTag(tag), &req);
+    // Synchronous unless GLUCX_SYNC_SEND=0: the Work completes once dst's receive took the
+    // message, as ProcessGroupGloo's does over Gloo's TCP transport.
+    glucx_status_t st = glucx_isend_flags(comm(), src.numel() ? src.data_ptr() : nullptr,
+                                          src.nbytes(), dst, P2PTag(tag), send_flags_, &req);
     if (st != GLUCX_OK)
         Fail(work->Describe() + ": " + glucx_last_error() + " [" + glucx_status_string(st) + "]");
     work->Attach(req);

@@ -213,6 +213,7 @@ class ProcessGroupGlucx : public c10d::ProcessGroup
 
   private:
     std::shared_ptr<GroupCore> core_;
+    unsigned send_flags_ = 0; // glucx_isend_flags() flags of send/isend (GLUCX_SYNC_SEND)
 };
 
 } // namespace torch

@@ -222,10 +222,11 @@ bool GlucxWork::Rethrow()
 
 void GlucxWork::TimedOut(std::chrono::milliseconds timeout)
 {
+    // Gloo's wording ("Timed out waiting 1000ms for ..."), which code and people match on.
     const std::string text =
-        Describe() + ": wait timed out after " +
+        Describe() + ": Timed out waiting " +
         std::to_string(timeout <= kNoTimeout ? (op_timeout_ + kGrace).count() : timeout.count()) +
-        " ms; the process group is failed";
+        "ms for the operation to complete (Work.wait); the process group is failed";
     if (auto core = core_.lock())
         core->Abort(text);
     // The operation now ends promptly with the abort; wait a little so that its buffers are

@@ -279,6 +279,29 @@ GLUCX_API void glucx_comm_abort(glucx_comm_t *comm, const char *reason);
 GLUCX_API glucx_status_t glucx_isend(glucx_comm_t *comm, const void *buf, size_t bytes, int peer,
                                      uint64_t tag, glucx_request_t **request_p);
 
+/** glucx_isend_flags() flags. */
+enum {
+    /**
+     * Synchronous send (MPI's Issend): the request completes only once a receive posted on
+     * @p peer has matched the message, not as soon as @p buf may be reused. This is when
+     * Gloo's TCP transport completes a send (it transmits only after the peer announced the
+     * matching receive), so a sender whose peer never posts one times out instead of
+     * succeeding. Costs an acknowledgement from the receiver for messages UCX sends eagerly
+     * (small ones); large ones are sent as a rendezvous either way. A send pending when its
+     * peer destroys its communicator fails the communicator (GLUCX_ERR_ABORTED).
+     */
+    GLUCX_SEND_SYNC = 1u << 0,
+};
+
+/**
+ * glucx_isend() with options.
+ * @param flags 0 (exactly glucx_isend()) or GLUCX_SEND_SYNC.
+ * @return as glucx_isend(); GLUCX_ERR_INVALID_ARG also for an unknown flag bit.
+ */
+GLUCX_API glucx_status_t glucx_isend_flags(glucx_comm_t *comm, const void *buf, size_t bytes,
+                                           int peer, uint64_t tag, unsigned flags,
+                                           glucx_request_t **request_p);
+
 /**
  * Post a receive of at most @p bytes bytes into @p buf from @p peer with @p tag. A longer message
  * completes the request with GLUCX_ERR_TRUNCATED and never writes past @p bytes.

@@ -15,18 +15,18 @@ extern "C" {
 #endif
 
 /* X(name, value, text) */
-#define GLUCX_STATUS_MAP(X)                                                                \
-    X(OK, 0, "success")                                                                    \
-    X(INPROGRESS, 1, "operation in progress")                                              \
-    X(ERR_INVALID_ARG, -1, "invalid argument")                                             \
-    X(ERR_NO_MEMORY, -2, "out of memory")                                                  \
-    X(ERR_TRANSPORT, -3, "transport error")                                                \
-    X(ERR_TIMEOUT, -4, "operation timed out")                                              \
-    X(ERR_PEER_FAILED, -5, "peer failed")                                                  \
-    X(ERR_MISMATCH, -6, "arguments differ across ranks")                                   \
-    X(ERR_ABORTED, -7, "operation aborted")                                                \
-    X(ERR_UNSUPPORTED, -8, "unsupported")                                                  \
-    X(ERR_TRUNCATED, -9, "message longer than the posted buffer")                          \
+#define GLUCX_STATUS_MAP(X)                                                                        \
+    X(OK, 0, "success")                                                                            \
+    X(INPROGRESS, 1, "operation in progress")                                                      \
+    X(ERR_INVALID_ARG, -1, "invalid argument")                                                     \
+    X(ERR_NO_MEMORY, -2, "out of memory")                                                          \
+    X(ERR_TRANSPORT, -3, "transport error")                                                        \
+    X(ERR_TIMEOUT, -4, "Timed out")                                                                \
+    X(ERR_PEER_FAILED, -5, "peer failed")                                                          \
+    X(ERR_MISMATCH, -6, "arguments differ across ranks")                                           \
+    X(ERR_ABORTED, -7, "operation aborted")                                                        \
+    X(ERR_UNSUPPORTED, -8, "unsupported")                                                          \
+    X(ERR_TRUNCATED, -9, "message longer than the posted buffer")                                  \
     X(ERR_STORE, -10, "rendezvous store error")
 
 /** Status of a glucx call: GLUCX_OK (0), GLUCX_INPROGRESS (1) or a negative error. */

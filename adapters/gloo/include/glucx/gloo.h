@@ -29,8 +29,12 @@
  * one), the address is the whole record instead: connectFullMesh, which PyTorch uses, carries it,
  * ContextFactory refuses it.
  *
+ * Sends are synchronous by default, as with Gloo's TCP transport: waitSend returns once the
+ * receiver's matching recv took the message (see SyncSends()).
+ *
  * Errors are Gloo's exceptions: gloo::IoException for timeouts, dead peers and transport
- * failures (the message names the operation, sizes and peer), gloo::EnforceNotMet for invalid
+ * failures (the message names the operation, sizes and peer; a timeout says Gloo's "Timed out
+ * waiting <T>ms for <recv|send> operation to complete" first), gloo::EnforceNotMet for invalid
  * arguments. A timeout or a failure fails the whole context: every later operation on it
  * rethrows the first error promptly.
  *
@@ -94,6 +98,19 @@ GLUCX_GLOO_API std::string ChooseNetDevices(const attr &a, std::string *net);
  * not the one this shim was built against (the message gives both build ids; rebuild glucx).
  */
 GLUCX_GLOO_API std::shared_ptr<::gloo::transport::Device> CreateDevice(const attr &a = attr());
+
+/**
+ * The setting GLUCX_SYNC_SEND, one definition for CreateDevice() (read once per device) and the
+ * `glucx` torch.distributed backend (read at each group creation): "1" or unset, point-to-point
+ * sends are synchronous (a send completes once the receiver's matching receive took it, as with
+ * Gloo's TCP transport, so a sender whose peer never receives times out); "0", a send completes
+ * as soon as its buffer may be reused (UCX's local completion: small sends complete before the
+ * peer posts anything).
+ * @return true for "1" or unset, false for "0".
+ * @throws gloo::EnforceNotMet naming the variable and the value for anything else. Thread-safe
+ *         (reads the environment).
+ */
+GLUCX_GLOO_API bool SyncSends();
 
 /**
  * Check that the running libgloo is the one this shim was built against (ELF build id).
