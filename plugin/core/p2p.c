@@ -428,8 +428,10 @@ static glucx_status_t request_wait(glucx_request_t *req, int64_t deadline, int64
                  "Timed out waiting %" PRId64 "ms for %s operation to complete: %s of %zu bytes "
                  "%s rank %d (%s %" PRIu64 ") on rank %d",
                  timeout_ms < 0 ? comm->timeout_ms : timeout_ms, one->is_recv ? "recv" : "send",
-                 one->is_recv ? "receive" : req->is_put ? "put" : "send", one->posted,
-                 one->is_recv ? "from" : "to", one->peer, req->is_put ? "slot" : "tag",
+                 one->is_recv  ? "receive"
+                 : req->is_put ? "put"
+                               : "send",
+                 one->posted, one->is_recv ? "from" : "to", one->peer, req->is_put ? "slot" : "tag",
                  req->user_tag, comm->rank);
         /* Gloo semantics: a timed-out operation fails the communicator */
         comm->tx->ops->fail(comm->tx, GLUCX_ERR_TIMEOUT, text);

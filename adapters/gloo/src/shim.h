@@ -43,8 +43,7 @@ class Device final : public ::gloo::transport::Device, public std::enable_shared
     /** @p listenAddress: numeric address of this host where each communicator's listener serves
      *  its record to the peers that got its compact address (ChooseListenAddress()).
      *  @p syncSends: unbound sends complete once the receiver matched them (SyncSends()). */
-    Device(glucx_context_t *ctx, std::string netDevices, std::string listenAddress,
-           bool syncSends);
+    Device(glucx_context_t *ctx, std::string netDevices, std::string listenAddress, bool syncSends);
     ~Device() override;
 
     std::string str() const override;
