@@ -97,7 +97,7 @@ TEST(PairAddress, FitsKMaxByteSizeWhereTheRecordDoesNot)
         std::shared_ptr<::gloo::transport::Device> dev;
         ASSERT_NO_THROW(dev = glucx::gloo::CreateDevice(a)) << what;
         if (c.served_at != nullptr) {
-            EXPECT_NE(dev->str().find(Str("served at ", c.served_at, ")")), std::string::npos)
+            EXPECT_NE(dev->str().find(Str("served at ", c.served_at, ";")), std::string::npos)
                 << what << ": " << dev->str();
         }
         auto ctx = dev->createContext(1, 3);
