@@ -340,8 +340,10 @@ GLUCX_API glucx_status_t glucx_irecv_any(glucx_comm_t *comm, void *buf, size_t b
 
 /** glucx_iput() flags. */
 enum {
-    /** Complete only once the data is in the peer's window (as Gloo's TCP transport completes
-     *  a send once the peer has read it), instead of once @p buf may be reused. */
+    /** Complete only once the data is in the peer's window, instead of once @p buf may be
+     *  reused (the receiver acknowledges the placement: one more message per put). Gloo's TCP
+     *  transport completes a bound-buffer send locally (once written into its socket), so the
+     *  Gloo shim does not use it; it is for callers that must know the data arrived. */
     GLUCX_PUT_SYNC = 1u << 0,
 };
 
