@@ -7,6 +7,7 @@
 # usage: scripts/bench/gloo_algos.sh [options]
 #   -B, --build DIR       glucx build directory holding adapters/gloo/glucx-gloo-bench
 #                         (default $GLUCX_BUILD_DIR or <repo>/build)
+#   --bench FILE          the glucx-gloo-bench to run (default BUILD/adapters/gloo/glucx-gloo-bench)
 #   -n, --ranks "LIST"    job sizes (default "2 4")
 #   -a, --algo LIST       glucx-gloo-bench --algo (default ring; 'all' for every algorithm)
 #   -b, --min BYTES       smallest size (default 1K)
@@ -21,6 +22,8 @@
 #   -t, --timeout SEC     limit for one job (all ranks of one variant, one repetition; default
 #                         900); a rank still running then is killed and the script fails
 #   -o, --out DIR         raw outputs and table.md (default BUILD/gloo-algos-<timestamp>)
+#   --report DIR          no runs: print the tables of an earlier run's outputs in DIR (with the
+#                         same -n and -v), e.g. one stopped before its end
 #   -h, --help            this text
 #   Further options after "--" go to every glucx-gloo-bench (e.g. -- --iters 20 --samples 1).
 #
@@ -48,6 +51,8 @@ repeat=3
 variants="tcp ucx"
 job_timeout=900
 out=""
+bench=""
+report=""
 extra=()
 
 die() { echo "gloo_algos.sh: $*" >&2; exit 1; }
@@ -56,6 +61,7 @@ usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
 while [ $# -gt 0 ]; do
   case "$1" in
     -B|--build) build=$2; shift 2 ;;
+    --bench) bench=$2; shift 2 ;;
     -n|--ranks) ranks_list=$2; shift 2 ;;
     -a|--algo) algo=$2; shift 2 ;;
     -b|--min) min=$2; shift 2 ;;
@@ -65,13 +71,61 @@ while [ $# -gt 0 ]; do
     -v|--variants) variants=$2; shift 2 ;;
     -t|--timeout) job_timeout=$2; shift 2 ;;
     -o|--out) out=$2; shift 2 ;;
+    --report) report=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     --) shift; extra=("$@"); break ;;
     *) echo "gloo_algos.sh: unknown argument '$1' (--help for usage)" >&2; exit 2 ;;
   esac
 done
-bench="$build/adapters/gloo/glucx-gloo-bench"
-[ -x "$bench" ] || die "no $bench (cmake --build $build --target glucx-gloo-bench)"
+# tables: median time per (n, variant, algo, size) over the repetitions found in directory $1
+tables() {
+for n in $ranks_list; do
+  for f in "$1"/*_n"${n}"_r*.rank0.out; do
+    [ -e "$f" ] || continue
+    t=$(basename "$f" .rank0.out)
+    grep -v '^#' "$f" | awk -v v="${t%_n*}" '{ print v, $2, $3, $6 }'
+  done | awk -v n="$n" -v vars="$variants" '
+    function median(key,   m, i, j, t, a) {
+      m = cnt[key]
+      for (i = 1; i <= m; i++) a[i] = val[key, i]
+      for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+      return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+    }
+    { key = $1 SUBSEP $2 SUBSEP $3; val[key, ++cnt[key]] = $4
+      if (!(($2) in seenalgo)) { seenalgo[$2] = 1; algos[++na] = $2 }
+      if (!(($3) in seensize)) { seensize[$3] = 1; sizes[++ns] = $3 } }
+    END {
+      nv = split(vars, vs, " ")
+      for (i = 2; i <= ns; i++) { t = sizes[i]; for (j = i - 1; j >= 1 && sizes[j] + 0 > t + 0; j--) sizes[j + 1] = sizes[j]; sizes[j + 1] = t }
+      for (a = 1; a <= na; a++) {
+        printf "\n## %s, %d ranks, float32 sum: median of the repetitions (time in us, busbw in GB/s)\n\n", algos[a], n
+        h = "| size |"; s = "|---:|"
+        for (v = 1; v <= nv; v++) { h = h " " vs[v] " us | " vs[v] " busbw |"; s = s "---:|---:|" }
+        for (v = 2; v <= nv; v++) { h = h " " vs[v] "/" vs[1] " |"; s = s "---:|" }
+        print h; print s
+        for (i = 1; i <= ns; i++) {
+          line = "| " sizes[i] " |"
+          for (v = 1; v <= nv; v++) {
+            key = vs[v] SUBSEP algos[a] SUBSEP sizes[i]
+            if (cnt[key] == 0) { bw[v] = 0; line = line " - | - |"; continue }
+            us = median(key); bw[v] = sizes[i] / us / 1e3 * 2 * (n - 1) / n
+            line = line sprintf(" %.2f | %.3f |", us, bw[v])
+          }
+          for (v = 2; v <= nv; v++) line = line (bw[1] > 0 && bw[v] > 0 ? sprintf(" %.2f |", bw[v] / bw[1]) : " - |")
+          print line
+        }
+      }
+    }'
+done
+}
+
+if [ -n "$report" ]; then
+  [ -d "$report" ] || die "--report: no directory $report"
+  tables "$report"
+  exit 0
+fi
+[ -n "$bench" ] || bench="$build/adapters/gloo/glucx-gloo-bench"
+[ -x "$bench" ] || die "no $bench (cmake --build BUILD --target glucx-gloo-bench)"
 [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || die "-r: '$repeat' is not a positive integer"
 [[ "$job_timeout" =~ ^[1-9][0-9]*$ ]] || die "-t: '$job_timeout' is not a positive integer"
 for v in $variants; do
@@ -141,7 +195,7 @@ run_job() {
   echo "# gloo_algos.sh: $(date -u -Iseconds), host $(uname -n), $(nproc) cpus"
   echo "# tree: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$repo" \
        status --porcelain 2>/dev/null | grep -q . && echo ' + uncommitted changes')"
-  echo "# command: $0 -B $build -n \"$ranks_list\" -a $algo -b $min -e $max -f $factor" \
+  echo "# command: $0 -B $build --bench $bench -n \"$ranks_list\" -a $algo -b $min -e $max -f $factor" \
        "-r $repeat -v \"$variants\" -t $job_timeout${extra[*]+ -- ${extra[*]}}"
   echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out/versions.txt"
@@ -160,43 +214,6 @@ for n in $ranks_list; do
   done
 done
 
-# tables: median time per (n, variant, algo, size) over the repetitions
-for n in $ranks_list; do
-  for f in "$out"/*_n"${n}"_r*.rank0.out; do
-    t=$(basename "$f" .rank0.out)
-    grep -v '^#' "$f" | awk -v v="${t%_n*}" '{ print v, $2, $3, $6 }'
-  done | awk -v n="$n" -v vars="$variants" '
-    function median(key,   m, i, j, t, a) {
-      m = cnt[key]
-      for (i = 1; i <= m; i++) a[i] = val[key, i]
-      for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-      return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-    }
-    { key = $1 SUBSEP $2 SUBSEP $3; val[key, ++cnt[key]] = $4
-      if (!(($2) in seenalgo)) { seenalgo[$2] = 1; algos[++na] = $2 }
-      if (!(($3) in seensize)) { seensize[$3] = 1; sizes[++ns] = $3 } }
-    END {
-      nv = split(vars, vs, " ")
-      for (i = 2; i <= ns; i++) { t = sizes[i]; for (j = i - 1; j >= 1 && sizes[j] + 0 > t + 0; j--) sizes[j + 1] = sizes[j]; sizes[j + 1] = t }
-      for (a = 1; a <= na; a++) {
-        printf "\n## %s, %d ranks, float32 sum: median of the repetitions (time in us, busbw in GB/s)\n\n", algos[a], n
-        h = "| size |"; s = "|---:|"
-        for (v = 1; v <= nv; v++) { h = h " " vs[v] " us | " vs[v] " busbw |"; s = s "---:|---:|" }
-        for (v = 2; v <= nv; v++) { h = h " " vs[v] "/" vs[1] " |"; s = s "---:|" }
-        print h; print s
-        for (i = 1; i <= ns; i++) {
-          line = "| " sizes[i] " |"
-          for (v = 1; v <= nv; v++) {
-            key = vs[v] SUBSEP algos[a] SUBSEP sizes[i]
-            if (cnt[key] == 0) { bw[v] = 0; line = line " - | - |"; continue }
-            us = median(key); bw[v] = sizes[i] / us / 1e3 * 2 * (n - 1) / n
-            line = line sprintf(" %.2f | %.3f |", us, bw[v])
-          }
-          for (v = 2; v <= nv; v++) line = line (bw[1] > 0 && bw[v] > 0 ? sprintf(" %.2f |", bw[v] / bw[1]) : " - |")
-          print line
-        }
-      }
-    }'
-done | tee "$out/table.md"
+tables "$out" | tee "$out/table.md"
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/versions.txt"
 echo "gloo_algos.sh: outputs in $out" >&2
