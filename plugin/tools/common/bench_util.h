@@ -1,11 +1,15 @@
 /**
- * Tools' helpers shared by the benchmarks (glucx-bench, glucx-p2p-bench): size arguments and
- * medians.
+ * Tools' helpers shared by the benchmarks (glucx-bench, glucx-p2p-bench, glucx-gloo-bench): size
+ * arguments and medians.
  */
 #ifndef GLUCX_TOOLS_BENCH_UTIL_H
 #define GLUCX_TOOLS_BENCH_UTIL_H
 
 #include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /**
  * Parse a byte count: decimal digits with an optional binary suffix K, M or G (either case) and
@@ -23,5 +27,9 @@ void glucx_tool_sort(double *v, int n);
  * @p n is even. Thread-safe (touches only @p v).
  */
 double glucx_tool_median(double *v, int n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
