@@ -32,13 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # 2-core machine times this factor. One definition for all Python tests: tests/support/timescale.py.
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 from timescale import time_scale  # noqa: E402,F401 - the torch suites' name for it
-
-
-def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago (the store binds it soon after)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from ports import free_port  # noqa: E402,F401 - below the ephemeral range (tests/support/ports.py)
 
 
 def rank_env(transport, counters, port, extra=None):

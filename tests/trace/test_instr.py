@@ -31,6 +31,7 @@ import bt2
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
+from ports import free_port  # noqa: E402 - below the ephemeral range (tests/support/ports.py)
 from tracepids import PidListError, trace_pids  # noqa: E402
 
 TIMEOUT = scaled(50)  # s, for the traced command
@@ -412,14 +413,6 @@ TORCH_JOB = textwrap.dedent("""\
     dist.barrier()
     dist.destroy_process_group()
     """)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def case_torch(a):
