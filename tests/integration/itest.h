@@ -166,6 +166,7 @@ int itest_case_sync_send(const itest_env_t *env, int rank, int size);
 int itest_case_mismatch(const itest_env_t *env, int rank, int size);
 int itest_case_killed(const itest_env_t *env, int rank, int size);
 int itest_case_exited(const itest_env_t *env, int rank, int size);
+int itest_case_killed_inflight(const itest_env_t *env, int rank, int size);
 int itest_case_timeout(const itest_env_t *env, int rank, int size);
 int itest_case_invalid(const itest_env_t *env, int rank, int size);
 int itest_case_waitcpu(const itest_env_t *env, int rank, int size);
