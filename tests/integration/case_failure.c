@@ -39,15 +39,12 @@ static void *victim_thread(void *p)
 static int death_case(const itest_env_t *env, int rank, int size, int use_exit)
 {
     itest_shared_t *sh = env->shared;
-    setenv("GLUCX_KEEPALIVE_MS", "500", 1);
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
-    if (itest_open(env, rank, size, use_exit ? "exited" : "killed",
-                   glucx_test_ms(KILL_COMM_TIMEOUT_MS), &ctx, &store, &comm) != GLUCX_OK) {
-        __atomic_store_n(&sh->done[rank], 2, __ATOMIC_SEQ_CST);
+    if (itest_open_killed(env, rank, size, use_exit ? "exited" : "killed",
+                          glucx_test_ms(KILL_COMM_TIMEOUT_MS), &ctx, &store, &comm) != GLUCX_OK)
         return -1;
-    }
     const size_t count = 16384;
     float *buf = calloc(count, sizeof(float));
     int rc = buf == NULL ? -1 : 0;
@@ -279,7 +276,7 @@ static int inflight_fails(itest_shared_t *sh, glucx_request_t *req, const char *
  * "killed_inflight": rank 1 is SIGKILLed while rank 0 has, outstanding to it, a 4 MiB send
  * (rendezvous), a 1 KiB send (eager, queued behind the FIFO or socket that rank 1 stopped
  * draining: rank 0 posts 1 KiB sends until one stays incomplete) and a 4 MiB put. Rank 1 does not
- * enter glucx after posting its part, so nothing it was sent is read. Rank 0's outstanding
+ * enter glucx after the warm-up barrier, so nothing it was sent is read. Rank 0's outstanding
  * operations fail with GLUCX_ERR_PEER_FAILED naming rank 1; it frees them, destroys its
  * communicator and context within their bounds, and exits 0 (once UCX 1.13 aborted it in
  * ucp_worker_destroy, or called back into the freed requests there).
@@ -287,14 +284,12 @@ static int inflight_fails(itest_shared_t *sh, glucx_request_t *req, const char *
 int itest_case_killed_inflight(const itest_env_t *env, int rank, int size)
 {
     itest_shared_t *sh = env->shared;
-    setenv("GLUCX_KEEPALIVE_MS", "500", 1);
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
-    if (itest_open(env, rank, size, "killed-inflight", glucx_test_ms(INFLIGHT_TIMEOUT_MS), &ctx,
-                   &store, &comm) != GLUCX_OK) {
+    if (itest_open_killed(env, rank, size, "killed-inflight", glucx_test_ms(INFLIGHT_TIMEOUT_MS),
+                          &ctx, &store, &comm) != GLUCX_OK) {
         __atomic_store_n(&sh->flag, 1, __ATOMIC_RELEASE); /* the victim need not wait */
-        __atomic_store_n(&sh->done[rank], 2, __ATOMIC_SEQ_CST);
         return -1;
     }
     int rc = ITEST_STATUS(glucx_barrier(comm, NULL), GLUCX_OK, "warm-up barrier");

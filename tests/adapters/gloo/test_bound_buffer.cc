@@ -729,20 +729,27 @@ TEST_P(BoundBufferFailure, Throws)
     RunBound(c, c.name == "killed" ? std::vector<int>{c.size - 1} : std::vector<int>{});
 }
 
-/* As killed_n2_processes_glucx, with a 4 MiB put to the victim in flight (posted while the
- * victim is not in glucx): the survivor's teardown must neither abort in UCX nor touch the
- * freed put afterwards (UCX 1.13 aborted it in ucp_worker_destroy, assertion
- * "req->flags & UCP_REQUEST_FLAG_RELEASED", when the victim's endpoint could not be flushed). */
-TEST(BoundBufferFailureRendezvous, KilledPeerWithAPutInFlight)
+/* killed_n2_processes_glucx with rank 0's puts to the victim in flight (`puts`: Killed's
+ * put_bytes and puts parameters). */
+void RunKilledWithPuts(const std::string &puts)
 {
     Job job;
     job.body = "bound";
     job.size = 2;
     job.mode = Mode::kProcesses;
-    job.params = "case=killed dev=glucx put_bytes=4194304";
+    job.params = Str("case=killed dev=glucx ", puts);
     job.deadline = Ms(60000);
     job.killed = {1};
     ExpectJobOk(job);
+}
+
+/* A 4 MiB put in flight (posted while the victim is not in glucx): the survivor's teardown must
+ * neither abort in UCX nor touch the freed put afterwards (UCX 1.13 aborted it in
+ * ucp_worker_destroy, assertion "req->flags & UCP_REQUEST_FLAG_RELEASED", when the victim's
+ * endpoint could not be flushed). */
+TEST(BoundBufferFailureRendezvous, KilledPeerWithAPutInFlight)
+{
+    RunKilledWithPuts("put_bytes=4194304");
 }
 
 /* The same with 512 puts of 1 KiB, more than the shared-memory FIFO to the victim holds: the
@@ -750,14 +757,7 @@ TEST(BoundBufferFailureRendezvous, KilledPeerWithAPutInFlight)
  * be flushed (this aborted the survivor in ucp_worker_destroy, as above). */
 TEST(BoundBufferFailureRendezvous, KilledPeerWithPutsQueued)
 {
-    Job job;
-    job.body = "bound";
-    job.size = 2;
-    job.mode = Mode::kProcesses;
-    job.params = "case=killed dev=glucx put_bytes=1024 puts=512";
-    job.deadline = Ms(60000);
-    job.killed = {1};
-    ExpectJobOk(job);
+    RunKilledWithPuts("put_bytes=1024 puts=512");
 }
 
 INSTANTIATE_TEST_SUITE_P(
