@@ -159,11 +159,15 @@ glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keep
         uctx->keepalive_ns = keepalive_ms * 1000000;
     }
     ucp_params_t params = {
-        .field_mask =
-            UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME,
+        .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                      UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_REQUEST_SIZE |
+                      UCP_PARAM_FIELD_REQUEST_INIT,
         .features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
         .mt_workers_shared = 0,
         .name = "glucx",
+        /* glucx's own word in every request (ucx_int.h, glucx_ucx_req_area_t) */
+        .request_size = sizeof(glucx_ucx_req_area_t),
+        .request_init = glucx_ucx_req_init,
     };
     us = ucp_init(&params, cfg, &uctx->ucp);
     if (us != UCS_OK) {

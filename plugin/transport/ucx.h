@@ -52,12 +52,21 @@
  *   completed by the close, and a cma get under way stays queued on the destroyed cma endpoint
  *   and makes ucp_worker_destroy abort (assertion in uct_cma_ep_t_delete). Hence teardown closes
  *   healthy MODE_NONE endpoints with a flush (the get finishes, or fails if the peer is gone,
- *   while fail() runs) and force-closes only endpoints UCX reported failed; requests UCX still
- *   holds 100 ms after the close are completed by glucx, and the worker is not progressed after
- *   the teardown, so their callbacks never run; ucp_worker_destroy then warns that they "were not
- *   returned to mpool" (a warning only). UCX_PROTO_INDIRECT_ID=on (which makes UCX track them)
- *   is worse: a force close still leaves them, and ucp_worker_destroy aborts (assertion on the
- *   endpoint's proto_reqs list).
+ *   while fail() runs) and force-closes endpoints UCX reported failed, those to a local peer that
+ *   exited and those with a synchronous send outstanding (unless a matched receive from that
+ *   peer is outstanding): a flush never completes towards an exited peer whose shared-memory
+ *   FIFO is full (the sends queued behind it, and the flush after them, wait for good), while a
+ *   force close completes the queued sends at once (UCS_ERR_CANCELED). Requests UCX still holds
+ *   100 ms after the close are completed by glucx and their UCX requests marked detached
+ *   (ucx_int.h, glucx_ucx_req_area_t): the worker is not progressed after the teardown, but
+ *   ucp_worker_destroy still completes the requests queued on an endpoint's lanes
+ *   (ucp_worker_destroy_eps purges them with UCS_ERR_CANCELED) and their callbacks then only
+ *   free them; those it never completes it reports as "not returned to mpool" (a warning only).
+ *   Close and flush requests that did not finish in time are released all the same
+ *   (ucp_request_free): ucp_worker_destroy completes a close still flushing and aborts unless its
+ *   owner released it (ucp_ep.c:382, "req->flags & UCP_REQUEST_FLAG_RELEASED").
+ *   UCX_PROTO_INDIRECT_ID=on (which makes UCX track them) is worse: a force close still leaves
+ *   them, and ucp_worker_destroy aborts (assertion on the endpoint's proto_reqs list).
  * - Rendezvous over cma uses the get scheme (the receiver reads the sender's memory) under
  *   UCX_RNDV_SCHEME=auto, so no peer ever writes into this rank's buffers; a receive that this
  *   rank is still reading when it fails completes with the failure, and nothing is written after

@@ -78,6 +78,28 @@ enum glucx_ucx_req_kind {
 };
 #define GLUCX_UCX_KIND_BITS UINT64_C(7)
 
+/**
+ * What glucx keeps in every UCX request (ucp_params_t request_size: the bytes at the request
+ * handle). request_init zeroes them when UCX's pool creates the request; only a detached one
+ * changes, and its callback zeroes it again before freeing it, so a reused request starts clean.
+ *
+ * detached: set when glucx completed the glucx request a UCX request belongs to while UCX still
+ * holds that UCX request (teardown: UCX 1.13 keeps a rendezvous send to a dead same-host peer,
+ * or a send queued behind its full FIFO, for good). Its caller may then free the glucx request,
+ * yet UCX can still call back: ucp_worker_destroy completes the requests queued on an
+ * endpoint's lanes with UCS_ERR_CANCELED (ucp_worker_destroy_eps -> ucp_ep_purge_lanes with
+ * ucp_ep_err_pending_purge) before it destroys the endpoint. The callback of a detached request
+ * only frees the UCX request and never reads its user data.
+ */
+typedef struct glucx_ucx_req_area {
+    int detached;
+} glucx_ucx_req_area_t;
+
+static inline glucx_ucx_req_area_t *glucx_ucx_req_area(void *ucx_request)
+{
+    return (glucx_ucx_req_area_t *)ucx_request;
+}
+
 struct glucx_ucx_context {
     ucp_context_h ucp;
     size_t hold_max;      /**< bytes of early puts a transport holds before failing */
@@ -362,6 +384,11 @@ glucx_status_t glucx_ucx_post_ctrl(glucx_ucx_tx_t *tx);
 void glucx_ucx_complete(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, glucx_status_t status, int peer,
                         size_t bytes, uint64_t tag);
 void glucx_ucx_list_add(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, int kind);
+/** Teardown: @p req is completed by glucx while UCX still holds its UCX request (req->impl):
+ *  mark that one detached (see glucx_ucx_req_area_t) and forget it. Lock held. */
+void glucx_ucx_detach(glucx_tx_req_t *req);
+/** ucp_params_t request_init: a new UCX request's area is zero. */
+void glucx_ucx_req_init(void *ucx_request);
 static inline int glucx_ucx_req_kind(const glucx_tx_req_t *req)
 {
     return (int)(req->impl_data[3] & GLUCX_UCX_KIND_BITS);
@@ -445,8 +472,9 @@ void glucx_ucx_teardown_if_pending(glucx_ucx_tx_t *tx);
 int glucx_ucx_progress_locked(glucx_ucx_tx_t *tx);
 /** UCX endpoint error callback. */
 void glucx_ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
-/** Progress until every UCX request in reqs[0..n) (NULL entries skipped) completed or @p wait_ns
- *  passed; free the completed ones (set to NULL). Lock held, outside callbacks.
+/** Progress until every UCX request in reqs[0..n) (NULL entries skipped, no callback of ours)
+ *  completed or @p wait_ns passed; then release them all (ucp_request_free; UCX frees an
+ *  unfinished one when it completes) and set them to NULL. Lock held, outside callbacks.
  *  @return the number left unfinished. */
 int glucx_ucx_finish_requests(glucx_ucx_tx_t *tx, void **reqs, int n, int64_t wait_ns);
 

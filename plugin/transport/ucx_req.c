@@ -115,6 +115,31 @@ void glucx_ucx_complete(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, glucx_status_t 
     glucx_ucx_wake_waiters(tx);
 }
 
+void glucx_ucx_req_init(void *ucx_request)
+{
+    glucx_ucx_req_area(ucx_request)->detached = 0;
+}
+
+void glucx_ucx_detach(glucx_tx_req_t *req)
+{
+    if (req->impl == NULL)
+        return;
+    glucx_ucx_req_area(req->impl)->detached = 1;
+    req->impl = NULL;
+}
+
+/* A UCX request whose glucx request was completed without it (glucx_ucx_detach): only free it
+ * (its user data may point to freed memory). @return 1 if it was detached. */
+static int free_if_detached(void *request)
+{
+    glucx_ucx_req_area_t *area = glucx_ucx_req_area(request);
+    if (!area->detached)
+        return 0;
+    area->detached = 0;
+    ucp_request_free(request);
+    return 1;
+}
+
 /* ---- UCX callbacks (lock held: they run inside UCP calls) ---- */
 
 /*
@@ -147,6 +172,8 @@ static int park_on_error(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, ucs_status_t s
 
 static void send_cb(void *request, ucs_status_t status, void *user_data)
 {
+    if (free_if_detached(request))
+        return;
     glucx_tx_req_t *req = user_data;
     glucx_ucx_tx_t *tx = (glucx_ucx_tx_t *)req->impl_data[2];
     if (!park_on_error(tx, req, status))
@@ -181,6 +208,8 @@ static void recv_done(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, ucs_status_t stat
 static void recv_cb(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
                     void *user_data)
 {
+    if (free_if_detached(request))
+        return;
     glucx_tx_req_t *req = user_data;
     recv_done((glucx_ucx_tx_t *)req->impl_data[2], req, status, info);
     ucp_request_free(request);

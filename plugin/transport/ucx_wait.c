@@ -202,8 +202,12 @@ int glucx_ucx_finish_requests(glucx_ucx_tx_t *tx, void **reqs, int n, int64_t wa
             break;
         ucp_worker_progress(tx->worker);
     }
+    /* Unfinished ones are released too: UCX frees them when they complete. That may happen
+     * inside ucp_worker_destroy, which completes a close still flushing (its lanes' pending
+     * queues are purged first) and, in UCX 1.13.1, aborts unless its owner released it
+     * (ucp_ep.c:382, assertion "req->flags & UCP_REQUEST_FLAG_RELEASED"). */
     for (int i = 0; i < n; i++) {
-        if (reqs[i] != NULL && ucp_request_check_status(reqs[i]) != UCS_INPROGRESS) {
+        if (reqs[i] != NULL) {
             ucp_request_free(reqs[i]);
             reqs[i] = NULL;
         }
@@ -378,13 +382,18 @@ static void teardown(glucx_ucx_tx_t *tx)
     if (tx->ctrl_req != NULL)
         ucp_request_cancel(tx->worker, tx->ctrl_req);
 
-    /* A synchronous send still waiting for its acknowledgement keeps a flush of its endpoint
-     * from ever completing (its peer failed, left or will not match it), and UCX 1.13 aborts in
-     * ucp_worker_destroy when a close is still flushing. Such an endpoint is force-closed even
-     * without error handling, unless a receive from that peer is still outstanding (after the
+    /* A flush of an endpoint never completes while a synchronous send on it waits for an
+     * acknowledgement (its peer failed, left or will not match it), nor, towards a same-host
+     * peer that exited, while sends wait in the queue of a full shared-memory FIFO it will
+     * never drain (the flush waits behind them). Such endpoints are force-closed even without
+     * error handling, which completes the queued sends now (UCS_ERR_CANCELED, while their
+     * glucx requests exist), instead of waiting the close time out and leaving them to
+     * ucp_worker_destroy — unless a receive from that peer is still outstanding (after the
      * cancellations above, a matched one, possibly a cma get under way: see below). */
     unsigned char *force = calloc((size_t)size, 1);
     if (force != NULL) {
+        for (int p = 0; p < size; p++)
+            force[p] = tx->ep_failed[p] == 2;
         for (const glucx_tx_req_t *req = tx->outstanding; req != NULL;
              req = (const glucx_tx_req_t *)req->impl_data[0])
             if (!req->is_recv && (req->flags & GLUCX_TX_SEND_SYNC) && req->peer >= 0 &&
@@ -409,7 +418,7 @@ static void teardown(glucx_ucx_tx_t *tx)
          * cma get under way makes UCX 1.13 abort in ucp_worker_destroy (the get stays queued on
          * the destroyed cma endpoint). The flush lets the get finish (or fail, if the peer is
          * gone) while fail() runs. One UCX reported failed is force-closed (a flush on it
-         * would only log an error). */
+         * would only log an error), and so are those of force[] above. */
         ucp_request_param_t param = {
             .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
             .flags = tx->local[p] && tx->ep_failed[p] != 1 && (force == NULL || !force[p])
@@ -424,12 +433,11 @@ static void teardown(glucx_ucx_tx_t *tx)
     int64_t deadline = glucx_now_ns() + GLUCX_UCX_CLOSE_WAIT_NS;
     int left =
         closing != NULL ? glucx_ucx_finish_requests(tx, closing, size, GLUCX_UCX_CLOSE_WAIT_NS) : 0;
-    if (flushing != NULL)
-        glucx_ucx_finish_requests(tx, flushing, size, GLUCX_UCX_CLOSE_WAIT_NS / 10);
     /* UCX 1.13 does not track the requests of endpoints without error handling, so their force
      * close leaves a rendezvous send (waiting for the peer's acknowledgement) pending for good.
-     * Give such requests a short while, then complete them below; UCX keeps its request, whose
-     * callback cannot run any more: a torn-down transport no longer progresses the worker. */
+     * Give such requests a short while, then complete them below; UCX keeps its request, which
+     * is detached from them (ucx_int.h, glucx_ucx_req_area_t): a torn-down transport no longer
+     * progresses the worker, but ucp_worker_destroy may still complete it. */
     int64_t orphan_deadline = glucx_now_ns() + GLUCX_UCX_ORPHAN_WAIT_NS;
     while (tx->outstanding != NULL && glucx_now_ns() < deadline) {
         ucp_worker_progress(tx->worker);
@@ -453,6 +461,7 @@ static void teardown(glucx_ucx_tx_t *tx)
         else
             glucx_warn("ucx: rank %d: %s to/from rank %d (%zu bytes) still pending after teardown",
                        tx->base.rank, req->is_recv ? "receive" : "send", req->peer, req->posted);
+        glucx_ucx_detach(req);
         glucx_ucx_complete(tx, req, failed, -1, 0, 0);
     }
 

@@ -39,15 +39,12 @@ static void *victim_thread(void *p)
 static int death_case(const itest_env_t *env, int rank, int size, int use_exit)
 {
     itest_shared_t *sh = env->shared;
-    setenv("GLUCX_KEEPALIVE_MS", "500", 1);
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
-    if (itest_open(env, rank, size, use_exit ? "exited" : "killed",
-                   glucx_test_ms(KILL_COMM_TIMEOUT_MS), &ctx, &store, &comm) != GLUCX_OK) {
-        __atomic_store_n(&sh->done[rank], 2, __ATOMIC_SEQ_CST);
+    if (itest_open_killed(env, rank, size, use_exit ? "exited" : "killed",
+                          glucx_test_ms(KILL_COMM_TIMEOUT_MS), &ctx, &store, &comm) != GLUCX_OK)
         return -1;
-    }
     const size_t count = 16384;
     float *buf = calloc(count, sizeof(float));
     int rc = buf == NULL ? -1 : 0;
@@ -238,5 +235,148 @@ int itest_case_timeout(const itest_env_t *env, int rank, int size)
         __atomic_store_n(&sh->flag, 1, __ATOMIC_RELEASE);
     }
     itest_close(ctx, store, comm);
+    return rc;
+}
+
+/* ---- killed_inflight ---- */
+
+#define INFLIGHT_TIMEOUT_MS 20000
+#define INFLIGHT_BIG ((size_t)4 << 20)
+#define INFLIGHT_SMALL 1024
+/* More 1 KiB sends than a shared-memory FIFO holds, and than a loopback socket pair buffers. */
+#define INFLIGHT_MAX_SMALL 16384
+
+/* Rank 0 waits for @p req, which is outstanding to the victim: it must fail with
+ * GLUCX_ERR_PEER_FAILED naming rank 1, well before the communicator timeout. */
+static int inflight_fails(itest_shared_t *sh, glucx_request_t *req, const char *what,
+                          int64_t t_death_ns)
+{
+    glucx_status_t st = glucx_request_wait(req, -1);
+    int64_t ms = (itest_now_ns() - t_death_ns) / 1000000;
+    if (sh->status[0] == 1) { /* the first one is what the verdict reports */
+        sh->status[0] = st;
+        sh->elapsed_ms[0] = ms;
+        snprintf(sh->text[0], sizeof(sh->text[0]), "%s", glucx_last_error());
+    }
+    int rc = ITEST_STATUS(st, GLUCX_ERR_PEER_FAILED, "wait for the %s to the killed rank %d", what,
+                          VICTIM);
+    if (st != GLUCX_OK) {
+        char name[16];
+        snprintf(name, sizeof(name), "rank %d", VICTIM);
+        ITEST_CHECK(strstr(glucx_last_error(), name) != NULL,
+                    "the %s's error does not name %s: \"%s\"", what, name, glucx_last_error());
+    }
+    ITEST_CHECK(ms < glucx_test_ms(INFLIGHT_TIMEOUT_MS) / 4,
+                "the %s failed %lld ms after the kill (communicator timeout %lld ms)", what,
+                (long long)ms, (long long)glucx_test_ms(INFLIGHT_TIMEOUT_MS));
+    return rc;
+}
+
+/*
+ * "killed_inflight": rank 1 is SIGKILLed while rank 0 has, outstanding to it, a 4 MiB send
+ * (rendezvous), a 1 KiB send (eager, queued behind the FIFO or socket that rank 1 stopped
+ * draining: rank 0 posts 1 KiB sends until one stays incomplete) and a 4 MiB put. Rank 1 does not
+ * enter glucx after the warm-up barrier, so nothing it was sent is read. Rank 0's outstanding
+ * operations fail with GLUCX_ERR_PEER_FAILED naming rank 1; it frees them, destroys its
+ * communicator and context within their bounds, and exits 0 (once UCX 1.13 aborted it in
+ * ucp_worker_destroy, or called back into the freed requests there).
+ */
+int itest_case_killed_inflight(const itest_env_t *env, int rank, int size)
+{
+    itest_shared_t *sh = env->shared;
+    glucx_context_t *ctx;
+    glucx_store_t *store;
+    glucx_comm_t *comm;
+    if (itest_open_killed(env, rank, size, "killed-inflight", glucx_test_ms(INFLIGHT_TIMEOUT_MS),
+                          &ctx, &store, &comm) != GLUCX_OK) {
+        __atomic_store_n(&sh->flag, 1, __ATOMIC_RELEASE); /* the victim need not wait */
+        return -1;
+    }
+    int rc = ITEST_STATUS(glucx_barrier(comm, NULL), GLUCX_OK, "warm-up barrier");
+    if (rank == VICTIM) {
+        /* outside glucx from here on: nothing rank 0 sends is read */
+        int64_t end = itest_now_ns() + glucx_test_ms(60000) * 1000000;
+        while (__atomic_load_n(&sh->flag, __ATOMIC_ACQUIRE) == 0 && itest_now_ns() < end)
+            itest_sleep_ms(1);
+        __atomic_store_n(&sh->t_ns, itest_now_ns(), __ATOMIC_SEQ_CST);
+        raise(SIGKILL);
+    }
+    char *big = itest_alloc(INFLIGHT_BIG), *put = itest_alloc(INFLIGHT_BIG);
+    static char small[INFLIGHT_SMALL];
+    glucx_request_t **smalls = calloc(INFLIGHT_MAX_SMALL, sizeof(*smalls));
+    glucx_request_t *big_req = NULL, *put_req = NULL;
+    int nsmall = 0, queued = 0;
+    if (big == NULL || put == NULL || smalls == NULL) {
+        ITEST_FAIL("out of memory");
+        rc = -1;
+    }
+    if (rank == 0 && rc == 0) {
+        memset(small, 0x3c, sizeof(small));
+        rc |= ITEST_STATUS(glucx_isend(comm, big, INFLIGHT_BIG, VICTIM, 11, &big_req), GLUCX_OK,
+                           "isend of 4 MiB to rank %d", VICTIM);
+        while (rc == 0 && !queued && nsmall < INFLIGHT_MAX_SMALL) {
+            rc |= ITEST_STATUS(glucx_isend(comm, small, sizeof(small), VICTIM, 12, &smalls[nsmall]),
+                               GLUCX_OK, "isend of 1 KiB number %d to rank %d", nsmall, VICTIM);
+            if (rc == 0) {
+                glucx_status_t t = glucx_request_test(smalls[nsmall]);
+                queued = t == GLUCX_INPROGRESS;
+                /* one that left at once was copied out: it succeeded */
+                if (!queued)
+                    rc |= ITEST_STATUS(t, GLUCX_OK, "1 KiB send number %d to rank %d", nsmall,
+                                       VICTIM);
+            }
+            nsmall++;
+        }
+        if (rc == 0)
+            ITEST_CHECK(queued, "%d sends of 1 KiB to rank %d all completed at once", nsmall,
+                        VICTIM);
+        if (rc == 0)
+            rc |= ITEST_STATUS(glucx_iput(comm, put, INFLIGHT_BIG, VICTIM, 13, 0, 0, &put_req),
+                               GLUCX_OK, "iput of 4 MiB to rank %d", VICTIM);
+        if (rc == 0) {
+            ITEST_CHECK(glucx_request_test(big_req) == GLUCX_INPROGRESS,
+                        "the 4 MiB send completed before rank %d was killed", VICTIM);
+            ITEST_CHECK(glucx_request_test(put_req) == GLUCX_INPROGRESS,
+                        "the 4 MiB put completed before rank %d was killed", VICTIM);
+        }
+        itest_note("outstanding to rank %d: a 4 MiB send, 1 KiB send number %d (the ones before "
+                   "it left at once), a 4 MiB put",
+                   VICTIM, nsmall - 1);
+    }
+    __atomic_store_n(&sh->flag, 1, __ATOMIC_RELEASE); /* kill the victim */
+    int64_t end = itest_now_ns() + glucx_test_ms(60000) * 1000000;
+    while (__atomic_load_n(&sh->t_ns, __ATOMIC_SEQ_CST) == 0 && itest_now_ns() < end)
+        itest_sleep_ms(1);
+    int64_t t_death = __atomic_load_n(&sh->t_ns, __ATOMIC_SEQ_CST);
+    if (rc == 0 && t_death == 0) {
+        ITEST_FAIL("rank %d never reached its death", VICTIM);
+        rc = -1;
+    } else if (rc == 0) {
+        rc |= inflight_fails(sh, big_req, "4 MiB send", t_death);
+        rc |= inflight_fails(sh, smalls[nsmall - 1], "1 KiB send", t_death);
+        rc |= inflight_fails(sh, put_req, "4 MiB put", t_death);
+        /* the failure is permanent */
+        glucx_request_t *again = NULL;
+        rc |= ITEST_STATUS(glucx_isend(comm, small, sizeof(small), VICTIM, 14, &again),
+                           GLUCX_ERR_PEER_FAILED, "a send to rank %d after its death", VICTIM);
+        glucx_request_free(again);
+    }
+    for (int i = 0; i < nsmall; i++)
+        glucx_request_free(smalls[i]);
+    glucx_request_free(big_req);
+    glucx_request_free(put_req);
+    /* the requests are gone: UCX must not call back into them, nor abort, while destroying */
+    int64_t t0 = itest_now_ns();
+    itest_close(ctx, store, comm);
+    int64_t close_ms = (itest_now_ns() - t0) / 1000000;
+    ITEST_CHECK(close_ms < glucx_test_ms(10000),
+                "destroying the communicator and the context took %lld ms", (long long)close_ms);
+    if (rank == 0 && rc == 0)
+        itest_note("the 4 MiB send failed %lld ms after the kill: %s; destroyed in %lld ms",
+                   (long long)sh->elapsed_ms[0], sh->text[0], (long long)close_ms);
+    free(smalls);
+    free(big);
+    free(put);
+    __atomic_store_n(&sh->done[rank], rc == 0 && itest_failures() == 0 ? 1 : 2, __ATOMIC_SEQ_CST);
     return rc;
 }

@@ -1078,15 +1078,12 @@ int itest_case_window_left(const itest_env_t *env, int rank, int size)
 int itest_case_window_killed(const itest_env_t *env, int rank, int size)
 {
     itest_shared_t *sh = env->shared;
-    setenv("GLUCX_KEEPALIVE_MS", "500", 1);
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
-    if (itest_open(env, rank, size, "window-killed", glucx_test_ms(KILL_TIMEOUT_MS), &ctx, &store,
-                   &comm) != GLUCX_OK) {
-        __atomic_store_n(&sh->done[rank], 2, __ATOMIC_SEQ_CST);
+    if (itest_open_killed(env, rank, size, "window-killed", glucx_test_ms(KILL_TIMEOUT_MS), &ctx,
+                          &store, &comm) != GLUCX_OK)
         return -1;
-    }
     int rc = ITEST_STATUS(glucx_barrier(comm, NULL), GLUCX_OK, "warm-up barrier");
     if (rank == 1) {
         itest_sleep_ms(300);

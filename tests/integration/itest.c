@@ -139,6 +139,17 @@ err:
     return st;
 }
 
+glucx_status_t itest_open_killed(const itest_env_t *env, int rank, int size, const char *name,
+                                 int64_t timeout_ms, glucx_context_t **ctx_p,
+                                 glucx_store_t **store_p, glucx_comm_t **comm_p)
+{
+    setenv("GLUCX_KEEPALIVE_MS", "500", 1);
+    glucx_status_t st = itest_open(env, rank, size, name, timeout_ms, ctx_p, store_p, comm_p);
+    if (st != GLUCX_OK)
+        __atomic_store_n(&env->shared->done[rank], 2, __ATOMIC_SEQ_CST);
+    return st;
+}
+
 void itest_close(glucx_context_t *ctx, glucx_store_t *store, glucx_comm_t *comm)
 {
     glucx_comm_destroy(comm);

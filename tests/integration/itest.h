@@ -89,6 +89,14 @@ void itest_apply_variant(const itest_env_t *env);
 glucx_status_t itest_open(const itest_env_t *env, int rank, int size, const char *name,
                           int64_t timeout_ms, glucx_context_t **ctx_p, glucx_store_t **store_p,
                           glucx_comm_t **comm_p);
+/**
+ * itest_open() for a case in which a rank dies: sets GLUCX_KEEPALIVE_MS=500 first (UCX's
+ * keepalive finds the dead peer of an endpoint with error handling while someone progresses);
+ * on failure it marks this rank done with a failure (done[rank] = 2, for the verdict).
+ */
+glucx_status_t itest_open_killed(const itest_env_t *env, int rank, int size, const char *name,
+                                 int64_t timeout_ms, glucx_context_t **ctx_p,
+                                 glucx_store_t **store_p, glucx_comm_t **comm_p);
 /** A further communicator on an existing context and store. */
 glucx_status_t itest_comm(glucx_context_t *ctx, glucx_store_t *store, int rank, int size,
                           const char *name, int64_t timeout_ms, glucx_comm_t **comm_p);
@@ -166,6 +174,7 @@ int itest_case_sync_send(const itest_env_t *env, int rank, int size);
 int itest_case_mismatch(const itest_env_t *env, int rank, int size);
 int itest_case_killed(const itest_env_t *env, int rank, int size);
 int itest_case_exited(const itest_env_t *env, int rank, int size);
+int itest_case_killed_inflight(const itest_env_t *env, int rank, int size);
 int itest_case_timeout(const itest_env_t *env, int rank, int size);
 int itest_case_invalid(const itest_env_t *env, int rank, int size);
 int itest_case_waitcpu(const itest_env_t *env, int rank, int size);

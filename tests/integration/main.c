@@ -22,6 +22,7 @@ static const case_entry_t cases[] = {
     {"mismatch", itest_case_mismatch, NULL},
     {"killed", itest_case_killed, itest_verdict_killed},
     {"exited", itest_case_exited, itest_verdict_killed},
+    {"killed_inflight", itest_case_killed_inflight, itest_verdict_killed},
     {"timeout", itest_case_timeout, NULL},
     {"invalid", itest_case_invalid, NULL},
     {"waitcpu", itest_case_waitcpu, NULL},

@@ -437,13 +437,15 @@ void TimeoutCase(RankEnv &env, const Ctx &ctx, Ms timeout)
 
 /*
  * The last rank is SIGKILLed while every survivor waits on a receive buffer for its message
- * (and, with put_bytes, rank 0 has a put to it in flight): the waits throw within the timeout,
- * naming it, and later calls throw at once, also between survivors.
+ * (and, with put_bytes, rank 0 has `puts` sends (default 1) of a send buffer of that size to it
+ * in flight): the waits throw within the timeout, naming it, and later calls throw at once, also
+ * between survivors.
  */
 void Killed(RankEnv &env, const Ctx &ctx, Ms timeout)
 {
     const int rank = ctx->rank, size = ctx->size, victim = size - 1;
     const size_t put_bytes = static_cast<size_t>(env.params.GetInt("put_bytes", 0));
+    const int puts = static_cast<int>(env.params.GetInt("puts", 1));
     std::vector<uint8_t> data(std::max<size_t>(put_bytes, 64));
     if (rank == victim) {
         auto rbuf = RecvBuffer(ctx, 0, 72, data.data(), data.size());
@@ -464,7 +466,8 @@ void Killed(RankEnv &env, const Ctx &ctx, Ms timeout)
     std::unique_ptr<Buffer> sbuf;
     if (rank == 0 && put_bytes > 0) {
         sbuf = SendBuffer(ctx, victim, 72, data.data(), put_bytes);
-        sbuf->send();
+        for (int i = 0; i < puts; i++)
+            sbuf->send();
     }
     env.Signal(Str("waiting.", rank));
     Caught c = CatchFrom([&] { rbuf->waitRecv(); });
@@ -726,20 +729,35 @@ TEST_P(BoundBufferFailure, Throws)
     RunBound(c, c.name == "killed" ? std::vector<int>{c.size - 1} : std::vector<int>{});
 }
 
-/* As killed_n2_processes_glucx, with a 4 MiB put to the victim in flight (posted while the
- * victim is not in glucx). Disabled: libglucx's teardown then makes UCX 1.13 abort the survivor
- * in ucp_worker_destroy (assertion "req->flags & UCP_REQUEST_FLAG_RELEASED"), as it does for a
- * 4 MiB send of an unbound buffer, and often for a 1 KiB put (API-REQUEST.md). */
-TEST(BoundBufferFailureRendezvous, DISABLED_KilledPeerWithAPutInFlight)
+/* killed_n2_processes_glucx with rank 0's puts to the victim in flight (`puts`: Killed's
+ * put_bytes and puts parameters). */
+void RunKilledWithPuts(const std::string &puts)
 {
     Job job;
     job.body = "bound";
     job.size = 2;
     job.mode = Mode::kProcesses;
-    job.params = "case=killed dev=glucx put_bytes=4194304";
+    job.params = Str("case=killed dev=glucx ", puts);
     job.deadline = Ms(60000);
     job.killed = {1};
     ExpectJobOk(job);
+}
+
+/* A 4 MiB put in flight (posted while the victim is not in glucx): the survivor's teardown must
+ * neither abort in UCX nor touch the freed put afterwards (UCX 1.13 aborted it in
+ * ucp_worker_destroy, assertion "req->flags & UCP_REQUEST_FLAG_RELEASED", when the victim's
+ * endpoint could not be flushed). */
+TEST(BoundBufferFailureRendezvous, KilledPeerWithAPutInFlight)
+{
+    RunKilledWithPuts("put_bytes=4194304");
+}
+
+/* The same with 512 puts of 1 KiB, more than the shared-memory FIFO to the victim holds: the
+ * later ones wait in UCX's queue behind it when the victim dies, and its endpoint can no longer
+ * be flushed (this aborted the survivor in ucp_worker_destroy, as above). */
+TEST(BoundBufferFailureRendezvous, KilledPeerWithPutsQueued)
+{
+    RunKilledWithPuts("put_bytes=1024 puts=512");
 }
 
 INSTANTIATE_TEST_SUITE_P(
