@@ -228,13 +228,14 @@ void CheckIoException(const RankEnv &env, const std::string &dev, const Caught &
 }
 
 /* makeContext from the factory @p f and from a new factory on @p backing, whose context failed:
- * both must throw a gloo::Exception (glucx: within the timeout plus half, naming a peer). A
+ * both must throw a gloo::Exception (glucx: within the timeout plus half, naming @p peer, or any
+ * rank but this one when peer < 0). A
  * glucx makeContext that fails after creating its transport context takes about 1 s more: the
  * new communicator's listener waits up to GLUCX_UCX_LISTEN_DRAIN_NS for peers that may still
  * fetch its record (plugin/transport/ucx_boot.c). */
 void CheckMakeContextOnFailedBacking(RankEnv &env, const std::string &dev,
                                      ::gloo::rendezvous::ContextFactory &f, const Ctx &backing,
-                                     Ms timeout)
+                                     Ms timeout, int peer)
 {
     Dev &device = DeviceNamed(env, dev);
     std::vector<std::pair<std::string, std::function<Ctx()>>> ways = {
@@ -258,7 +259,11 @@ void CheckMakeContextOnFailedBacking(RankEnv &env, const std::string &dev,
             RANK_CHECK(c.elapsed < Scaled(timeout * 3 / 2), what, " ended after ",
                        c.elapsed.count(), " ms, later than the timeout (", timeout.count(),
                        " ms) plus half");
-            CheckNamesAPeer(c, env.rank, what);
+            if (peer >= 0)
+                RANK_CHECK(NamesRank(c.what, peer), what, ": the message does not name rank ", peer,
+                           ": ", c.what);
+            else
+                CheckNamesAPeer(c, env.rank, what);
         }
     }
 }
@@ -293,7 +298,7 @@ GLUCX_RANK_BODY(factory_killed)
     if (dev == "glucx")
         CheckFailsPromptly([&] { AllreduceLoop(made, 402, 1); }, "an allreduce on the made context",
                            env.rank, timeout);
-    CheckMakeContextOnFailedBacking(env, dev, f, backing, timeout);
+    CheckMakeContextOnFailedBacking(env, dev, f, backing, timeout, victim);
 }
 
 /*
@@ -345,7 +350,27 @@ GLUCX_RANK_BODY(factory_timeout)
     Barrier(made2, 505);
 
     time_out(backing, 506, "backing context");
-    CheckMakeContextOnFailedBacking(env, dev, f, backing, timeout);
+    CheckMakeContextOnFailedBacking(env, dev, f, backing, timeout, -1);
+}
+
+/*
+ * UCX_TLS=shm,self (no network transport for the listener): the glucx pair address is the whole
+ * record, longer than kMaxByteSize, and Gloo's makeContext refuses it on every rank with
+ * gloo::EnforceNotMet before sending anything, promptly; the backing context (connectFullMesh
+ * carries the record) keeps working.
+ */
+GLUCX_RANK_BODY(factory_record_too_long)
+{
+    const Ms timeout = Scaled(Ms(30000));
+    auto backing = env.Connect(timeout);
+    ::gloo::rendezvous::ContextFactory f(backing);
+    Caught c = CatchFrom([&] { f.makeContext(env.Device()); });
+    RANK_CHECK(c.threw, "makeContext with whole records as pair addresses did not throw");
+    RANK_CHECK(c.description.rfind("gloo::EnforceNotMet", 0) == 0, "makeContext threw ",
+               c.description, ", not gloo::EnforceNotMet");
+    RANK_CHECK(c.elapsed < timeout / 2, "makeContext refused only after ", c.elapsed.count(),
+               " ms");
+    AllreduceLoop(backing, 600, 2);
 }
 
 // ---- GoogleTest cases -------------------------------------------------------------------------
@@ -403,6 +428,16 @@ TEST(ContextFactoryNamespace, FiveInterfacesN3Processes)
     job.params = "netns=" + ns.ns() + " record_over=192 combos=glucx:glucx,tcp:glucx rounds=2";
     ExpectJobOk(job);
     job.params += " iface=" + ns.ifaces()[2];
+    ExpectJobOk(job);
+}
+
+TEST(ContextFactoryRecord, ShmOnlyRecordIsRefusedN3Processes)
+{
+    Job job;
+    job.body = "factory_record_too_long";
+    job.size = 3;
+    job.mode = Mode::kProcesses;
+    job.params = "env:UCX_TLS=shm,self";
     ExpectJobOk(job);
 }
 
