@@ -390,19 +390,25 @@ void PrintTo(const Shape &s, std::ostream *os)
     *os << ShapeName(s);
 }
 
+Job FactoryJob(const char *body, Shape shape, const std::string &params, Ms deadline)
+{
+    Job job;
+    job.body = body;
+    job.size = shape.size;
+    job.mode = shape.mode;
+    job.params = params;
+    job.deadline = deadline;
+    return job;
+}
+
 class ContextFactory : public ::testing::TestWithParam<Shape>
 {
 };
 
 TEST_P(ContextFactory, MakesWorkingContextsOnEveryDevice)
 {
-    Job job;
-    job.body = "factory_works";
-    job.size = GetParam().size;
-    job.mode = GetParam().mode;
-    job.params = "combos=glucx:glucx,tcp:tcp,tcp:glucx,glucx:tcp";
-    job.deadline = Ms(120000);
-    ExpectJobOk(job);
+    ExpectJobOk(FactoryJob("factory_works", GetParam(),
+                           "combos=glucx:glucx,tcp:tcp,tcp:glucx,glucx:tcp", Ms(120000)));
 }
 
 INSTANTIATE_TEST_SUITE_P(, ContextFactory,
@@ -419,26 +425,19 @@ TEST(ContextFactoryNamespace, FiveInterfacesN3Processes)
         GTEST_SKIP() << "needs root and iproute2 to create network namespaces";
     FiveInterfaces ns;
     ASSERT_TRUE(ns.ok()) << "cannot set up the namespace " << ns.ns();
-    Job job;
-    job.body = "factory_works";
-    job.size = 3;
-    job.mode = Mode::kProcesses;
-    job.deadline = Ms(120000);
     /* every device (lo and the 5 veth ends), then one named veth end */
-    job.params = "netns=" + ns.ns() + " record_over=192 combos=glucx:glucx,tcp:glucx rounds=2";
-    ExpectJobOk(job);
-    job.params += " iface=" + ns.ifaces()[2];
-    ExpectJobOk(job);
+    const std::string params =
+        "netns=" + ns.ns() + " record_over=192 combos=glucx:glucx,tcp:glucx rounds=2";
+    const Shape shape{3, Mode::kProcesses};
+    ExpectJobOk(FactoryJob("factory_works", shape, params, Ms(120000)));
+    ExpectJobOk(
+        FactoryJob("factory_works", shape, params + " iface=" + ns.ifaces()[2], Ms(120000)));
 }
 
 TEST(ContextFactoryRecord, ShmOnlyRecordIsRefusedN3Processes)
 {
-    Job job;
-    job.body = "factory_record_too_long";
-    job.size = 3;
-    job.mode = Mode::kProcesses;
-    job.params = "env:UCX_TLS=shm,self";
-    ExpectJobOk(job);
+    ExpectJobOk(FactoryJob("factory_record_too_long", {3, Mode::kProcesses}, "env:UCX_TLS=shm,self",
+                           Ms(60000)));
 }
 
 struct FaultCase {
@@ -456,24 +455,13 @@ std::string FaultName(const ::testing::TestParamInfo<FaultCase> &i)
     return i.param.dev + "_" + ShapeName(i.param.shape);
 }
 
-Job FaultJob(const char *body, const FaultCase &c)
-{
-    Job job;
-    job.body = body;
-    job.size = c.shape.size;
-    job.mode = c.shape.mode;
-    job.params = "dev=" + c.dev;
-    job.deadline = Ms(90000);
-    return job;
-}
-
 class ContextFactoryKilledPeer : public ::testing::TestWithParam<FaultCase>
 {
 };
 
 TEST_P(ContextFactoryKilledPeer, MadeAndBackingContextsThrow)
 {
-    Job job = FaultJob("factory_killed", GetParam());
+    Job job = FactoryJob("factory_killed", GetParam().shape, "dev=" + GetParam().dev, Ms(90000));
     job.killed = {job.size - 1};
     ExpectJobOk(job);
 }
@@ -490,7 +478,8 @@ class ContextFactoryTimeout : public ::testing::TestWithParam<FaultCase>
 
 TEST_P(ContextFactoryTimeout, MadeContextThrowsBackingKeepsWorking)
 {
-    ExpectJobOk(FaultJob("factory_timeout", GetParam()));
+    ExpectJobOk(
+        FactoryJob("factory_timeout", GetParam().shape, "dev=" + GetParam().dev, Ms(90000)));
 }
 
 INSTANTIATE_TEST_SUITE_P(, ContextFactoryTimeout,
