@@ -275,12 +275,6 @@ void glucx_ucx_boot_close(glucx_ucx_tx_t *tx)
         if (sending > 0)
             ucp_worker_progress(tx->worker);
     } while (sending > 0 && glucx_now_ns() < deadline);
-    /* UCX 1.13.1 keeps asynchronous events it could not deliver at once (the worker's lock was
-     * taken) in the worker's "missed" queue under their fd, and looks the handler up again by fd
-     * when it next progresses this worker: an fd closed above and reused meanwhile by another
-     * worker's handler (a communicator made next, its listener accepting) then aborts the process
-     * (async.c "handler->async == async"). Progress now, while the closed fds have no handler. */
-    ucp_worker_progress(tx->worker);
     if (left > 0 || sending > 0)
         glucx_warn("ucx: rank %d: %d rendezvous endpoint(s) and %d request(s) did not finish "
                    "closing within %lld ms",
