@@ -27,7 +27,11 @@
  * named interface's address, else the host name's; Device::str() says which), which every peer
  * must reach. When UCX_TLS lets no network transport in (UCX's client-server connections need
  * one), the address is the whole record instead: connectFullMesh, which PyTorch uses, carries it,
- * ContextFactory refuses it.
+ * ContextFactory refuses it (gloo::EnforceNotMet from makeContext).
+ *
+ * gloo::rendezvous::ContextFactory works on this device, whichever device its backing context
+ * uses: makeContext() gives working contexts, any number from one factory; on a backing context
+ * that failed (a dead peer, a timeout) it throws instead of waiting.
  *
  * Sends are synchronous by default, as with Gloo's TCP transport: waitSend returns once the
  * receiver's matching recv took the message (see SyncSends()).
