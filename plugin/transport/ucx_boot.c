@@ -22,9 +22,11 @@
  * allocated until the worker is destroyed (tx->boot_closed).
  *
  * The endpoints use peer error handling (a client-server endpoint needs a network transport in
- * any case) and are force-closed by glucx_ucx_boot_close, once the communicator is connected or
- * failed: by then every peer that fetched this rank's record has received it (its handshake,
- * which follows its fetch, reached us), and nothing they carry matters any more.
+ * any case). glucx_ucx_boot_close ends the rendezvous once the communicator is connected or
+ * failed (by then every peer that fetched this rank's record has received it: its handshake,
+ * which follows its fetch, reached us), but closes nothing: the endpoints and the listener are
+ * closed by glucx_ucx_boot_drain right before the worker is destroyed (glucx_ucx_boot_close
+ * says why).
  *
  * The listener outlives them until every peer has connected to it once. UCX 1.13.1 handles a
  * connection request on its asynchronous thread and reads the listener there; one that arrives
@@ -238,52 +240,18 @@ void glucx_ucx_boot_close(glucx_ucx_tx_t *tx)
     if (b == NULL)
         return;
     b->open = 0;
-    if (b->listener != NULL) {
+    if (b->listener != NULL)
         reject_queued(b);
-        /* UCX 1.13.1 reads a destroyed listener when a connection request arrives after its
-         * destruction (ucp_cm_server_conn_request_cb on the asynchronous thread: a crash). Every
-         * peer connects once, so after `expect` requests none is on its way; until then (a
-         * failure before every peer fetched) the listener stays, rejecting, until destroy. */
-        if (b->requests >= b->expect) {
-            ucp_listener_destroy(b->listener);
-            b->listener = NULL;
-        }
-    }
-    void **closing = calloc((size_t)b->neps + 1, sizeof(void *));
-    for (int i = 0; i < b->neps; i++) {
-        if (b->eps[i]->ep == NULL)
-            continue;
-        ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-                                     .flags = UCP_EP_CLOSE_FLAG_FORCE};
-        void *r = ucp_ep_close_nbx(b->eps[i]->ep, &param);
-        b->eps[i]->ep = NULL;
-        if (closing != NULL && UCS_PTR_IS_PTR(r))
-            closing[i] = r;
-    }
-    int left = closing != NULL
-                   ? glucx_ucx_finish_requests(tx, closing, b->neps, GLUCX_UCX_CLOSE_WAIT_NS)
-                   : 0;
-    free(closing);
-    /* A force close completes the flushes and record sends (peer error handling: UCX tracks
-     * them). */
-    int64_t deadline = glucx_now_ns() + GLUCX_UCX_CLOSE_WAIT_NS;
-    int sending;
-    do {
-        sending = 0;
-        for (int i = 0; i < b->neps; i++)
-            sending += (b->eps[i]->send_req != NULL) + (b->eps[i]->flush_req != NULL);
-        if (sending > 0)
-            ucp_worker_progress(tx->worker);
-    } while (sending > 0 && glucx_now_ns() < deadline);
-    if (left > 0 || sending > 0)
-        glucx_warn("ucx: rank %d: %d rendezvous endpoint(s) and %d request(s) did not finish "
-                   "closing within %lld ms",
-                   tx->base.rank, left, sending, GLUCX_UCX_CLOSE_WAIT_NS / 1000000);
-    /* The endpoint records are their callbacks' user data, which UCX may still use (an error
-     * reported from its asynchronous thread, a request it still holds): they stay until the
-     * worker is destroyed. */
-    free(b->record);
-    b->record = NULL;
+    /* The listener and the endpoints stay open until the worker is destroyed (the listener in
+     * glucx_ucx_boot_drain, the endpoints by ucp_worker_destroy). Closing them here freed
+     * their file descriptors while this worker could still hold events for them that UCX's
+     * asynchronous thread had queued as missed; another worker of the process (another
+     * communicator, another rank's thread) that got the same descriptor number before this
+     * one progressed again made UCX 1.13.1 abort in __ucs_async_poll_missed (async.c,
+     * "handler->async == async": 2 of 60 ContextFactory runs). Destroying the worker drops
+     * its missed events without polling them. The cost is one listener and one endpoint per
+     * peer and direction (a TCP connection each) for the communicator's life. The record stays
+     * too: a send of it may still be under way. */
     b->next = tx->boot_closed;
     tx->boot_closed = b;
     tx->boot = NULL;
@@ -313,6 +281,23 @@ void glucx_ucx_boot_drain(glucx_ucx_tx_t *tx)
         b->listener = NULL;
         pthread_mutex_unlock(&tx->lock);
     }
+    /* The endpoints: force-closed, their close requests released to UCX, and no progress
+     * before the worker is destroyed (glucx_ucx_boot_close says why). ucp_worker_destroy
+     * would refuse an endpoint whose flush is still pending ("should have been flushed"); the
+     * force close completes such requests with an error (their callbacks' records live until
+     * glucx_ucx_boot_free). */
+    for (glucx_ucx_boot_t *b = tx->boot_closed; b != NULL; b = b->next) {
+        for (int i = 0; i < b->neps; i++) {
+            if (b->eps[i]->ep == NULL)
+                continue;
+            ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                         .flags = UCP_EP_CLOSE_FLAG_FORCE};
+            void *r = ucp_ep_close_nbx(b->eps[i]->ep, &param);
+            b->eps[i]->ep = NULL;
+            if (UCS_PTR_IS_PTR(r))
+                ucp_request_free(r);
+        }
+    }
 }
 
 void glucx_ucx_boot_free(glucx_ucx_tx_t *tx)
@@ -324,6 +309,7 @@ void glucx_ucx_boot_free(glucx_ucx_tx_t *tx)
             free(b->eps[i]);
         free(b->eps);
         free(b->queued);
+        free(b->record);
         free(b);
     }
 }
