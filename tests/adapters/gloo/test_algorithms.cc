@@ -685,6 +685,16 @@ int LargestSize(const std::string &sizes)
 
 void RunAlgoCase(const AlgoCase &c, Mode mode, const std::string &extra)
 {
+#if defined(__SANITIZE_ADDRESS__)
+    /* Gloo's ReduceScatterHalvingDoubling<T>::run() (libgloo 5b14351's header) memcpy()s between
+     * overlapping ranges and its constructor takes &v[0] of an empty vector: AddressSanitizer
+     * stops it on Gloo's own code, on the TCP reference device as on glucx. The optimized build
+     * runs it (CI runs both). */
+    if (c.algo == "reduce_scatter")
+        GTEST_SKIP() << "Gloo's ReduceScatterHalvingDoubling is undefined behaviour under "
+                        "AddressSanitizer (overlapping memcpy in Gloo's run()); checked in the "
+                        "optimized build";
+#endif
     Job job;
     job.body = "algorithm";
     const std::string &sizes = mode == Mode::kThreads ? c.thread_sizes : c.process_sizes;
