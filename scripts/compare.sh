@@ -25,8 +25,9 @@
 #                         package; it starts before the first run at this script's nice level,
 #                         unpinned, with --timeout (--load-timeout) as a safety net, and is
 #                         stopped by PID on every exit (end, failure, Ctrl-C, SIGTERM). Before
-#                         each run the script checks that its N workers still run (else it
-#                         fails); the header records its command line, PID and nice level.
+#                         each run (and after the DDP runs) the script checks that its N workers
+#                         still run (else it fails); the header records its command line, PID
+#                         and nice level.
 #   --load-timeout SEC    stress-ng's --timeout (default 7200): must outlast the run
 #   --bind                pinning policy "one CPU per rank": rank i of EVERY library on CPU
 #                         i mod ncpu (scripts/bench/pin_rank.sh = taskset for glucx-bench ranks,
@@ -59,7 +60,7 @@
 #   glucx    glucx-bench --coll C --check 1 (default selection of algorithm and UCX transport),
 #            RANKS rank processes started here (RANK, WORLD_SIZE, GLUCX_STORE=file:<new dir>),
 #            so each can be pinned like the other libraries' ranks
-#   mpi      scripts/bench/mpi_coll.c, built with mpicc, run with mpirun --allow-run-as-root
+#   mpi      scripts/bench/mpi_coll.c, built with mpicc (into OUT/bin), run with mpirun --allow-run-as-root
 #            --oversubscribe -np N --mca pml ob1 --mca btl self,vader --bind-to none (what
 #            Debian's Open MPI picks on one host: its openmpi-mca-params.conf excludes the UCX PML;
 #            spelled out so a local config cannot change it; no binding, or pin_rank.sh under
@@ -71,8 +72,8 @@
 #            algorithms (the script fails if glucx's counters do not show the traffic)
 #   glucxpg  the same script with --backend glucx, run by the venv's python: PyTorch's `glucx`
 #            backend (glucx's collectives)
-#   memcpy   scripts/bench/memcpy_bw.c, one thread, same sizes; once per repetition (in the
-#            rotation of the first collective)
+#   memcpy   scripts/bench/memcpy_bw.c (built into OUT/bin), one thread, same sizes; once per
+#            repetition (in the rotation of the first collective)
 #   DDP      scripts/bench/ddp_resnet.py --all (venv python; needs python3-torchvision) with the
 #            same repetitions, rotation and pinning: torchvision ResNet-18, batch 8 of 3x64x64,
 #            one intra-op thread per rank; median step time, step / compute-only and
@@ -216,7 +217,7 @@ fi
 [ -n "$out" ] || out="$build/compare-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-bindir="$build/bench"
+bindir="$out/bin"  # this run's helper binaries, next to its outputs (the build is only read)
 if needs mpi || needs memcpy; then mkdir -p "$bindir"; fi
 if needs mpi; then mpicc -O2 -o "$bindir/mpi_coll" "$repo/scripts/bench/mpi_coll.c"; fi
 if needs memcpy; then cc -O2 -o "$bindir/memcpy_bw" "$repo/scripts/bench/memcpy_bw.c"; fi
@@ -472,7 +473,8 @@ for c in $colls; do
   done
 done
 check_load
-report_args=(--ranks "$ranks" --colls $colls --protocol-runs "$protocol_runs")
+read -r -a coll_list <<< "$colls"
+report_args=(--ranks "$ranks" --colls "${coll_list[@]}" --protocol-runs "$protocol_runs")
 [ "$load_workers" -gt 0 ] && report_args+=(--loaded)
 echo "# load average after the collectives: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/protocol.txt"
 /usr/bin/python3 "$repo/scripts/bench/report.py" "$out" "${report_args[@]}" --part tables

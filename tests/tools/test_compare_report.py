@@ -192,7 +192,8 @@ def main():
     check(abs(r - 1.1) < 1e-9 and find(rows, "64 KiB-16 MiB alltoall")[1] == "met",
           "alltoall busbw: worst 1.10, met")
     r, at = worst(find(rows, "Gloo over glucx")[0])
-    check(r == 12.5 and find(rows, "Gloo over glucx")[1] == "met", "PyTorch Gloo over glucx 12.5x, met")
+    check(r == 12.5 and find(rows, "Gloo over glucx")[1] == "met",
+          "PyTorch Gloo over glucx 12.5x, met")
     r, at = worst(find(rows, "glucx backend >= 10x")[0])
     check((r, at) == (8.0, "4K") and find(rows, "glucx backend >= 10x")[1] == "NOT met",
           "PyTorch glucx backend: worst 8.00 at 4K, NOT met")
