@@ -82,8 +82,10 @@
 # exit status and load average of every run), protocol.txt and versions.txt (the header),
 # load.pids (stress-ng's PIDs), table.md, ddp/ and table_ddp.md, targets.md.
 # Total runtime on a 2-core machine, quiet: about 2 minutes for allreduce with 5 runs, about
-# 5 minutes for all three collectives; DDP adds about 1 minute per repetition (5 variants).
-# Under --load expect about twice that.
+# 6 minutes for all three collectives; DDP adds about 1.5 minutes per repetition (5 variants).
+# Under --load the PyTorch sweeps' small messages take about 1-5 ms each: about 3-4 minutes per
+# repetition and collective (measured with 1-64 KiB), i.e. roughly 1 hour for all three
+# collectives with 5 repetitions.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -262,8 +262,8 @@ def render_text(head, rows):
     return "\n".join(out)
 
 
-def render_md(head, rows):
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---:" for _ in head) + "|"]
+def render_md(head, rows, align="---:"):
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join(align for _ in head) + "|"]
     for r in rows:
         out.append("| " + " | ".join(r) + " |")
     return "\n".join(out)
@@ -513,7 +513,7 @@ def main():
         for c in proto:
             print(f"- {c}")
         print()
-        print(render_md(["target", "measured", "verdict"], [list(r) for r in rows]))
+        print(render_md(["target", "measured", "verdict"], [list(r) for r in rows], "---"))
     return 0
 
 
