@@ -485,11 +485,12 @@ if [ "$ddp" -eq 1 ]; then
   echo "compare.sh: DDP step time, $ddp_repeat runs per variant" >&2
   mkdir -p "$out/ddp"
   rc=0
-  GLOO_SOCKET_IFNAME=lo run_bounded "$out/table_ddp.md" "$vpy" \
+  GLOO_SOCKET_IFNAME=lo run_bounded "$out/ddp/table.md" "$vpy" \
     "$repo/scripts/bench/ddp_resnet.py" --all --ranks "$ranks" --repeat "$ddp_repeat" \
     --iters "$ddp_iters" --variants "$ddp_variants" --out "$out/ddp" "${torch_bind[@]}" || rc=$?
   check_load
-  { echo; sed 's/^# /    /' "$out/protocol.txt"; cat "$out/table_ddp.md"; }
+  { echo; sed 's/^# /    /' "$out/protocol.txt"; cat "$out/ddp/table.md"; } |
+    tee "$out/table_ddp.md"
   [ "$rc" -eq 0 ] || die "ddp_resnet.py failed (exit status $rc; outputs in $out/ddp)"
 fi
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/protocol.txt"

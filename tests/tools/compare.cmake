@@ -5,8 +5,8 @@
 #                        medians and ratios, every issue-15 target's ratio and verdict, the
 #                        BELOW PROTOCOL flags (a few seconds)
 #  tools/compare_load    compare.sh --load with fake libraries: stress-ng runs during every run
-#                        and is stopped on success, failure, SIGINT, SIGTERM and when it expired
-#                        (about 35 s). It loads every CPU for seconds at a time, so it runs alone
+#                        and is stopped on success, failure, SIGINT, SIGTERM and when it expired;
+#                        pin_rank.sh's CPU rule (--bind) (about 35-50 s on a busy 2-core machine). It loads every CPU for seconds at a time, so it runs alone
 #                        (RUN_SERIAL); skipped (77) without stress-ng or taskset.
 add_test(NAME tools/compare_report
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tools/test_compare_report.py

@@ -17,6 +17,8 @@ load.pids must then be a live stress-ng process. Cases:
             within a bounded time, and neither the load nor the fake library's processes survive
   expired   --load-timeout 3 and a first run that outlasts it: compare.sh refuses to measure on
             ("no longer running") instead of mixing loaded and quiet runs
+  pin       scripts/bench/pin_rank.sh (--bind): rank r on the (r mod n)-th allowed CPU, as
+            PyTorch's --bind; OMPI_COMM_WORLD_RANK before RANK; no rank is an error
 Exit 77 (skip) without stress-ng or taskset.
 
 usage: test_compare_load.py --compare scripts/compare.sh --work DIR
@@ -185,6 +187,33 @@ def case_expired(a):
     check(not gone_within(read_pids(out), scaled(5)), "expired: nothing left")
 
 
+def case_pin(a):
+    """scripts/bench/pin_rank.sh (compare.sh --bind) puts rank r on the (r mod n)-th allowed CPU,
+    the rule torch_gloo.py/ddp_resnet.py --bind apply: sorted(os.sched_getaffinity(0))[r % n]."""
+    pin = os.path.join(os.path.dirname(os.path.abspath(a.compare)), "bench", "pin_rank.sh")
+    cpus = sorted(os.sched_getaffinity(0))
+
+    def allowed(env, prefix=()):
+        e = {k: v for k, v in os.environ.items()
+             if k not in ("RANK", "OMPI_COMM_WORLD_RANK", "PIN_RANK")}
+        e.update(env)
+        p = subprocess.run([*prefix, pin, "grep", "Cpus_allowed_list", "/proc/self/status"],
+                           env=e, capture_output=True, text=True, timeout=scaled(30))
+        return p.returncode, p.stdout.split(":")[-1].strip(), p.stderr
+
+    for r in range(2 * len(cpus) + 1):
+        rc, got, err = allowed({"RANK": str(r)})
+        check(rc == 0 and got == str(cpus[r % len(cpus)]),
+              f"pin: RANK={r} on CPU {cpus[r % len(cpus)]} ({rc}, {got!r}, {err.strip()})")
+    rc, got, _ = allowed({"OMPI_COMM_WORLD_RANK": "1", "RANK": "0"})
+    check(rc == 0 and got == str(cpus[1 % len(cpus)]), "pin: mpirun's rank variable first")
+    rc, got, err = allowed({})
+    check(rc == 2 and "no rank" in err, f"pin: no rank variable is an error ({rc})")
+    if len(cpus) >= 2:  # a restricted parent: the rule indexes the allowed list
+        rc, got, _ = allowed({"RANK": "0"}, ("taskset", "-c", str(cpus[-1])))
+        check(rc == 0 and got == str(cpus[-1]), f"pin: within an allowed list of one ({got})")
+
+
 def kill_leftovers(work):
     """Stop (by PID) any stress-ng process a failed case left behind, so the test does not
     leave the machine loaded."""
@@ -207,6 +236,7 @@ def main():
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
     try:
+        case_pin(a)
         case_ok(a)
         case_failure(a)
         case_signal(a, signal.SIGINT)
