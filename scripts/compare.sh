@@ -29,8 +29,9 @@
 #                         still run (else it fails); the header records its command line, PID
 #                         and nice level.
 #   --load-timeout SEC    stress-ng's --timeout (default 7200): must outlast the run
-#   --bind                pinning policy "one CPU per rank": rank i of EVERY library on CPU
-#                         i mod ncpu (scripts/bench/pin_rank.sh = taskset for glucx-bench ranks,
+#   --bind                pinning policy "one CPU per rank": rank i of EVERY library on the
+#                         (i mod n)-th of the n CPUs it may use, i.e. CPU i mod ncpu normally
+#                         (scripts/bench/pin_rank.sh = taskset for glucx-bench ranks,
 #                         Open MPI ranks and memcpy; torch_gloo.py/ddp_resnet.py --bind for
 #                         PyTorch). Default "none": no rank of any library is pinned (mpirun
 #                         --bind-to none; stress-ng's workers are not pinned either)
@@ -156,7 +157,8 @@ done
 [[ "$ddp_iters" =~ ^[0-9]+$ && "$ddp_iters" -ge 1 ]] || die "--ddp-iters must be an integer >= 1"
 [[ "$run_timeout" =~ ^[0-9]+$ && "$run_timeout" -ge 1 ]] || die "--run-timeout must be seconds >= 1"
 [[ "$load_timeout" =~ ^[0-9]+$ && "$load_timeout" -ge 1 ]] || die "--load-timeout must be seconds >= 1"
-ncpu=$(nproc)
+# online CPUs (not `nproc`, which honours OMP_NUM_THREADS and this process's affinity)
+ncpu=$(getconf _NPROCESSORS_ONLN)
 case "$load" in
   none) load_workers=0 ;;
   cpu) load_workers=$ncpu ;;
@@ -402,7 +404,8 @@ run_lib() {
 
 # ---- header ------------------------------------------------------------------------------------
 if [ "$bind" -eq 1 ]; then
-  pin_desc="one CPU per rank: rank i of every library on CPU i mod $ncpu (taskset via"
+  pin_desc="one CPU per rank: rank i of every library on the (i mod n)-th of the n CPUs it may"
+  pin_desc+=" use ($(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)) (taskset via"
   pin_desc+=" scripts/bench/pin_rank.sh for glucx-bench, Open MPI (mpirun --bind-to none) and"
   pin_desc+=" memcpy; --bind for PyTorch and DDP)"
 else

@@ -6,12 +6,13 @@ documented in compare.sh), so no Open MPI, PyTorch or glucx build is needed and 
 few seconds. The fake libraries look at the load while they run: every PID compare.sh wrote to
 load.pids must then be a live stress-ng process. Cases:
   ok        `--load` alone, 2 repetitions, libraries memcpy and mpi: exit 0; the load had
-            1 + nproc live stress-ng processes during every run, nproc of them workers; the
-            header records the command line `stress-ng --cpu <nproc> ...`; the order of the
+            1 + N live stress-ng processes during every run, N (online CPUs) of them workers;
+            the header records the command line `stress-ng --cpu <N> ...`; the order of the
             libraries rotated between the repetitions; "BELOW PROTOCOL" flagged (2 < 5 runs);
             afterwards none of the load's PIDs is a stress-ng process any more
-  failure   the fake mpi exits 3: compare.sh exits non-zero, names the failed library, and the
-            load is gone
+  failure   (this and the next cases with --load cpu:1: one worker, so they take less of the
+            machine) the fake mpi exits 3: compare.sh exits non-zero, names the failed library,
+            and the load is gone
   SIGINT, SIGTERM
             sent to compare.sh while a fake library sleeps: compare.sh exits with 128 + signal
             within a bounded time, and neither the load nor the fake library's processes survive
@@ -34,8 +35,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from timescale import scaled  # noqa: E402
 
-# compare.sh's --load uses `nproc` (online CPUs available to it); so does the check here
-NPROC = int(subprocess.run(["nproc"], capture_output=True, text=True).stdout)
+# compare.sh's --load alone: one stress-ng worker per online CPU
+NPROC = os.sysconf("SC_NPROCESSORS_ONLN")
 
 # A fake library run: record the live stress-ng processes among load.pids, then print rows.
 SEE_LOAD = r'''
@@ -130,11 +131,11 @@ def case_ok(a):
 
 def case_failure(a):
     out = os.path.join(a.work, "failure")
-    rc, text = compare(a, out, {"mpi": SEE_LOAD + "exit 3\n"}, "-r", "1", "--load")
+    rc, text = compare(a, out, {"mpi": SEE_LOAD + "exit 3\n"}, "-r", "1", "--load", "cpu:1")
     pids = read_pids(out)
     check(rc != 0 and "mpi failed on allreduce, run 1 (exit status 3" in text,
           f"failure: non-zero exit naming the library (rc {rc})")
-    check(len(pids) == 1 + NPROC and not gone_within(pids, scaled(5)),
+    check(len(pids) == 2 and not gone_within(pids, scaled(5)),
           f"failure: the load ({pids}) is stopped")
 
 
@@ -144,7 +145,7 @@ def case_signal(a, sig):
     os.makedirs(out)
     marker = os.path.join(out, "fake.pids")
     sleeper = SEE_LOAD + f'sleep 120 & echo "$$ $!" > "{marker}"; wait\n'
-    p = compare(a, out, {"mpi": sleeper}, "-r", "1", "--load", wait=False)
+    p = compare(a, out, {"mpi": sleeper}, "-r", "1", "--load", "cpu:1", wait=False)
     deadline = time.monotonic() + scaled(60)
     while not os.path.exists(marker) and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -166,7 +167,7 @@ def case_signal(a, sig):
         check(False, f"{name}: compare.sh ended within 30 s of the signal")
     check(p.returncode == 128 + sig, f"{name}: exit status {128 + sig} ({p.returncode})")
     check(f"interrupted by SIG{name[3:]}" in text, f"{name}: says it was interrupted")
-    check(len(pids) == 1 + NPROC and not gone_within(pids, scaled(5)),
+    check(len(pids) == 2 and not gone_within(pids, scaled(5)),
           f"{name}: the load ({pids}) is stopped")
     deadline = time.monotonic() + scaled(15)
     live = fake
@@ -180,7 +181,7 @@ def case_signal(a, sig):
 def case_expired(a):
     out = os.path.join(a.work, "expired")
     slow = SEE_LOAD + 'sleep 5\n' + ROWS
-    rc, text = compare(a, out, {"mpi": slow, "memcpy": ROWS}, "-r", "1", "--load",
+    rc, text = compare(a, out, {"mpi": slow, "memcpy": ROWS}, "-r", "1", "--load", "cpu:1",
                        "--load-timeout", "3")
     check(rc != 0 and "is no longer running" in text,
           f"expired: measuring stops when the load ended (rc {rc})")
