@@ -295,7 +295,8 @@ check_load() {  # fail unless the load is still running with all its workers
   local n
   n=$(worker_pids | wc -l)
   [ "$n" -eq "$load_workers" ] ||
-    die "the load has $n stress-ng workers running, expected $load_workers"
+    die "the load (stress-ng PID $stress_pid) is no longer running its $load_workers workers" \
+        "($n left): results would be mixed (--load-timeout $load_timeout too short?)"
 }
 start_load() {
   local cmd=(stress-ng --cpu "$load_workers" --timeout "${load_timeout}s" --quiet)
@@ -464,16 +465,20 @@ fi
 
 # ---- measurement -------------------------------------------------------------------------------
 start=$SECONDS
-read -r -a lib_list <<< "$libs"
-nlib=${#lib_list[@]}
 first_coll=${colls%% *}
 : > "$out/runs.log"
 for c in $colls; do
+  # this collective's libraries (memcpy with the first collective only), rotated by one per
+  # repetition: repetition k starts with the k-th library
+  lib_list=()
+  for lib in $libs; do
+    if [ "$lib" = memcpy ] && [ "$c" != "$first_coll" ]; then continue; fi
+    lib_list+=("$lib")
+  done
+  nlib=${#lib_list[@]}
   for k in $(seq 1 "$repeat"); do
     for ((i = 0; i < nlib; i++)); do
-      lib=${lib_list[$(((i + k - 1) % nlib))]}
-      if [ "$lib" = memcpy ] && [ "$c" != "$first_coll" ]; then continue; fi
-      run_lib "$lib" "$c" "$k"
+      run_lib "${lib_list[$(((i + k - 1) % nlib))]}" "$c" "$k"
     done
   done
 done

@@ -5,7 +5,8 @@ compare.sh runs with its libraries replaced by small shell commands (GLUCX_COMPA
 documented in compare.sh), so no Open MPI, PyTorch or glucx build is needed and each case takes a
 few seconds. The fake libraries look at the load while they run: every PID compare.sh wrote to
 load.pids must then be a live stress-ng process. Cases:
-  ok        `--load` alone, 2 repetitions, libraries memcpy and mpi: exit 0; the load had
+  ok        `--load` alone, 2 repetitions, allreduce and allgather, libraries memcpy, mpi and
+            gloo (memcpy runs with the first collective only): exit 0; the load had
             1 + N live stress-ng processes during every run, N (online CPUs) of them workers;
             the header records the command line `stress-ng --cpu <N> ...`; the order of the
             libraries rotated between the repetitions; "BELOW PROTOCOL" flagged (2 < 5 runs);
@@ -16,7 +17,7 @@ load.pids must then be a live stress-ng process. Cases:
   SIGINT, SIGTERM
             sent to compare.sh while a fake library sleeps: compare.sh exits with 128 + signal
             within a bounded time, and neither the load nor the fake library's processes survive
-  expired   --load-timeout 3 and a first run that outlasts it: compare.sh refuses to measure on
+  expired   --load-timeout 5 and a first run that outlasts it: compare.sh refuses to measure on
             ("no longer running") instead of mixing loaded and quiet runs
   pin       scripts/bench/pin_rank.sh (--bind): rank r on the (r mod n)-th allowed CPU, as
             PyTorch's --bind; OMPI_COMM_WORLD_RANK before RANK; no rank is an error
@@ -44,7 +45,7 @@ alive=0
 for p in $(cat "$COMPARE_OUT/load.pids"); do
   case "$(cat /proc/$p/comm 2>/dev/null)" in stress-ng|stress-ng-*) alive=$((alive + 1)) ;; esac
 done
-echo "$COMPARE_LIB $COMPARE_RUN $alive" >> "$COMPARE_OUT/seen"
+echo "$COMPARE_COLL $COMPARE_LIB $COMPARE_RUN $alive" >> "$COMPARE_OUT/seen"
 '''
 ROWS = 'echo "# fake $COMPARE_LIB"; echo "1024 2.0"; echo "2048 3.0"\n'
 
@@ -105,8 +106,9 @@ def compare(a, out, env_libs, *extra, wait=True):
 
 def case_ok(a):
     out = os.path.join(a.work, "ok")
-    libs = {"memcpy": SEE_LOAD + ROWS.replace("2.0", "9.0"), "mpi": SEE_LOAD + ROWS}
-    rc, text = compare(a, out, libs, "-r", "2", "--load")
+    libs = {"memcpy": SEE_LOAD + ROWS.replace("2.0", "9.0"), "mpi": SEE_LOAD + ROWS,
+            "gloo": SEE_LOAD + ROWS}
+    rc, text = compare(a, out, libs, "-r", "2", "--load", "-c", "allreduce allgather")
     check(rc == 0, f"ok: exit 0 (rc {rc})")
     if rc != 0:
         print(text)
@@ -116,9 +118,15 @@ def case_ok(a):
     seen = open(os.path.join(out, "seen")).read().split("\n") if os.path.exists(
         os.path.join(out, "seen")) else []
     seen = [ln.split() for ln in seen if ln.strip()]
-    check([s[:2] for s in seen] == [["memcpy", "1"], ["mpi", "1"], ["mpi", "2"], ["memcpy", "2"]],
+    # allreduce: memcpy, mpi, gloo; then mpi, gloo, memcpy. allgather (no memcpy): mpi, gloo;
+    # then gloo, mpi
+    want = [("allreduce", "memcpy", "1"), ("allreduce", "mpi", "1"), ("allreduce", "gloo", "1"),
+            ("allreduce", "mpi", "2"), ("allreduce", "gloo", "2"), ("allreduce", "memcpy", "2"),
+            ("allgather", "mpi", "1"), ("allgather", "gloo", "1"),
+            ("allgather", "gloo", "2"), ("allgather", "mpi", "2")]
+    check([tuple(s[:3]) for s in seen] == want,
           f"ok: every library once per repetition, the order rotating ({seen})")
-    check(all(int(s[2]) == 1 + NPROC for s in seen),
+    check(len(seen) == len(want) and all(int(s[3]) == 1 + NPROC for s in seen),
           f"ok: all {1 + NPROC} stress-ng processes alive during every run ({seen})")
     proto = open(os.path.join(out, "protocol.txt")).read()
     check(f"# load: stress-ng --cpu {NPROC} --timeout " in proto,
@@ -180,11 +188,12 @@ def case_signal(a, sig):
 
 def case_expired(a):
     out = os.path.join(a.work, "expired")
-    slow = SEE_LOAD + 'sleep 5\n' + ROWS
+    slow = SEE_LOAD + 'sleep 8\n' + ROWS
     rc, text = compare(a, out, {"mpi": slow, "memcpy": ROWS}, "-r", "1", "--load", "cpu:1",
-                       "--load-timeout", "3")
-    check(rc != 0 and "is no longer running" in text,
-          f"expired: measuring stops when the load ended (rc {rc})")
+                       "--load-timeout", "5")
+    ok = rc != 0 and "is no longer running" in text
+    check(ok, f"expired: measuring stops when the load ended (rc {rc})"
+          + ("" if ok else f": {text[-600:]}"))
     check(not gone_within(read_pids(out), scaled(5)), "expired: nothing left")
 
 
