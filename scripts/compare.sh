@@ -321,7 +321,7 @@ start_load() {
       die "stress-ng process $p runs at nice $nice_w, the benchmarks at $nice_self"
   done
   echo "$stress_pid ${stress_workers[*]}" > "$out/load.pids"
-  load_desc="$(tr '\0' ' ' < "/proc/$stress_pid/cmdline" | sed 's/ $//') (PID $stress_pid," \
+  load_desc="$(tr '\0' ' ' < "/proc/$stress_pid/cmdline" | sed 's/ $//') (PID $stress_pid,"
   load_desc+=" ${#stress_workers[@]} workers $(echo "${stress_workers[@]}" | tr ' ' ','), nice"
   load_desc+=" $nice_self like the benchmarks, not pinned)"
   echo "compare.sh: load running: $load_desc" >&2
