@@ -48,10 +48,13 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) --timeout 900
 
-# Collective benchmarks against Open MPI and Gloo TCP (see docs/perf.md).
+# Collective benchmarks against Open MPI and Gloo TCP under the measurement protocol (see
+# docs/perf.md, "Measurement protocol"); options for scripts/compare.sh in BENCH_ARGS, e.g.
+# `make bench BENCH_ARGS="--load"` (under stress-ng --cpu <ncpu>) or BENCH_ARGS="--bind".
+BENCH_ARGS ?=
 bench: build venv
 	@scripts/install-deps.sh bench
-	scripts/compare.sh
+	scripts/compare.sh $(BENCH_ARGS)
 
 # Gloo's own upstream test suite on Gloo TCP and on glucx (docs/conformance.md). A check tool,
 # not part of `test`: it needs Debian's gloo source package and takes long. Options go in

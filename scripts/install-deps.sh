@@ -13,7 +13,8 @@ build_pkgs=(gcc g++ make cmake pkg-config libucx-dev ucx-utils libhiredis-dev li
 test_pkgs=(libcmocka-dev redis-server valgrind libgtest-dev python3-pytest iproute2
            python3-bt2 python3-jsonschema chromium
            stress-ng)  # the suite's repeat runs under load (tests/README.md)
-bench_pkgs=(openmpi-bin libopenmpi-dev python3-torch python3-numpy python3-torchvision)
+bench_pkgs=(openmpi-bin libopenmpi-dev python3-torch python3-numpy python3-torchvision
+            stress-ng)  # scripts/compare.sh --load
 # scripts/gloo-upstream.sh: Gloo's source package (apt-get source, dpkg-source) and its tests'
 # build (GoogleTest, the installed libgloo's headers)
 conformance_pkgs=(dpkg-dev cmake g++ make libgtest-dev libgloo-dev)

@@ -37,12 +37,15 @@ usage:
       line with every step time)
   ddp_resnet.py --all [--variants "compute pair nocomm gloo glooucx glucx glooucx-instr"]
                 [--repeat 3] [--out DIR] [--ranks 2] [--iters 20] [--warmup 5] [--bind]
-      runs the variants as subprocesses of this interpreter, interleaved, REPEAT times; skips
-      glucx* (with a note) when torch.distributed has no backend "glucx"; prints a markdown table:
-      median step time (median of the runs' medians), spread, ratio to the compute-only bound,
-      speedup over Gloo TCP, and the issue's targets. Run it with the venv's python (`make venv`)
-      so glucx is importable.
---bind pins rank r (and the compute/pair processes) to CPU r % ncpus, as compare.sh --bind-torch.
+      runs the variants as subprocesses of this interpreter, REPEAT times (default 5, the
+      measurement protocol's minimum; fewer is flagged "BELOW PROTOCOL"), each variant once per
+      repetition, the order rotating by one variant per repetition; skips glucx* (with a note)
+      when torch.distributed has no backend "glucx"; prints a markdown table: median step time
+      (median of the runs' medians), spread, ratio to the compute-only bound (step / compute),
+      to the DDP floor (step / nocomm), speedup over Gloo TCP, and the earlier issue's targets.
+      Run it with the venv's python (`make venv`) so glucx is importable.
+--bind pins rank r (and the compute/pair processes) to CPU r % ncpus, as compare.sh --bind does
+for every library.
 """
 import argparse
 import json
@@ -56,6 +59,7 @@ import time
 DDP_VARIANTS = ("gloo", "glooucx", "glucx", "glooucx-instr", "glucx-instr", "nocomm")
 ALL_VARIANTS = ("compute", "pair") + DDP_VARIANTS
 BATCH, SIZE, CLASSES = 8, 64, 1000
+PROTOCOL_RUNS = 5  # the measurement protocol's minimum number of runs (docs/perf.md)
 
 
 def free_port():
@@ -215,7 +219,9 @@ def run_all(a):
         os.makedirs(a.out, exist_ok=True)
     meds = {v: [] for v in variants}
     for k in range(1, a.repeat + 1):
-        for v in variants:
+        # the order rotates by one variant per repetition: none always runs first or last
+        shift = (k - 1) % len(variants)
+        for v in variants[shift:] + variants[:shift]:
             print(f"ddp_resnet: run {k}/{a.repeat}: {v}", file=sys.stderr, flush=True)
             cmd = [sys.executable, os.path.abspath(__file__), "--variant", v, "--ranks",
                    str(a.ranks), "--iters", str(a.iters), "--warmup", str(a.warmup), "--json"]
@@ -232,17 +238,20 @@ def run_all(a):
                     json.dump(res, f)
             meds[v].append(statistics.median(res["times_ms"]))
     import torch
+    below = (f" -- BELOW PROTOCOL ({a.repeat} < {PROTOCOL_RUNS} runs)"
+             if a.repeat < PROTOCOL_RUNS else "")
     print(f"\n### DDP step time, torchvision ResNet-18, batch {BATCH} of 3x{SIZE}x{SIZE}, "
           f"{a.ranks} ranks, 1 intra-op thread each (torch {torch.__version__}; median of "
-          f"{a.repeat} runs x {a.iters} steps{', ranks pinned' if a.bind else ''})\n")
-    print("| variant | step ms | runs (min-max) | / compute-only | / DDP floor | "
-          "Gloo TCP speedup |")
+          f"{a.repeat} interleaved runs (order rotating) x {a.iters} steps, "
+          f"{'ranks pinned' if a.bind else 'no pinning'}){below}\n")
+    print("| variant | step ms | runs (min-max) | step / compute-only | "
+          "step / DDP floor (nocomm) | Gloo TCP speedup |")
     print("|---|---:|---:|---:|---:|---:|")
     m = {v: statistics.median(x) for v, x in meds.items() if x}
     base, tcp, floor = m.get("compute"), m.get("gloo"), m.get("nocomm")
     for v in variants:
-        r_c = f"{m[v] / base:.2f}" if base else "-"
-        r_f = f"{m[v] / floor:.2f}" if floor else "-"
+        r_c = f"{m[v] / base:.3f}" if base else "-"
+        r_f = f"{m[v] / floor:.3f}" if floor else "-"
         r_t = f"{tcp / m[v]:.2f}" if tcp else "-"
         print(f"| {v} | {m[v]:.1f} | {min(meds[v]):.1f}-{max(meds[v]):.1f} | {r_c} | {r_f} "
               f"| {r_t} |")
@@ -268,7 +277,7 @@ def main():
     p.add_argument("--variant", choices=ALL_VARIANTS)
     p.add_argument("--all", action="store_true")
     p.add_argument("--variants", default="compute pair nocomm gloo glooucx glucx glooucx-instr")
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=PROTOCOL_RUNS)
     p.add_argument("--out")
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--iters", type=int, default=20)

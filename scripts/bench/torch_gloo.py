@@ -257,8 +257,9 @@ def main():
     p.add_argument("--min", type=int, default=1024)
     p.add_argument("--max", type=int, default=16 << 20)
     p.add_argument("--bind", action="store_true",
-                   help="pin rank r (all its threads) to CPU r %% ncpus before init, as mpirun's "
-                        "default --bind-to core does; the same for both transports")
+                   help="pin rank r (all its threads) to the (r mod n)-th of the n CPUs this "
+                        "process may use, before init: scripts/compare.sh --bind's rule for "
+                        "every library (scripts/bench/pin_rank.sh); the same for every transport")
     p.add_argument("--transport", choices=["tcp", "ucx"], default="tcp",
                    help="Gloo device transport: Gloo's TCP (default) or glucx (UCX)")
     p.add_argument("--backend", choices=["gloo", "glucx"], default="gloo",
