@@ -44,6 +44,7 @@ glucx_status_t glucx_context_create(const glucx_context_params_t *params,
     st = glucx_tx_ucx_context_create(net_devices, ctx->config.keepalive_ms, &ctx->ucx);
     if (st == GLUCX_OK) {
         glucx_tx_ucx_context_set_spin(ctx->ucx, ctx->config.spin_us * 1000);
+        glucx_tx_ucx_context_set_yield(ctx->ucx, (glucx_ucx_yield_t)ctx->config.yield);
         glucx_tx_ucx_context_set_hold(ctx->ucx, ctx->config.window_hold);
     }
     if (st != GLUCX_OK)

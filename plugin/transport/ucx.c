@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,29 @@ void glucx_tx_ucx_context_set_spin(glucx_ucx_context_t *uctx, int64_t spin_ns)
 {
     if (uctx != NULL)
         uctx->spin_ns = spin_ns < 0 ? 0 : spin_ns;
+}
+
+void glucx_tx_ucx_context_set_yield(glucx_ucx_context_t *uctx, glucx_ucx_yield_t mode)
+{
+    if (uctx != NULL && (mode == GLUCX_UCX_YIELD_AUTO || mode == GLUCX_UCX_YIELD_ALWAYS ||
+                         mode == GLUCX_UCX_YIELD_NEVER))
+        uctx->yield = mode;
+}
+
+glucx_ucx_yield_t glucx_tx_ucx_yield(glucx_tx_t *base)
+{
+    return base != NULL ? glucx_ucx_tx(base)->yield : GLUCX_UCX_YIELD_AUTO;
+}
+
+/* CPUs this process may run on (its affinity mask), 0 when unknown. */
+static int usable_cpus(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 && n < INT32_MAX ? (int)n : 0;
 }
 
 void glucx_tx_ucx_context_set_hold(glucx_ucx_context_t *uctx, size_t hold_bytes)
@@ -354,6 +378,7 @@ glucx_status_t glucx_tx_ucx_create(glucx_ucx_context_t *uctx, int rank, int size
     atomic_init(&tx->torn_down, 0);
     tx->uctx = uctx;
     tx->spin_ns = uctx->spin_ns;
+    tx->yield = GLUCX_UCX_YIELD_AUTO;
     int64_t tick = uctx->keepalive_ns / 2;
     tx->tick_ns = tick < 10000000 ? 10000000 : tick > 1000000000 ? 1000000000 : tick;
     tx->eps = calloc((size_t)size, sizeof(*tx->eps));
@@ -560,6 +585,19 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
         ids[r].boot_id[sizeof(ids[r].boot_id) - 1] = '\0';
         ids[r].host[sizeof(ids[r].host) - 1] = '\0';
     }
+
+    /* The wait policy: yield always when this host has more of the job's ranks than CPUs. */
+    int host_ranks = 0;
+    for (int r = 0; r < size; r++)
+        host_ranks += r == rank || same_machine(&tx->ident, &ids[r]);
+    tx->host_ranks = host_ranks;
+    tx->cpus = usable_cpus();
+    tx->yield = glucx_ucx_yield_resolve(tx->uctx->yield, host_ranks, tx->cpus);
+    glucx_debug("ucx: rank %d: %d of %d ranks on this host, %d usable CPUs: waits yield %s", rank,
+                host_ranks, size, tx->cpus,
+                tx->yield == GLUCX_UCX_YIELD_ALWAYS  ? "always"
+                : tx->yield == GLUCX_UCX_YIELD_NEVER ? "never"
+                                                     : "while yielding is cheap");
 
     pthread_mutex_lock(&tx->lock);
     for (int r = 0; r < size; r++) {

@@ -150,11 +150,71 @@ glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keep
 
 /**
  * Set how long waits poll before they sleep (@p spin_ns >= 0; default GLUCX_UCX_SPIN_NS) for
- * transports created afterwards. While polling, a wait that finds nothing to do yields the core
- * (sched_yield) so other runnable threads on it (another rank, the framework's own threads) are
- * not starved when ranks outnumber cores. Not thread-safe with glucx_tx_ucx_create().
+ * transports created afterwards. Whether a poll that finds nothing to do also yields the core is
+ * the yield policy (glucx_tx_ucx_context_set_yield). Not thread-safe with glucx_tx_ucx_create().
  */
 void glucx_tx_ucx_context_set_spin(glucx_ucx_context_t *uctx, int64_t spin_ns);
+
+/**
+ * Whether a waiting thread calls sched_yield() between polls that found nothing (GLUCX_YIELD).
+ *
+ * Why it matters. Yielding hands the core to another runnable thread at once: right when that
+ * thread is one the wait depends on (another rank of the job on the same core, a framework
+ * thread handing work over), and costly when it is a CPU-bound thread of someone else: the
+ * kernel's fair scheduler then runs that thread for a whole time slice (0.7-3 ms) and the
+ * yielder, still runnable, cannot preempt it when its message arrives (a sleeping thread that
+ * is woken can). Measured on 2 cores next to `stress-ng --cpu 2`: yielding made a 1 KiB
+ * allreduce 0.6-1.4 ms per call, polling without yielding 2-7 us (docs/perf.md, issue 15).
+ * Open MPI has the same switch (`mpi_yield_when_idle`), turned on when a host has more ranks
+ * than cores.
+ */
+typedef enum glucx_ucx_yield {
+    /** ALWAYS when this host has more of the job's ranks than the process may use CPUs, else
+     * CHEAP. The default. */
+    GLUCX_UCX_YIELD_AUTO = 0,
+    GLUCX_UCX_YIELD_ALWAYS, /**< yield after every empty poll past the first 2 us */
+    GLUCX_UCX_YIELD_NEVER,  /**< poll without yielding, then sleep */
+    /** Yield while yielding is cheap: a yield that kept the thread off its core longer than
+     * GLUCX_UCX_YIELD_SLOW_NS means a CPU-bound thread took the core, and the thread then polls
+     * without yielding for GLUCX_UCX_YIELD_OFF_NS (then tries again). Only a resolved policy. */
+    GLUCX_UCX_YIELD_CHEAP,
+} glucx_ucx_yield_t;
+
+/** A yield longer than this took a time slice (the kernel's smallest is 0.7 ms): not cheap. */
+#define GLUCX_UCX_YIELD_SLOW_NS 200000
+/** How long a thread whose yield was slow polls without yielding before it tries again. */
+#define GLUCX_UCX_YIELD_OFF_NS 100000000
+
+/** Set the yield policy (AUTO, ALWAYS or NEVER) for transports created afterwards. Not
+ * thread-safe with glucx_tx_ucx_create(); other values are ignored. */
+void glucx_tx_ucx_context_set_yield(glucx_ucx_context_t *uctx, glucx_ucx_yield_t mode);
+
+/**
+ * The policy a transport follows: @p mode (AUTO, ALWAYS, NEVER) resolved for @p host_ranks
+ * ranks of the job on this host (this one included) and @p cpus CPUs the process may run on
+ * (<= 0: unknown, taken as enough). Returns ALWAYS, NEVER or CHEAP. Pure; thread-safe.
+ */
+glucx_ucx_yield_t glucx_ucx_yield_resolve(glucx_ucx_yield_t mode, int host_ranks, int cpus);
+
+/** What a thread learned about its yields (one per thread; zero-initialised). */
+typedef struct glucx_ucx_yield_state {
+    int64_t off_until_ns; /**< CHEAP: no yields before this time (glucx_now_ns clock) */
+} glucx_ucx_yield_state_t;
+
+/** Whether a wait under resolved policy @p policy may yield at @p now_ns. Pure. */
+int glucx_ucx_yield_allowed(glucx_ucx_yield_t policy, const glucx_ucx_yield_state_t *state,
+                            int64_t now_ns);
+
+/**
+ * Record one yield that started at @p before_ns and returned at @p after_ns. Under CHEAP a slow
+ * one (longer than GLUCX_UCX_YIELD_SLOW_NS) stops yields until @p after_ns +
+ * GLUCX_UCX_YIELD_OFF_NS. @return 1 when this yield turned yields off, else 0.
+ */
+int glucx_ucx_yield_observe(glucx_ucx_yield_t policy, glucx_ucx_yield_state_t *state,
+                            int64_t before_ns, int64_t after_ns);
+
+/** The resolved yield policy of a connected UCX transport @p tx (AUTO before it connected). */
+glucx_ucx_yield_t glucx_tx_ucx_yield(glucx_tx_t *tx);
 
 /** Default of glucx_tx_ucx_context_set_hold (GLUCX_WINDOW_HOLD). */
 #define GLUCX_UCX_HOLD_DEFAULT ((size_t)256 << 20)

@@ -102,12 +102,13 @@ static inline glucx_ucx_req_area_t *glucx_ucx_req_area(void *ucx_request)
 
 struct glucx_ucx_context {
     ucp_context_h ucp;
-    size_t hold_max;      /**< bytes of early puts a transport holds before failing */
-    int64_t keepalive_ns; /**< keepalive interval in force (UCX default when not configured) */
-    int64_t spin_ns;      /**< how long waits poll before sleeping */
-    int shm;              /**< UCX_TLS lets a shared-memory transport in (mm or cma) */
-    int net;              /**< UCX_TLS lets a network transport in (tcp, InfiniBand): needed
-                               by client-server endpoints (compact addresses, ucx_boot.c) */
+    size_t hold_max;         /**< bytes of early puts a transport holds before failing */
+    int64_t keepalive_ns;    /**< keepalive interval in force (UCX default when not configured) */
+    int64_t spin_ns;         /**< how long waits poll before sleeping */
+    glucx_ucx_yield_t yield; /**< GLUCX_YIELD: AUTO, ALWAYS or NEVER */
+    int shm;                 /**< UCX_TLS lets a shared-memory transport in (mm or cma) */
+    int net;                 /**< UCX_TLS lets a network transport in (tcp, InfiniBand): needed
+                                  by client-server endpoints (compact addresses, ucx_boot.c) */
 };
 
 /**
@@ -342,8 +343,11 @@ typedef struct glucx_ucx_tx {
                                         endpoints' error callbacks (from its asynchronous
                                         thread) until the worker is destroyed */
 
-    int64_t tick_ns; /**< longest sleep before progressing again (keepalive) */
-    int64_t spin_ns; /**< how long waits poll before sleeping (from the context) */
+    int64_t tick_ns;         /**< longest sleep before progressing again (keepalive) */
+    int64_t spin_ns;         /**< how long waits poll before sleeping (from the context) */
+    glucx_ucx_yield_t yield; /**< resolved at connect (ALWAYS, NEVER, CHEAP); AUTO before */
+    int host_ranks;          /**< ranks of the job on this host, this one included (connect) */
+    int cpus;                /**< CPUs this process may run on at connect (0: unknown) */
 } glucx_ucx_tx_t;
 
 static inline glucx_ucx_tx_t *glucx_ucx_tx(glucx_tx_t *tx)

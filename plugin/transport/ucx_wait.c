@@ -635,6 +635,46 @@ out:
     pthread_mutex_unlock(&tx->lock);
 }
 
+glucx_ucx_yield_t glucx_ucx_yield_resolve(glucx_ucx_yield_t mode, int host_ranks, int cpus)
+{
+    switch (mode) {
+    case GLUCX_UCX_YIELD_ALWAYS:
+    case GLUCX_UCX_YIELD_NEVER:
+    case GLUCX_UCX_YIELD_CHEAP:
+        return mode;
+    case GLUCX_UCX_YIELD_AUTO:
+    default:
+        /* More ranks than CPUs: a peer this wait depends on may be queued on this core. */
+        return cpus > 0 && host_ranks > cpus ? GLUCX_UCX_YIELD_ALWAYS : GLUCX_UCX_YIELD_CHEAP;
+    }
+}
+
+int glucx_ucx_yield_allowed(glucx_ucx_yield_t policy, const glucx_ucx_yield_state_t *state,
+                            int64_t now_ns)
+{
+    switch (policy) {
+    case GLUCX_UCX_YIELD_ALWAYS:
+        return 1;
+    case GLUCX_UCX_YIELD_CHEAP:
+        return now_ns >= state->off_until_ns;
+    default:
+        return 0;
+    }
+}
+
+int glucx_ucx_yield_observe(glucx_ucx_yield_t policy, glucx_ucx_yield_state_t *state,
+                            int64_t before_ns, int64_t after_ns)
+{
+    if (policy != GLUCX_UCX_YIELD_CHEAP || after_ns - before_ns <= GLUCX_UCX_YIELD_SLOW_NS)
+        return 0;
+    state->off_until_ns = after_ns + GLUCX_UCX_YIELD_OFF_NS;
+    return 1;
+}
+
+/* What this thread learned about its yields (the cost of a yield is a property of the core the
+ * thread runs on, not of a transport). */
+static _Thread_local glucx_ucx_yield_state_t yield_state;
+
 static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t deadline_ns)
 {
     glucx_tx_req_t *const *reqs = w->reqs;
@@ -649,6 +689,10 @@ static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t
     const int64_t start = glucx_now_ns();
     const int64_t spin_end = start + tx->spin_ns;
     const int64_t hot_end = start + GLUCX_UCX_SPIN_HOT_NS;
+    /* Before connect (the policy is still AUTO) the host's ranks are unknown: yield while cheap. */
+    const glucx_ucx_yield_t policy =
+        tx->yield == GLUCX_UCX_YIELD_AUTO ? GLUCX_UCX_YIELD_CHEAP : tx->yield;
+    int may_yield = glucx_ucx_yield_allowed(policy, &yield_state, start);
     for (;;) {
         if (satisfied(tx, w))
             break;
@@ -681,9 +725,13 @@ static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t
             int events = glucx_ucx_progress_locked(tx);
             pthread_mutex_unlock(&tx->lock);
             /* Nothing arrived: let another runnable thread on this core go first (the peer
-             * this wait depends on may be queued behind us when ranks outnumber cores). */
-            if (events == 0 && now >= hot_end)
+             * this wait depends on may be queued behind us when ranks outnumber cores), unless
+             * the policy says yielding costs more than it gives (glucx_ucx_yield_t). */
+            if (events == 0 && now >= hot_end && may_yield) {
                 sched_yield();
+                if (glucx_ucx_yield_observe(policy, &yield_state, now, glucx_now_ns()))
+                    may_yield = 0;
+            }
             continue;
         }
         block_once(tx, w, deadline_ns);

@@ -120,6 +120,16 @@ glucx_status_t glucx_config_read(glucx_config_t *c)
     st = parse_int("GLUCX_SPIN_US", 0, 10000000, "microseconds", &c->spin_us);
     if (st != GLUCX_OK)
         return st;
+    const char *yield = get("GLUCX_YIELD");
+    if (strcasecmp(yield, "auto") == 0)
+        c->yield = 0;
+    else if (strcasecmp(yield, "always") == 0)
+        c->yield = 1;
+    else if (strcasecmp(yield, "never") == 0)
+        c->yield = 2;
+    else
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "GLUCX_YIELD=%s: expected auto, always or never",
+                           yield);
     st = parse_int("GLUCX_COLL_NICE", -20, 19, "nice steps", &c->coll_nice);
     if (st != GLUCX_OK)
         return st;

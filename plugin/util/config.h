@@ -18,8 +18,13 @@
     X(GLUCX_KEEPALIVE_MS, "1000",                                                                  \
       "UCX keepalive interval used to detect dead peers, milliseconds")                            \
     X(GLUCX_SPIN_US, "200",                                                                        \
-      "how long a waiting thread polls (yielding the core to other runnable threads) before "      \
-      "it sleeps on the transport's event descriptor, microseconds; 0 sleeps at once")             \
+      "how long a waiting thread polls before it sleeps on the transport's event descriptor, "     \
+      "microseconds; 0 sleeps at once")                                                            \
+    X(GLUCX_YIELD, "auto",                                                                         \
+      "whether a polling wait yields its core (sched_yield) when it finds nothing to do: "         \
+      "always, never, or auto: always when this host has more of the job's ranks than the "        \
+      "process has CPUs, else only while yields return quickly (one that lost a time slice to "    \
+      "a CPU-bound thread stops them for 100 ms)")                                                 \
     X(GLUCX_WINDOW_HOLD, "256M",                                                                   \
       "bytes of puts (glucx_iput) a communicator holds while no window takes them (eager "         \
       "payload plus 256 per message; K/M/G suffixes); past it the communicator fails with "        \
@@ -53,6 +58,7 @@ typedef struct glucx_config {
     int64_t timeout_ms;
     int64_t keepalive_ms;
     int64_t spin_us;
+    int yield;          /**< GLUCX_YIELD: 0 auto, 1 always, 2 never (glucx_ucx_yield_t's values) */
     int64_t coll_nice;  /**< GLUCX_COLL_NICE: nice increment of the collective thread */
     size_t window_hold; /**< GLUCX_WINDOW_HOLD: bytes of early puts held per communicator */
     char tune[1024];

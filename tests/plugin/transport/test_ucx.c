@@ -3,6 +3,7 @@
  * runs twice: with UCX's default transports (shared memory between processes of this host) and
  * with UCX_TLS=tcp over loopback.
  */
+#include <sched.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -582,7 +583,9 @@ static void test_threads(void **state)
     run_modes(2, threads_child, 0, 180);
 }
 
-/* 4 ranks on 2 cores: three ranks wait 3 s for a late fourth; each uses < 10% of a core. */
+/* The other ranks wait 3 s for a late last rank; each uses < 10% of a core. With 4 ranks on 2
+ * cores waits yield (GLUCX_UCX_YIELD_ALWAYS); with 2 ranks on 2 or more cores they yield only
+ * while it is cheap (CHEAP): both must still end in a sleep. */
 static int idle_child(int rank, int size, void *arg)
 {
     ucx_test_t *t = arg;
@@ -591,16 +594,17 @@ static int idle_child(int rank, int size, void *arg)
         return 1;
     glucx_tx_t *tx = e.tx;
     CHECK(ucx_barrier(t, size, tx) == 0, "barrier");
-    if (rank == 3) {
+    const int late = size - 1;
+    if (rank == late) {
         usleep(3000000);
         glucx_tx_req_t s[3] = {{0}};
         glucx_tx_req_t *ps[3] = {&s[0], &s[1], &s[2]};
-        for (int p = 0; p < 3; p++)
+        for (int p = 0; p < late; p++)
             CHECK_OK(tx->ops->isend(tx, p, ucx_tag(1, 0), "wake", 5, &s[p]));
-        CHECK_OK(tx->ops->wait(tx, ps, 3, glucx_deadline_ns(glucx_test_ms(30000))));
+        CHECK_OK(tx->ops->wait(tx, ps, late, glucx_deadline_ns(glucx_test_ms(30000))));
     } else {
         char buf[8];
-        int src[1] = {3};
+        int src[1] = {late};
         glucx_tx_req_t r = {0};
         double c0 = ucx_cpu_s(), t0 = ucx_now_s();
         CHECK_OK(tx->ops->irecv(tx, src, 1, ucx_tag(1, 0), 0, buf, sizeof(buf), &r));
@@ -620,6 +624,76 @@ static void test_idle_cpu(void **state)
 {
     (void)state;
     run_modes(4, idle_child, 0, 120);
+    run_modes(2, idle_child, 0, 120);
+}
+
+/* The yield policy a connect resolves (glucx_ucx_yield_t): from the job's ranks on this host and
+ * the CPUs the process may use. t->shared: int case (0: the rank's current CPUs, 1: one CPU,
+ * 2: GLUCX_YIELD never). */
+static int yield_child(int rank, int size, void *arg)
+{
+    ucx_test_t *t = arg;
+    const int which = *(const int *)t->shared;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CHECK(sched_getaffinity(0, sizeof(set), &set) == 0, "sched_getaffinity");
+    if (which == 1) {
+        int first = -1;
+        for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+            if (CPU_ISSET(c, &set))
+                first = c;
+        CHECK(first >= 0, "no CPU in the affinity mask");
+        CPU_ZERO(&set);
+        CPU_SET(first, &set);
+        CHECK(sched_setaffinity(0, sizeof(set), &set) == 0, "sched_setaffinity");
+    }
+    const int cpus = CPU_COUNT(&set);
+    ucx_test_rank_ = rank;
+    if (t->mode == UCX_TEST_TCP)
+        setenv("UCX_TLS", "tcp", 1);
+    else
+        unsetenv("UCX_TLS");
+    ucx_rank_t e = {.rank = rank, .size = size};
+    const void *addr;
+    size_t len;
+    CHECK_OK(glucx_tx_ucx_context_create("lo", t->keepalive_ms, &e.uctx));
+    if (which == 2)
+        glucx_tx_ucx_context_set_yield(e.uctx, GLUCX_UCX_YIELD_NEVER);
+    CHECK_OK(glucx_tx_ucx_create(e.uctx, rank, size, &e.tx, &addr, &len));
+    /* before connect nothing is resolved */
+    CHECK(glucx_tx_ucx_yield(e.tx) == GLUCX_UCX_YIELD_AUTO, "policy %d before connect",
+          (int)glucx_tx_ucx_yield(e.tx));
+    const void *addrs[16];
+    size_t lens[16];
+    CHECK(glucx_test_exchange(t->x, rank, size, addr, len, addrs, lens, 60000) == 0,
+          "address exchange");
+    CHECK_OK(glucx_tx_ucx_connect(e.tx, addrs, lens, glucx_deadline_ns(glucx_test_ms(20000))));
+    /* every rank of this job runs on this host: `size` of them against `cpus` CPUs */
+    glucx_ucx_yield_t want = which == 2    ? GLUCX_UCX_YIELD_NEVER
+                             : size > cpus ? GLUCX_UCX_YIELD_ALWAYS
+                                           : GLUCX_UCX_YIELD_CHEAP;
+    CHECK(glucx_tx_ucx_yield(e.tx) == want, "case %d, %d ranks, %d CPUs: policy %d, expected %d",
+          which, size, cpus, (int)glucx_tx_ucx_yield(e.tx), (int)want);
+    /* and waits work under it */
+    CHECK(ucx_barrier(t, size, e.tx) == 0, "barrier");
+    ucx_rank_down(&e);
+    return 0;
+}
+
+static void test_yield_policy(void **state)
+{
+    (void)state;
+    for (int which = 0; which <= 2; which++) {
+        for (int mode = UCX_TEST_DEFAULT; mode <= UCX_TEST_TCP; mode++) {
+            ucx_test_t *t = ucx_test_new(mode, sizeof(int));
+            assert_non_null(t);
+            *(int *)t->shared = which;
+            int rc = glucx_test_procs_run(2, yield_child, t, 120);
+            if (rc != 0)
+                fprintf(stderr, "failed in case %d, %s mode\n", which, ucx_mode_name(mode));
+            assert_int_equal(rc, 0);
+        }
+    }
 }
 
 /* A single rank: self traffic, argument checks, describe_peer. */
@@ -678,7 +752,7 @@ int main(void)
         cmocka_unit_test(test_fifo),         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_any_source),   cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_wait_timeout), cmocka_unit_test(test_threads),
-        cmocka_unit_test(test_idle_cpu),
+        cmocka_unit_test(test_idle_cpu),     cmocka_unit_test(test_yield_policy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

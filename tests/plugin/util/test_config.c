@@ -97,6 +97,29 @@ static void test_coll_nice(void **state)
     unsetenv("GLUCX_COLL_NICE");
 }
 
+static void test_yield(void **state)
+{
+    (void)state;
+    glucx_config_t c;
+    unsetenv("GLUCX_YIELD");
+    assert_int_equal(glucx_config_read(&c), GLUCX_OK);
+    assert_int_equal(c.yield, 0); /* the documented "auto" */
+    const char *good[] = {"auto", "always", "never", "ALWAYS", "Never"};
+    const int want[] = {0, 1, 2, 1, 2};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        setenv("GLUCX_YIELD", good[i], 1);
+        assert_int_equal(glucx_config_read(&c), GLUCX_OK);
+        assert_int_equal(c.yield, want[i]);
+    }
+    const char *bad[] = {"", "1", "yes", "sometimes", "auto "};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("GLUCX_YIELD", bad[i], 1);
+        assert_int_equal(glucx_config_read(&c), GLUCX_ERR_INVALID_ARG);
+        assert_non_null(strstr(glucx_last_error(), "GLUCX_YIELD"));
+    }
+    unsetenv("GLUCX_YIELD");
+}
+
 static void test_window_hold(void **state)
 {
     (void)state;
@@ -127,7 +150,8 @@ static void test_table_lists_every_read_variable(void **state)
     const glucx_config_var_t *vars = glucx_config_vars(&n);
     const char *must[] = {"GLUCX_LOG_LEVEL", "GLUCX_TIMEOUT_MS", "GLUCX_KEEPALIVE_MS",
                           "GLUCX_TUNE",      "GLUCX_STORE",      "GLUCX_CALIBRATION",
-                          "GLUCX_HOSTID",    "GLUCX_COLL_NICE",  "GLUCX_WINDOW_HOLD"};
+                          "GLUCX_HOSTID",    "GLUCX_COLL_NICE",  "GLUCX_WINDOW_HOLD",
+                          "GLUCX_YIELD"};
     for (size_t i = 0; i < sizeof(must) / sizeof(must[0]); i++) {
         int found = 0;
         for (int j = 0; j < n; j++)
@@ -144,6 +168,7 @@ int main(void)
         cmocka_unit_test(test_coll_nice),
         cmocka_unit_test(test_window_hold),
         cmocka_unit_test(test_table_lists_every_read_variable),
+        cmocka_unit_test(test_yield),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
