@@ -17,6 +17,18 @@
  * (pid, boot id, PID namespace, host name: glucx_ucx_ident_t in ucx_int.h) followed by the UCX
  * worker address; connect reads the peers' identities from their blobs.
  *
+ * Eager sizes. Plain (not synchronous) tag sends to a local peer carry
+ * UCP_OP_ATTR_FLAG_FAST_CMPL, so UCX sends them eager (copied through the shared-memory FIFO,
+ * two copies per byte, complete once copied out) up to UCX_RNDV_SEND_NBR_THRESH (default
+ * 256 KiB) and rendezvous (cma, one copy) from there on; without the flag UCX 1.13 switches to
+ * rendezvous at the mm segment size (8256 bytes). A rendezvous send completes only after the
+ * receiver has seen the announcement, read the data and answered, which costs a round trip and
+ * a process_vm_readv per message and, when a core is shared, a wake-up of each rank in turn;
+ * docs/perf.md ("Allgather and alltoall") has the measurements. The user's own UCX settings
+ * still decide: UCX_RNDV_SEND_NBR_THRESH moves the switch, and UCX_RNDV_THRESH, when set,
+ * applies to these sends too. Synchronous sends, sends to other peers and window puts (active
+ * messages) are unchanged.
+ *
  * Local peer failure detection is ours: connect opens a pidfd (pidfd_open, Linux >= 5.3) per
  * local peer, the sleeping waiter polls the pidfds together with the worker's event descriptor,
  * and every wake-up (and a progress() call at least every 20 ms) checks them; without pidfd_open,

@@ -354,6 +354,11 @@ static glucx_status_t send_locked(glucx_ucx_tx_t *tx, int peer, uint64_t wire_ta
     };
     if (sync)
         req->flags |= GLUCX_TX_SEND_SYNC;
+    /* Local peer: fast completion, i.e. eager (through the shared-memory FIFO, no handshake) up
+     * to UCX_RNDV_SEND_NBR_THRESH (256 KiB by default) instead of rendezvous from the mm segment
+     * size (8 KiB) on (ucx.h, "Eager sizes"). */
+    if (!sync && tx->local[peer])
+        param.op_attr_mask |= UCP_OP_ATTR_FLAG_FAST_CMPL;
     ucs_status_t us =
         send_posted(tx, req,
                     sync ? ucp_tag_send_sync_nbx(tx->eps[peer], buf, bytes, wire_tag, &param)

@@ -650,6 +650,15 @@ static int case_check(case_run_t *run)
                 break;
             }
     }
+    /* out of place, the input is read-only (several algorithms send straight from it) */
+    for (int r = 0; r < n && !bad && !c->in_place; r++) {
+        const case_rank_t *rk = &run->rk[r];
+        if (memcmp(rk->send, rk->in, rk->in_elems * es) != 0) {
+            fprintf(stderr, "%s/%s n=%d count=%zu: rank %d's sendbuf changed\n", name, c->alg, n,
+                    c->count, r);
+            bad = 1;
+        }
+    }
     if (!bad && (c->coll == GLUCX_COLL_ALLREDUCE || c->coll == GLUCX_COLL_REDUCE_SCATTER)) {
         const size_t total = run->rk[0].in_elems;
         want = malloc(total * es + 1);

@@ -5,7 +5,8 @@
  * first min(d, n - d) of them to rank r - d and receives as many from rank r + d. After
  * ceil(log2 n) steps it holds all n. Blocks stay at their final place in recvbuf (a range that
  * wraps around the end travels as two messages), so unlike the textbook form there is no final
- * rotation.
+ * rotation. The first step moves only the own block: it is sent straight from the input and
+ * copied into recvbuf after that step, not before it (see recursive_doubling.c).
  *
  * Cost, m = total output bytes, n ranks: ceil(log2 n) alpha + (n-1)/n m beta (one more alpha
  * per step whose range wraps).
@@ -36,7 +37,8 @@ static int pieces(int n, int first, int c, const size_t *off, const size_t *len,
 }
 
 glucx_status_t glucx_coll_bruck_allgather_blocks(glucx_coll_ctx_t *ctx, char *buf,
-                                                 const size_t *off, const size_t *len)
+                                                 const size_t *off, const size_t *len,
+                                                 const void *own)
 {
     const int n = ctx->size, r = ctx->rank;
     const size_t es = ctx->esize;
@@ -54,13 +56,17 @@ glucx_status_t glucx_coll_bruck_allgather_blocks(glucx_coll_ctx_t *ctx, char *bu
         for (int i = 0; i < nr && st == GLUCX_OK; i++)
             st = glucx_coll_irecv(ctx, from, 2 * k + (unsigned)i, buf + roff[i] * es, rlen[i] * es,
                                   &reqs[nreq++]);
+        /* d == 1: the range is the own block alone (ns == 1), sent from own */
         for (int i = 0; i < ns && st == GLUCX_OK; i++)
-            st = glucx_coll_isend(ctx, to, 2 * k + (unsigned)i, buf + soff[i] * es, slen[i] * es,
-                                  &reqs[nreq++]);
+            st = glucx_coll_isend(ctx, to, 2 * k + (unsigned)i,
+                                  d == 1 && own != NULL ? own : (const void *)(buf + soff[i] * es),
+                                  slen[i] * es, &reqs[nreq++]);
         if (st == GLUCX_OK)
             st = glucx_coll_waitall(ctx, reqs, nreq);
         if (st != GLUCX_OK)
             return st;
+        if (d == 1 && own != NULL) /* the next step sends it from its place */
+            glucx_coll_copy(buf + off[r] * es, own, len[r] * es);
     }
     return GLUCX_OK;
 }
@@ -80,9 +86,10 @@ glucx_status_t glucx_allgather_bruck_run(glucx_coll_ctx_t *ctx)
     const int n = ctx->size;
     const size_t count = ctx->args->count, es = ctx->esize;
     char *out = ctx->recvbuf;
-    glucx_coll_copy(out + (size_t)ctx->rank * count * es, ctx->sendbuf, count * es);
-    if (n == 1)
+    if (n == 1) {
+        glucx_coll_copy(out, ctx->sendbuf, count * es);
         return GLUCX_OK;
+    }
     glucx_status_t st;
     size_t *off = glucx_coll_malloc(ctx, sizeof(size_t) * 2 * (size_t)n, &st);
     if (off == NULL)
@@ -92,7 +99,7 @@ glucx_status_t glucx_allgather_bruck_run(glucx_coll_ctx_t *ctx)
         off[b] = (size_t)b * count;
         len[b] = count;
     }
-    st = glucx_coll_bruck_allgather_blocks(ctx, out, off, len);
+    st = glucx_coll_bruck_allgather_blocks(ctx, out, off, len, ctx->sendbuf);
     free(off);
     return st;
 }

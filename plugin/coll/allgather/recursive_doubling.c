@@ -3,7 +3,10 @@
  *
  * In step k (distance d = 2^k) rank r exchanges the d blocks it holds (the aligned group of d
  * ranks containing r) with rank r XOR d; after log2(n) steps every rank holds all n blocks.
- * Data is received directly at its place in recvbuf.
+ * Data is received directly at its place in recvbuf. The first step sends the own block straight
+ * from sendbuf, and the own block is copied into recvbuf only after that exchange (it is first
+ * read there by the second step): the copy is not in front of the first exchange, and the peer
+ * reads input that is not dirty in this rank's cache (docs/perf.md, "Allgather and alltoall").
  *
  * Cost, m = total output bytes, n ranks: log2(n) alpha + (n-1)/n m beta.
  * Topology: a hypercube; the last steps pair distant ranks, so they cross package boundaries
@@ -40,16 +43,22 @@ glucx_status_t glucx_allgather_recursive_doubling_run(glucx_coll_ctx_t *ctx)
         return GLUCX_ERR_UNSUPPORTED;
     const size_t bytes = ctx->args->count * ctx->esize; /* one block */
     char *out = ctx->recvbuf;
-    glucx_coll_copy(out + (size_t)r * bytes, ctx->sendbuf, bytes);
+    if (n == 1) {
+        glucx_coll_copy(out, ctx->sendbuf, bytes);
+        return GLUCX_OK;
+    }
     unsigned step = 0;
     for (int d = 1; d < n; d <<= 1, step++) {
         const int peer = r ^ d;
         const size_t mine = (size_t)(r & ~(d - 1)), theirs = (size_t)(peer & ~(d - 1));
-        glucx_status_t st =
-            glucx_coll_sendrecv(ctx, peer, out + mine * bytes, (size_t)d * bytes, peer,
-                                out + theirs * bytes, (size_t)d * bytes, step);
+        /* d == 1: the group is the own block alone, sent from the input */
+        const void *src = d == 1 ? ctx->sendbuf : (const void *)(out + mine * bytes);
+        glucx_status_t st = glucx_coll_sendrecv(ctx, peer, src, (size_t)d * bytes, peer,
+                                                out + theirs * bytes, (size_t)d * bytes, step);
         if (st != GLUCX_OK)
             return st;
+        if (d == 1) /* in place: sendbuf is this block already, nothing to copy */
+            glucx_coll_copy(out + (size_t)r * bytes, ctx->sendbuf, bytes);
     }
     return GLUCX_OK;
 }

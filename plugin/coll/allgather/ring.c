@@ -1,8 +1,9 @@
 /*
  * Allgather, pipelined ring.
  *
- * Each rank copies its block into place, then for n-1 steps forwards to its right neighbour the
- * block it received from its left one the step before. Blocks larger than
+ * For n-1 steps each rank forwards to its right neighbour the block it received from its left one
+ * the step before (its own block first, sent straight from the input and copied into place at
+ * the end). Blocks larger than
  * GLUCX_COLL_RING_SEG_BYTES travel as segments, each forwarded as soon as it arrived, so the
  * steps overlap (a segment pipeline around the ring). Received data lands directly in recvbuf:
  * no scratch, no copy besides the own block.
@@ -21,12 +22,16 @@
 #include "coll/allgather/ring.h"
 
 glucx_status_t glucx_coll_ring_allgather_blocks(glucx_coll_ctx_t *ctx, char *buf, const size_t *off,
-                                                const size_t *len, unsigned step_base)
+                                                const size_t *len, unsigned step_base,
+                                                const void *own)
 {
     const int n = ctx->size, r = ctx->rank;
     const size_t es = ctx->esize;
-    if (n == 1)
+    const char *own_src = own != NULL ? (const char *)own : buf + off[r] * es;
+    if (n == 1) {
+        glucx_coll_copy(buf + off[r] * es, own_src, len[r] * es);
         return GLUCX_OK;
+    }
     const int right = (r + 1) % n, left = (r + n - 1) % n;
 
     /* receive unit = (step t, segment j) of block (r - t - 1); send step t carries block r - t */
@@ -60,8 +65,7 @@ glucx_status_t glucx_coll_ring_allgather_blocks(glucx_coll_ctx_t *ctx, char *buf
         const size_t nseg = glucx_coll_ring_nseg(len[r], es);
         for (size_t j = 0; j < nseg; j++) {
             size_t sl, so = glucx_coll_split(len[r], nseg, j, &sl);
-            st = glucx_coll_isend(ctx, right, step_base, buf + (off[r] + so) * es, sl * es,
-                                  &sreq[ns++]);
+            st = glucx_coll_isend(ctx, right, step_base, own_src + so * es, sl * es, &sreq[ns++]);
             if (st != GLUCX_OK)
                 goto out;
         }
@@ -85,6 +89,8 @@ glucx_status_t glucx_coll_ring_allgather_blocks(glucx_coll_ctx_t *ctx, char *buf
         }
     }
     st = glucx_coll_waitall(ctx, sreq, (int)ns);
+    if (st == GLUCX_OK) /* no step read the own block's place */
+        glucx_coll_copy(buf + off[r] * es, own_src, len[r] * es);
 out:
     /* on failure the transport completed every outstanding request: the array may go */
     free(rreq);
@@ -103,9 +109,10 @@ glucx_status_t glucx_allgather_ring_run(glucx_coll_ctx_t *ctx)
     const int n = ctx->size;
     const size_t count = ctx->args->count, es = ctx->esize;
     char *out = ctx->recvbuf;
-    glucx_coll_copy(out + (size_t)ctx->rank * count * es, ctx->sendbuf, count * es);
-    if (n == 1)
+    if (n == 1) {
+        glucx_coll_copy(out, ctx->sendbuf, count * es);
         return GLUCX_OK;
+    }
     glucx_status_t st;
     size_t *off = glucx_coll_malloc(ctx, sizeof(size_t) * 2 * (size_t)n, &st);
     if (off == NULL)
@@ -115,7 +122,7 @@ glucx_status_t glucx_allgather_ring_run(glucx_coll_ctx_t *ctx)
         off[b] = (size_t)b * count;
         len[b] = count;
     }
-    st = glucx_coll_ring_allgather_blocks(ctx, out, off, len, 0);
+    st = glucx_coll_ring_allgather_blocks(ctx, out, off, len, 0, ctx->sendbuf);
     free(off);
     return st;
 }

@@ -39,7 +39,9 @@ static inline size_t glucx_coll_ring_nseg(size_t len, size_t esize)
 
 /**
  * Ring allgather of n = ctx->size blocks inside @p buf: block b is len[b] elements at element
- * offset off[b]; this rank's block (ctx->rank) must already be in place. At step t (0..n-2)
+ * offset off[b]. This rank's block (ctx->rank) is at @p own, from where it is sent and then
+ * copied into place once the exchange is over (a no-op when @p own is its place already; NULL:
+ * it is in place already, and sent from there). At step t (0..n-2)
  * each rank forwards block (rank - t) to its right neighbour and receives block (rank - t - 1)
  * from its left one, in segments of GLUCX_COLL_RING_SEG_BYTES, each forwarded as soon as it
  * arrived. All receives are posted before the first send.
@@ -48,6 +50,7 @@ static inline size_t glucx_coll_ring_nseg(size_t len, size_t esize)
  * @return GLUCX_OK or the failure status (the transport is failed then).
  */
 glucx_status_t glucx_coll_ring_allgather_blocks(glucx_coll_ctx_t *ctx, char *buf, const size_t *off,
-                                                const size_t *len, unsigned step_base);
+                                                const size_t *len, unsigned step_base,
+                                                const void *own);
 
 #endif

@@ -35,9 +35,10 @@ glucx_status_t glucx_allgatherv_bruck_run(glucx_coll_ctx_t *ctx)
     const int n = ctx->size, r = ctx->rank;
     const size_t es = ctx->esize;
     char *out = ctx->recvbuf;
-    glucx_coll_copy(out + a->displs[r] * es, ctx->sendbuf, a->counts[r] * es);
-    if (n == 1)
+    if (n == 1) {
+        glucx_coll_copy(out + a->displs[r] * es, ctx->sendbuf, a->counts[r] * es);
         return GLUCX_OK;
+    }
 
     int packed = 1;
     size_t total = 0;
@@ -46,8 +47,8 @@ glucx_status_t glucx_allgatherv_bruck_run(glucx_coll_ctx_t *ctx)
             packed = 0;
         total += a->counts[b];
     }
-    if (packed)
-        return glucx_coll_bruck_allgather_blocks(ctx, out, a->displs, a->counts);
+    if (packed) /* the own block is sent from the input, then copied (see there) */
+        return glucx_coll_bruck_allgather_blocks(ctx, out, a->displs, a->counts, ctx->sendbuf);
 
     /* gaps or another order: pack into scratch in rank order, gather there, copy out */
     glucx_status_t st;
@@ -64,12 +65,12 @@ glucx_status_t glucx_allgatherv_bruck_run(glucx_coll_ctx_t *ctx)
         off[b] = at;
         at += a->counts[b];
     }
-    glucx_coll_copy(tmp + off[r] * es, ctx->sendbuf, a->counts[r] * es);
-    st = glucx_coll_bruck_allgather_blocks(ctx, tmp, off, a->counts);
-    if (st == GLUCX_OK)
+    st = glucx_coll_bruck_allgather_blocks(ctx, tmp, off, a->counts, ctx->sendbuf);
+    if (st == GLUCX_OK) /* the own block straight from the input */
         for (int b = 0; b < n; b++)
-            if (b != r)
-                glucx_coll_copy(out + a->displs[b] * es, tmp + off[b] * es, a->counts[b] * es);
+            glucx_coll_copy(out + a->displs[b] * es,
+                            b == r ? (const char *)ctx->sendbuf : tmp + off[b] * es,
+                            a->counts[b] * es);
     free(tmp);
     free(off);
     return st;

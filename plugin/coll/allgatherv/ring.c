@@ -1,7 +1,8 @@
 /*
  * Allgatherv, pipelined ring: the allgather ring (plugin/coll/allgather/ring.c) on blocks of
- * counts[r] elements at displs[r]. Each rank copies its own block into place, then forwards
- * for n-1 steps what it received; segments of large blocks are forwarded as they arrive.
+ * counts[r] elements at displs[r]. Each rank sends its own block straight from the input (copied
+ * into place at the end), then forwards for n-1 steps what it received; segments of large blocks
+ * are forwarded as they arrive.
  *
  * Cost, m = total output bytes, n ranks: (n-1) alpha + (n-1)/n m beta for equal counts; with
  * uneven counts a step takes as long as its largest block: sum over steps of max block.
@@ -22,11 +23,9 @@ double glucx_allgatherv_ring_cost(const glucx_topo_t *topo, size_t bytes)
 glucx_status_t glucx_allgatherv_ring_run(glucx_coll_ctx_t *ctx)
 {
     const glucx_coll_args_t *a = ctx->args;
-    const int r = ctx->rank;
     char *out = ctx->recvbuf;
-    glucx_coll_copy(out + a->displs[r] * ctx->esize, ctx->sendbuf, a->counts[r] * ctx->esize);
     size_t total = 0;
     for (int b = 0; b < ctx->size; b++)
         total += a->counts[b];
-    return glucx_coll_ring_allgather_blocks(ctx, out, a->displs, a->counts, 0);
+    return glucx_coll_ring_allgather_blocks(ctx, out, a->displs, a->counts, 0, ctx->sendbuf);
 }

@@ -52,7 +52,7 @@ glucx_status_t glucx_allreduce_ring_run(glucx_coll_ctx_t *ctx)
     st = glucx_coll_ring_reduce_scatter_blocks(ctx, ctx->sendbuf, off, len, out, out + off[r] * es,
                                                0);
     if (st == GLUCX_OK)
-        st = glucx_coll_ring_allgather_blocks(ctx, out, off, len, (unsigned)n - 1);
+        st = glucx_coll_ring_allgather_blocks(ctx, out, off, len, (unsigned)n - 1, NULL);
     free(off);
     return st;
 }

@@ -745,6 +745,73 @@ static void test_single_rank(void **state)
     assert_int_equal(glucx_test_procs_run(1, single_child, t, 60), 0);
 }
 
+/* Plain sends to a local peer go eager below UCX_RNDV_SEND_NBR_THRESH (256 KiB by default; ucx.h,
+ * "Eager sizes"): they complete while the receiver has posted nothing. A 1 MiB send is a
+ * rendezvous and cannot complete before its receive is posted (the receiver must read it). Data
+ * checked either way. Default (shared-memory) mode only. */
+static const size_t eager_sizes[] = {16384, 65536, 200000, 1 << 20};
+#define NEAGER ((int)(sizeof(eager_sizes) / sizeof(eager_sizes[0])))
+static int eager_child(int rank, int size, void *arg)
+{
+    ucx_test_t *t = arg;
+    ucx_rank_t e = {0};
+    unsetenv("UCX_RNDV_THRESH");
+    unsetenv("UCX_RNDV_SEND_NBR_THRESH");
+    if (ucx_rank_up(t, rank, size, &e) != 0)
+        return 1;
+    CHECK(ucx_check_transport(t, &e, 1 - rank) == 0, "transport");
+    glucx_tx_t *tx = e.tx;
+    for (int i = 0; i < NEAGER; i++) {
+        const size_t s = eager_sizes[i];
+        const int eager = s < 256 * 1024;
+        unsigned char *buf = malloc(s), *want = malloc(s);
+        CHECK(buf != NULL && want != NULL, "malloc");
+        glucx_test_fill_bytes(want, s, seed_of(0, 1, i));
+        const uint64_t tag = ucx_tag((uint64_t)i + 1, 7);
+        glucx_tx_req_t req = {0};
+        if (rank == 0) {
+            memcpy(buf, want, s);
+            CHECK_OK(tx->ops->isend(tx, 1, tag, buf, s, &req));
+            if (eager) /* no receive is posted until the barrier below */
+                CHECK(ucx_wait1(tx, &req, glucx_test_ms(20000)) == GLUCX_OK,
+                      "eager send of %zu bytes did not complete before its receive: %s", s,
+                      glucx_status_string(req.status));
+            CHECK(ucx_barrier(t, size, tx) == 0, "barrier");
+            if (!eager) {
+                /* the receiver progressed through the barrier, but has posted nothing yet */
+                tx->ops->progress(tx);
+                CHECK(!glucx_tx_req_done(&req),
+                      "rendezvous send of %zu bytes completed before its receive was posted", s);
+            }
+            CHECK(ucx_barrier(t, size, tx) == 0, "barrier 2");
+            CHECK(ucx_wait1(tx, &req, glucx_test_ms(20000)) == GLUCX_OK, "send of %zu: %s", s,
+                  glucx_status_string(req.status));
+        } else {
+            int from[1] = {0};
+            memset(buf, 0, s);
+            CHECK(ucx_barrier(t, size, tx) == 0, "barrier");
+            CHECK(ucx_barrier(t, size, tx) == 0, "barrier 2");
+            CHECK_OK(tx->ops->irecv(tx, from, 1, tag, 0, buf, s, &req));
+            CHECK(ucx_wait1(tx, &req, glucx_test_ms(20000)) == GLUCX_OK, "receive of %zu: %s", s,
+                  glucx_status_string(req.status));
+            CHECK(req.bytes == s && memcmp(buf, want, s) == 0, "data of %zu bytes", s);
+        }
+        free(buf);
+        free(want);
+    }
+    CHECK(ucx_barrier(t, size, tx) == 0, "final barrier");
+    ucx_rank_down(&e);
+    return 0;
+}
+
+static void test_eager_local(void **state)
+{
+    (void)state;
+    ucx_test_t *t = ucx_test_new(UCX_TEST_DEFAULT, 0);
+    assert_non_null(t);
+    assert_int_equal(glucx_test_procs_run(2, eager_child, t, 120), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -753,6 +820,7 @@ int main(void)
         cmocka_unit_test(test_any_source),   cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_wait_timeout), cmocka_unit_test(test_threads),
         cmocka_unit_test(test_idle_cpu),     cmocka_unit_test(test_yield_policy),
+        cmocka_unit_test(test_eager_local),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
