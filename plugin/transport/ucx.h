@@ -208,10 +208,39 @@ void glucx_tx_ucx_context_set_yield(glucx_ucx_context_t *uctx, glucx_ucx_yield_t
  */
 glucx_ucx_yield_t glucx_ucx_yield_resolve(glucx_ucx_yield_t mode, int host_ranks, int cpus);
 
-/** What a thread learned about its yields (one per thread; zero-initialised). */
+/** What a thread learned about its yields and spins (one per thread; zero-initialised). */
 typedef struct glucx_ucx_yield_state {
     int64_t off_until_ns; /**< CHEAP: no yields before this time (glucx_now_ns clock) */
+    int64_t spin_ns;      /**< spin of a wait that may not yield; 0: the full GLUCX_SPIN_US */
+    int64_t probe_at_ns;  /**< the next wait from this time on spins in full once (a probe) */
 } glucx_ucx_yield_state_t;
+
+/** Shortest spin of a wait that may not yield (glucx_ucx_spin_budget). */
+#define GLUCX_UCX_SPIN_MIN_NS 5000
+/** How often a wait that may not yield spins in full once, to find out whether it pays. */
+#define GLUCX_UCX_SPIN_PROBE_NS 100000000
+
+/**
+ * The spin of a wait that may not yield (CHEAP with yields off: a CPU-bound thread competes for
+ * the core). Polling without yielding holds the core, so a peer rank queued on it cannot run
+ * until the spin ends; sleeping early also keeps the thread's claim on the core, so its wake-up
+ * preempts the CPU-bound thread. The spin therefore adapts, as adaptive mutexes do: halved
+ * (down to GLUCX_UCX_SPIN_MIN_NS) after each wait that ended in a sleep, widened to twice the
+ * time a wait took when it completed while spinning (up to @p spin_max_ns), and once every
+ * GLUCX_UCX_SPIN_PROBE_NS a wait spins in full to see whether longer spins now pay.
+ * @return the spin in nanoseconds for a wait starting at @p now_ns; *@p probe_p = 1 when this
+ * wait is the probe. Pure (reads @p state only); thread-safe per state.
+ */
+int64_t glucx_ucx_spin_budget(const glucx_ucx_yield_state_t *state, int64_t spin_max_ns,
+                              int64_t now_ns, int *probe_p);
+
+/**
+ * Record how a wait that may not yield ended: @p caught_ns >= 0: it completed while spinning,
+ * that long after it started; < 0: it slept. @p probe: it was the probe (the next probe is then
+ * due GLUCX_UCX_SPIN_PROBE_NS after @p now_ns).
+ */
+void glucx_ucx_spin_learn(glucx_ucx_yield_state_t *state, int64_t spin_max_ns, int64_t now_ns,
+                          int64_t caught_ns, int probe);
 
 /** Whether a wait under resolved policy @p policy may yield at @p now_ns. Pure. */
 int glucx_ucx_yield_allowed(glucx_ucx_yield_t policy, const glucx_ucx_yield_state_t *state,

@@ -671,6 +671,36 @@ int glucx_ucx_yield_observe(glucx_ucx_yield_t policy, glucx_ucx_yield_state_t *s
     return 1;
 }
 
+int64_t glucx_ucx_spin_budget(const glucx_ucx_yield_state_t *state, int64_t spin_max_ns,
+                              int64_t now_ns, int *probe_p)
+{
+    const int probe = now_ns >= state->probe_at_ns;
+    if (probe_p != NULL)
+        *probe_p = probe;
+    if (probe || state->spin_ns <= 0 || state->spin_ns > spin_max_ns)
+        return spin_max_ns;
+    return state->spin_ns;
+}
+
+void glucx_ucx_spin_learn(glucx_ucx_yield_state_t *state, int64_t spin_max_ns, int64_t now_ns,
+                          int64_t caught_ns, int probe)
+{
+    int64_t cur =
+        state->spin_ns <= 0 || state->spin_ns > spin_max_ns ? spin_max_ns : state->spin_ns;
+    if (caught_ns < 0) {
+        cur /= 2;
+    } else if (2 * caught_ns > cur) {
+        cur = 2 * caught_ns;
+    }
+    if (cur > spin_max_ns)
+        cur = spin_max_ns;
+    if (cur < GLUCX_UCX_SPIN_MIN_NS)
+        cur = spin_max_ns < GLUCX_UCX_SPIN_MIN_NS ? spin_max_ns : GLUCX_UCX_SPIN_MIN_NS;
+    state->spin_ns = cur;
+    if (probe)
+        state->probe_at_ns = now_ns + GLUCX_UCX_SPIN_PROBE_NS;
+}
+
 /* What this thread learned about its yields (the cost of a yield is a property of the core the
  * thread runs on, not of a transport). */
 static _Thread_local glucx_ucx_yield_state_t yield_state;
@@ -687,15 +717,26 @@ static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t
         if (reqs[i] == NULL)
             return glucx_error(GLUCX_ERR_INVALID_ARG, "wait: reqs[%d] of %d is NULL", i, n);
     const int64_t start = glucx_now_ns();
-    const int64_t spin_end = start + tx->spin_ns;
+    int64_t spin_end = start + tx->spin_ns;
     const int64_t hot_end = start + GLUCX_UCX_SPIN_HOT_NS;
     /* Before connect (the policy is still AUTO) the host's ranks are unknown: yield while cheap. */
     const glucx_ucx_yield_t policy =
         tx->yield == GLUCX_UCX_YIELD_AUTO ? GLUCX_UCX_YIELD_CHEAP : tx->yield;
     int may_yield = glucx_ucx_yield_allowed(policy, &yield_state, start);
+    /* Yields are off because a CPU-bound thread competes for the core: the spin adapts. */
+    const int adaptive = policy == GLUCX_UCX_YIELD_CHEAP && !may_yield;
+    int probe = 0, slept = 0;
+    if (adaptive)
+        spin_end = start + glucx_ucx_spin_budget(&yield_state, tx->spin_ns, start, &probe);
     for (;;) {
-        if (satisfied(tx, w))
+        if (satisfied(tx, w)) {
+            if (adaptive) {
+                int64_t end = glucx_now_ns();
+                glucx_ucx_spin_learn(&yield_state, tx->spin_ns, end, slept ? -1 : end - start,
+                                     probe);
+            }
             break;
+        }
         int64_t now = glucx_now_ns();
         if (now >= deadline_ns) {
             if (glucx_ucx_progress(base) > 0 && satisfied(tx, w))
@@ -734,6 +775,7 @@ static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t
             }
             continue;
         }
+        slept = 1;
         block_once(tx, w, deadline_ns);
     }
     glucx_status_t failed = glucx_tx_failure(base);

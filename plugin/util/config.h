@@ -24,7 +24,7 @@
       "whether a polling wait yields its core (sched_yield) when it finds nothing to do: "         \
       "always, never, or auto: always when this host has more of the job's ranks than the "        \
       "process has CPUs, else only while yields return quickly (one that lost a time slice to "    \
-      "a CPU-bound thread stops them for 100 ms)")                                                 \
+      "a CPU-bound thread stops them for 100 ms, and the spin then adapts)")                       \
     X(GLUCX_WINDOW_HOLD, "256M",                                                                   \
       "bytes of puts (glucx_iput) a communicator holds while no window takes them (eager "         \
       "payload plus 256 per message; K/M/G suffixes); past it the communicator fails with "        \

@@ -79,12 +79,61 @@ static void test_cheap(void **state)
     assert_true(GLUCX_UCX_YIELD_SLOW_NS < 700000);
 }
 
+static void test_adaptive_spin(void **state)
+{
+    (void)state;
+    const int64_t max = 200000; /* GLUCX_SPIN_US's default */
+    glucx_ucx_yield_state_t s = {0};
+    int64_t t = 9000000000LL;
+    int probe = -1;
+    /* the first wait is a probe and spins in full */
+    assert_int_equal(glucx_ucx_spin_budget(&s, max, t, &probe), max);
+    assert_int_equal(probe, 1);
+    glucx_ucx_spin_learn(&s, max, t + 300000, -1, probe); /* it slept: halve */
+    assert_int_equal(s.spin_ns, max / 2);
+    assert_int_equal(s.probe_at_ns, t + 300000 + GLUCX_UCX_SPIN_PROBE_NS);
+    /* until the next probe, waits that keep sleeping halve the spin down to the minimum */
+    t += 1000000;
+    int64_t want = max / 2;
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(glucx_ucx_spin_budget(&s, max, t, &probe), want);
+        assert_int_equal(probe, 0);
+        glucx_ucx_spin_learn(&s, max, t + 50000, -1, probe);
+        want = want / 2 < GLUCX_UCX_SPIN_MIN_NS ? GLUCX_UCX_SPIN_MIN_NS : want / 2;
+        assert_int_equal(s.spin_ns, want);
+        t += 100000;
+    }
+    assert_int_equal(s.spin_ns, GLUCX_UCX_SPIN_MIN_NS);
+    /* a wait caught while spinning keeps the spin when it was quick ... */
+    glucx_ucx_spin_learn(&s, max, t, 1500, 0);
+    assert_int_equal(s.spin_ns, GLUCX_UCX_SPIN_MIN_NS);
+    /* ... and widens it to twice what it took, up to the maximum */
+    glucx_ucx_spin_learn(&s, max, t, 4000, 0);
+    assert_int_equal(s.spin_ns, 8000);
+    glucx_ucx_spin_learn(&s, max, t, 150000, 0);
+    assert_int_equal(s.spin_ns, max);
+    assert_int_equal(glucx_ucx_spin_budget(&s, max, t, &probe), max);
+    /* the probe comes back GLUCX_UCX_SPIN_PROBE_NS after the last one */
+    glucx_ucx_spin_learn(&s, max, t, -1, 0);
+    assert_int_equal(glucx_ucx_spin_budget(&s, max, s.probe_at_ns - 1, &probe), max / 2);
+    assert_int_equal(probe, 0);
+    assert_int_equal(glucx_ucx_spin_budget(&s, max, s.probe_at_ns, &probe), max);
+    assert_int_equal(probe, 1);
+    /* a smaller GLUCX_SPIN_US bounds everything, the minimum included */
+    glucx_ucx_yield_state_t z = {0};
+    glucx_ucx_spin_learn(&z, 3000, t, -1, 0);
+    assert_int_equal(z.spin_ns, 3000);
+    glucx_ucx_spin_learn(&z, 0, t, -1, 0);
+    assert_int_equal(glucx_ucx_spin_budget(&z, 0, 0, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resolve),
         cmocka_unit_test(test_always_and_never),
         cmocka_unit_test(test_cheap),
+        cmocka_unit_test(test_adaptive_spin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
