@@ -590,11 +590,10 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
     int host_ranks = 0;
     for (int r = 0; r < size; r++)
         host_ranks += r == rank || same_machine(&tx->ident, &ids[r]);
-    tx->host_ranks = host_ranks;
-    tx->cpus = usable_cpus();
-    tx->yield = glucx_ucx_yield_resolve(tx->uctx->yield, host_ranks, tx->cpus);
+    const int cpus = usable_cpus();
+    tx->yield = glucx_ucx_yield_resolve(tx->uctx->yield, host_ranks, cpus);
     glucx_debug("ucx: rank %d: %d of %d ranks on this host, %d usable CPUs: waits yield %s", rank,
-                host_ranks, size, tx->cpus,
+                host_ranks, size, cpus,
                 tx->yield == GLUCX_UCX_YIELD_ALWAYS  ? "always"
                 : tx->yield == GLUCX_UCX_YIELD_NEVER ? "never"
                                                      : "while yielding is cheap");

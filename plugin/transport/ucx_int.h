@@ -346,8 +346,6 @@ typedef struct glucx_ucx_tx {
     int64_t tick_ns;         /**< longest sleep before progressing again (keepalive) */
     int64_t spin_ns;         /**< how long waits poll before sleeping (from the context) */
     glucx_ucx_yield_t yield; /**< resolved at connect (ALWAYS, NEVER, CHEAP); AUTO before */
-    int host_ranks;          /**< ranks of the job on this host, this one included (connect) */
-    int cpus;                /**< CPUs this process may run on at connect (0: unknown) */
 } glucx_ucx_tx_t;
 
 static inline glucx_ucx_tx_t *glucx_ucx_tx(glucx_tx_t *tx)
