@@ -474,36 +474,31 @@ def main():
     short = [short_protocol(proto)] if proto else []
     if a.part in ("tables", "all"):
         md = ["Protocol: " + "; ".join(proto), ""] if proto else []
-        for coll in a.colls:
-            head, rows, s = table(a.dir, coll, a.ranks)
-            title = (f"{coll}, float32{' sum' if coll == 'allreduce' else ''}, {a.ranks} ranks "
-                     f"(time in us, busbw and memcpy in GB/s)")
-            cap = [runs_caption(s["runs"], a.protocol_runs)] + short
+
+        def emit(title, head, rows, runs, lines):
+            """One table to stdout and to table.md: title, caption, rows, verdict lines."""
+            cap = [runs_caption(runs, a.protocol_runs)] + short
             print(f"\n== {title}")
             for c in cap:
                 print("   " + c)
             print(render_text(head, rows))
-            for v in verdicts(s, coll):
+            for v in lines:
                 print("   " + v)
-            md += [f"### {title}", "", "; ".join(cap), "", render_md(head, rows), ""]
-            md += [f"- {v}" for v in verdicts(s, coll)] + [""]
+            md.extend([f"### {title}", "", "; ".join(cap), "", render_md(head, rows), ""])
+            md.extend([f"- {v}" for v in lines] + [""])
+
+        for coll in a.colls:
+            sum_ = " sum" if coll == "allreduce" else ""
+            head, rows, s = table(a.dir, coll, a.ranks)
+            emit(f"{coll}, float32{sum_}, {a.ranks} ranks (time in us, busbw and memcpy in GB/s)",
+                 head, rows, s["runs"], verdicts(s, coll))
             tt = torch_table(a.dir, coll, a.ranks)
             if tt is None:
                 continue
             head, rows, s = tt
-            title = (f"PyTorch {coll} (torch.distributed), float32"
-                     f"{' sum' if coll == 'allreduce' else ''}, {a.ranks} ranks: Gloo's TCP "
-                     f"transport, Gloo over glucx (GLOO_DEVICE_TRANSPORT=UCX), the glucx backend "
-                     f"(time in us, busbw in GB/s)")
-            cap = [runs_caption(s["runs"], a.protocol_runs)] + short
-            print(f"\n== {title}")
-            for c in cap:
-                print("   " + c)
-            print(render_text(head, rows))
-            for v in torch_verdicts(s, coll):
-                print("   " + v)
-            md += [f"### {title}", "", "; ".join(cap), "", render_md(head, rows), ""]
-            md += [f"- {v}" for v in torch_verdicts(s, coll)] + [""]
+            emit(f"PyTorch {coll} (torch.distributed), float32{sum_}, {a.ranks} ranks: Gloo's TCP "
+                 f"transport, Gloo over glucx (GLOO_DEVICE_TRANSPORT=UCX), the glucx backend "
+                 f"(time in us, busbw in GB/s)", head, rows, s["runs"], torch_verdicts(s, coll))
         with open(os.path.join(a.dir, "table.md"), "w") as f:
             f.write("\n".join(md))
     if a.part in ("targets", "all"):
