@@ -14,6 +14,10 @@ CASE:
   routes     a glucx-bench job over all hosts is correct, and no byte leaves its route: a TCP
              stream and a glucx broadcast from package 0 to 3 (two hops) are counted on exactly
              the links and directions of the routes 0->3 (data) and 3->0 (ACKs)
+  trace      (Switch topology) `run --trace DIR`: one trace per host in DIR/<host>/, each from
+             the host's own session daemon, with only that host's ranks and its hostname
+  mpirun     (Switch topology) mpirun in host 0 with `glucx-cluster exec` as its rsh agent
+             starts glucx-bench ranks in every host
   shaping    every link end has a tbf at the link's rate; degrade/restore change both ends; a
              link degraded to a quarter carries a stream slower than an untouched one (ratio
              only, never an absolute time); error messages of bad calls
@@ -24,9 +28,10 @@ The cluster cases need root and `ip netns` (exit 77, ctest's skip, otherwise) an
 import argparse
 import json
 import os
-import signal
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
@@ -387,9 +392,84 @@ def case_shaping(args, c):
     check(p.returncode == 3, f"exec with ssh options: status {p.returncode}, want 3")
 
 
+def trace_ranks(path):
+    """(hostname in the metadata, ranks of the comm_init events) of one host's trace."""
+    host = None
+    for root, _dirs, files in os.walk(path):
+        if "metadata" in files:
+            with open(os.path.join(root, "metadata"), errors="replace") as f:
+                for line in f:
+                    if line.strip().startswith("hostname ="):
+                        host = line.split('"')[1]
+    out = run(["babeltrace2", path], timeout=60).stdout
+    ranks = {int(l.split("rank = ")[1].split(",")[0]) for l in out.splitlines()
+             if "glucx:comm_init" in l}
+    return host, ranks
+
+
+def case_trace(args, c):
+    """On a Switch topology: `run --trace DIR` records each host with its own glucx-trace and
+    session daemon into DIR/<host>/, holding only that host's ranks."""
+    if not shutil.which("babeltrace2"):
+        print("SKIP: babeltrace2 is not installed")
+        return 77
+    with open(args.topology_json) as f:
+        topo = json.load(f)
+    c.up()
+    out = tempfile.mkdtemp(prefix=f"{c.name}-trace.")
+    try:
+        p = c("run", "--trace", out, "--timeout", str(scaled(120)), "--", args.bench, "--coll",
+              "allreduce", "-b", "64K", "-e", "256K", "--iters", "2", "--warmup", "1",
+              timeout=180)
+        check("# wrong elements in total: 0 (OK)" in p.stdout, "traced allreduce: not OK")
+        hosts = sorted(os.listdir(out))
+        want = [topo_host(c, q) for q in range(topo["packages"])]
+        check(hosts == want, f"trace folders {hosts}, want {want}")
+        k = topo["ranks_per_package"]
+        for q, h in enumerate(want):
+            host, ranks = trace_ranks(os.path.join(out, h))
+            check(host == h, f"{h}: trace metadata names host {host}")
+            check(ranks == set(range(q * k, q * k + k)), f"{h}: trace holds ranks {ranks}")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def case_mpirun(args, c):
+    """Open MPI's mpirun, started in host 0, launches ranks in every host through
+    `glucx-cluster exec` as its rsh agent; glucx-bench runs on OMPI_COMM_WORLD_*."""
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        print("SKIP: mpirun (Open MPI) is not installed")
+        return 77
+    with open(args.topology_json) as f:
+        topo = json.load(f)
+    c.up()
+    work = tempfile.mkdtemp(prefix=f"{c.name}-mpi.")
+    try:
+        hostfile = os.path.join(work, "hosts")
+        k = topo["ranks_per_package"]
+        with open(hostfile, "w") as f:
+            f.writelines(f"{topo_host(c, q)} slots={k}\n" for q in range(topo["packages"]))
+        n = topo["ranks"]
+        cmd = (f"GLUCX_STORE=file:{work}/store UCX_NET_DEVICES=ident {mpirun} --allow-run-as-root"
+               f" --hostfile {hostfile} -np {n} --mca plm_rsh_agent '{c.tool} exec'"
+               f" --mca oob_tcp_if_include ident -x GLUCX_STORE -x UCX_NET_DEVICES -x PATH"
+               f" -x LD_LIBRARY_PATH {args.bench} --coll alltoall -b 96K -e 96K --iters 2"
+               f" --timeout-ms {int(scaled(60) * 1000)}")
+        p = c.exec(topo_host(c, 0), cmd, timeout=180, check_rc=False)
+        print(p.stdout, p.stderr)
+        check(p.returncode == 0, f"mpirun: exit status {p.returncode}")
+        check(f"alltoall, {n} ranks" in p.stdout, f"mpirun: not {n} ranks")
+        check("# wrong elements in total: 0 (OK)" in p.stdout, "mpirun alltoall: not OK")
+        check("tcp/ident" in p.stdout, "mpirun: no rank pair over tcp/ident")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["plan", "lifecycle", "hosts", "routes", "shaping"])
+    ap.add_argument("case", choices=["plan", "lifecycle", "hosts", "routes", "shaping", "trace",
+                                     "mpirun"])
     ap.add_argument("--tool", required=True)
     ap.add_argument("--topology-json", required=True)
     ap.add_argument("--bench")
@@ -407,7 +487,8 @@ def main():
         c = Cluster(args.tool, args.name, args.topology_json)
         run([c.tool, "down", "--name", c.name])  # a leftover of an earlier, killed run
         try:
-            globals()[f"case_{args.case}"](args, c)
+            if globals()[f"case_{args.case}"](args, c) == 77:
+                return 77
         finally:
             p = run([c.tool, "down", "--name", c.name], check_rc=False)
             check(p.returncode == 0, f"down: {p.stderr}")
