@@ -11,6 +11,8 @@ CASE:
   lifecycle  up/down: after down no namespace, interface, mount, process or state of the cluster
              remains, also after a `run` killed with SIGKILL mid-job; down twice is fine
   hosts      hosts are distinct: hostname, boot_id, /dev/shm and CLOCK_MONOTONIC offset
+  run        the variables every rank gets, the first failing rank's status with the others
+             stopped, --timeout, SIGTERM forwarded; no rank left behind
   routes     a glucx-bench job over all hosts is correct, and no byte leaves its route: a TCP
              stream and a glucx broadcast from package 0 to 3 (two hops) are counted on exactly
              the links and directions of the routes 0->3 (data) and 3->0 (ACKs)
@@ -29,6 +31,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -260,6 +263,48 @@ def case_hosts(args, c):
     print(f"monotonic offsets (s): { {k: round(v[0], 1) for k, v in mono.items()} }")
 
 
+def case_run(args, c):
+    """run: the launcher's variables per rank, the first failing rank's status with the others
+    stopped, --timeout (124), SIGTERM forwarded (143); no rank left behind in any case."""
+    with open(args.topology_json) as f:
+        topo = json.load(f)
+    c.up()
+    inodes = netns_inodes(c.name)
+    holders = len(processes_in(inodes))
+    show = ('echo "$(hostname) $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR '
+            '$MASTER_PORT $UCX_NET_DEVICES ${GLUCX_STORE:+store}"')
+    p = c("run", "--", "sh", "-c", show)
+    rows = sorted(l.split() for l in p.stdout.splitlines())
+    k, n = topo["ranks_per_package"], topo["ranks"]
+    state = json.load(open(f"/run/glucx-cluster/{c.name}/state.json"))
+    master = state["hosts"][0]["ident"]
+    check(len(rows) == n, f"{len(rows)} ranks printed, want {n}")
+    for r in rows:
+        rank = int(r[1])
+        want = [topo_host(c, rank // k), str(rank), str(n), str(rank % k), str(k), master]
+        check(r[:6] == want, f"rank {rank}: {r[:6]}, want {want}")
+        check(r[6].isdigit() and r[7:] == ["ident", "store"], f"rank {rank}: {r[6:]}")
+    # the first failing rank's status; the others (sleeping 10 min) stopped
+    t0 = time.monotonic()
+    p = c("run", "--", "sh", "-c", 'if [ "$RANK" = 5 ]; then exit 7; fi; exec sleep 600',
+          check_rc=False, timeout=120)
+    print(f"failing rank: status {p.returncode} after {time.monotonic() - t0:.1f} s")
+    check(p.returncode == 7, f"run with rank 5 failing: status {p.returncode}, want 7")
+    check("rank 5 exited with status 7" in p.stderr, f"run: no message on rank 5: {p.stderr!r}")
+    check(len(processes_in(inodes)) == holders, "ranks left in the hosts after a failed run")
+    p = c("run", "--timeout", "1", "--", "sleep", "600", check_rc=False, timeout=120)
+    check(p.returncode == 124, f"run --timeout 1: status {p.returncode}, want 124")
+    check(len(processes_in(inodes)) == holders, "ranks left in the hosts after a timeout")
+    job = subprocess.Popen([c.tool, "run", "--name", c.name, "--", "sh", "-c",
+                            "echo up; exec sleep 600"], stdout=subprocess.PIPE, text=True)
+    for _ in range(n):
+        job.stdout.readline()  # every rank started
+    job.send_signal(signal.SIGTERM)
+    rc = job.wait(timeout=scaled(60))
+    check(rc == 128 + signal.SIGTERM, f"run after SIGTERM: status {rc}, want 143")
+    check(len(processes_in(inodes)) == holders, "ranks left in the hosts after SIGTERM")
+
+
 def route_directions(topo, src, dst):
     """{(link, 'ab'|'ba')} crossed by the route src->dst, from the model."""
     ends = {l["id"]: (l["a"], l["b"]) for l in topo["links"]}
@@ -468,8 +513,8 @@ def case_mpirun(args, c):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["plan", "lifecycle", "hosts", "routes", "shaping", "trace",
-                                     "mpirun"])
+    ap.add_argument("case", choices=["plan", "lifecycle", "hosts", "run", "routes", "shaping",
+                                     "trace", "mpirun"])
     ap.add_argument("--tool", required=True)
     ap.add_argument("--topology-json", required=True)
     ap.add_argument("--bench")
