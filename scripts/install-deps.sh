@@ -6,7 +6,7 @@
 #                                              all
 set -euo pipefail
 
-build_pkgs=(gcc g++ make cmake pkg-config libucx-dev ucx-utils libhiredis-dev libgloo-dev
+build_pkgs=(gcc g++ make cmake pkg-config libucx-dev ucx-utils libhiredis-dev libyaml-dev libgloo-dev
             libtorch-dev python3-torch python3-dev pybind11-dev python3-venv python3-setuptools
             python3-pip python3-wheel liblttng-ust-dev liblttng-ctl-dev lttng-tools
             libbabeltrace2-dev babeltrace2 libjansson-dev python3-sklearn python3-tqdm)

@@ -24,16 +24,20 @@
 #include "util/time.h"
 #include "util/tracepoint.h"
 
-#define RECORD_MAGIC "GLUCXR1"
+#define RECORD_MAGIC "GLUCXR2"
+#define RECORD_FIELDS 4
 
-/* Record: magic, then three (u32 length, bytes) fields: digest, hostid, address. */
-static glucx_status_t record_pack(const char *digest, const char *hostid, const void *addr,
-                                  size_t addr_len, void **out_p, size_t *len_p)
+/* Record: magic, then four (u32 length, bytes) fields: digest, hostid, job rank (decimal, "-1"
+ * when unknown), address. */
+static glucx_status_t record_pack(const char *digest, const char *hostid, int job_rank,
+                                  const void *addr, size_t addr_len, void **out_p, size_t *len_p)
 {
-    const void *fields[3] = {digest, hostid, addr};
-    size_t lens[3] = {strlen(digest), strlen(hostid), addr_len};
+    char job[16];
+    snprintf(job, sizeof(job), "%d", job_rank);
+    const void *fields[RECORD_FIELDS] = {digest, hostid, job, addr};
+    size_t lens[RECORD_FIELDS] = {strlen(digest), strlen(hostid), strlen(job), addr_len};
     size_t total = sizeof(RECORD_MAGIC);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < RECORD_FIELDS; i++)
         total += 4 + lens[i];
     unsigned char *p = malloc(total);
     if (p == NULL)
@@ -41,7 +45,7 @@ static glucx_status_t record_pack(const char *digest, const char *hostid, const 
     size_t off = 0;
     memcpy(p, RECORD_MAGIC, sizeof(RECORD_MAGIC));
     off += sizeof(RECORD_MAGIC);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < RECORD_FIELDS; i++) {
         uint32_t l = (uint32_t)lens[i];
         memcpy(p + off, &l, 4);
         memcpy(p + off + 4, fields[i], lens[i]);
@@ -161,6 +165,7 @@ static glucx_status_t compact_unpack(const glucx_comm_t *comm, int r, const unsi
 typedef struct record {
     char digest[1400];
     char hostid[300];
+    char job[16];     /* job rank, decimal; "-1" when the launcher set none */
     const void *addr; /* points into the record's bytes */
     size_t addr_len;
 } record_t;
@@ -171,9 +176,9 @@ static int record_unpack(const void *raw, size_t len, record_t *r)
     size_t off = sizeof(RECORD_MAGIC);
     if (len < off || memcmp(p, RECORD_MAGIC, sizeof(RECORD_MAGIC)) != 0)
         return -1;
-    char *strs[2] = {r->digest, r->hostid};
-    size_t caps[2] = {sizeof(r->digest), sizeof(r->hostid)};
-    for (int i = 0; i < 3; i++) {
+    char *strs[RECORD_FIELDS - 1] = {r->digest, r->hostid, r->job};
+    size_t caps[RECORD_FIELDS - 1] = {sizeof(r->digest), sizeof(r->hostid), sizeof(r->job)};
+    for (int i = 0; i < RECORD_FIELDS; i++) {
         uint32_t l;
         if (len - off < 4)
             return -1;
@@ -181,7 +186,7 @@ static int record_unpack(const void *raw, size_t len, record_t *r)
         off += 4;
         if (len - off < l)
             return -1;
-        if (i < 2) {
+        if (i < RECORD_FIELDS - 1) {
             if (l >= caps[i])
                 return -1;
             memcpy(strs[i], p + off, l);
@@ -215,11 +220,31 @@ static void host_identity(char *buf, size_t len)
     snprintf(buf, len, "%s/%s", host, boot);
 }
 
-/* The settings every rank must share: version, GLUCX_TUNE, and the link costs (calibration). */
+/* This process's rank in the job, from the variables launchers set (torchrun and glucx-cluster:
+ * RANK; Open MPI: OMPI_COMM_WORLD_RANK; PMIx: PMIX_RANK; Slurm: SLURM_PROCID), or -1. It places
+ * the ranks of a communicator smaller than the topology file on the file's ranks. */
+static int job_rank(void)
+{
+    static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        if (v == NULL || v[0] == '\0')
+            continue;
+        long r = strtol(v, &end, 10);
+        if (*end == '\0' && r >= 0 && r < INT32_MAX)
+            return (int)r;
+    }
+    return -1;
+}
+
+/* The settings every rank must share: version, GLUCX_TUNE, the link costs (calibration) and the
+ * topology file's network. */
 static void settings_digest(const glucx_context_t *ctx, char *buf, size_t len)
 {
-    snprintf(buf, len, "version=%s tune='%s' costs=%016" PRIx64, glucx_version(), ctx->config.tune,
-             glucx_topo_costs_digest(ctx->costs));
+    snprintf(buf, len, "version=%s tune='%s' costs=%016" PRIx64 " topology=%016" PRIx64,
+             glucx_version(), ctx->config.tune, glucx_topo_costs_digest(ctx->costs),
+             ctx->net ? glucx_net_digest(ctx->net) : 0);
 }
 
 glucx_status_t glucx_comm_record_error(glucx_comm_t *comm, glucx_status_t status)
@@ -270,8 +295,8 @@ static glucx_status_t check_record(glucx_comm_t *comm, int r, const void *raw, s
     if (strcmp(rec->digest, comm->digest) != 0)
         return glucx_error(GLUCX_ERR_MISMATCH,
                            "comm_connect '%s': rank %d runs with %s but rank %d runs with %s "
-                           "(glucx version, GLUCX_TUNE and GLUCX_CALIBRATION must be the same "
-                           "on every rank)",
+                           "(glucx version, GLUCX_TUNE, GLUCX_CALIBRATION and GLUCX_TOPOLOGY "
+                           "must be the same on every rank)",
                            comm->name, r, rec->digest, comm->rank, comm->digest);
     return GLUCX_OK;
 }
@@ -396,7 +421,8 @@ glucx_status_t glucx_comm_prepare(glucx_context_t *ctx, const glucx_comm_params_
     size_t addr_len = 0;
     st = glucx_tx_ucx_create(ctx->ucx, p->rank, p->size, &comm->tx, &addr, &addr_len);
     if (st == GLUCX_OK)
-        st = record_pack(comm->digest, hostid, addr, addr_len, &comm->record, &comm->record_len);
+        st = record_pack(comm->digest, hostid, job_rank(), addr, addr_len, &comm->record,
+                         &comm->record_len);
     if (st != GLUCX_OK) {
         comm_free(comm);
         return st;
@@ -497,6 +523,38 @@ out:
     return st;
 }
 
+/* With GLUCX_TOPOLOGY: rank r of a communicator as large as the file is the file's rank r; in a
+ * smaller one, its job rank (job_rank()). Every rank decides from the same records. */
+static glucx_status_t place_on_net(glucx_comm_t *comm, const record_t *recs,
+                                   const char *const *hostids)
+{
+    const glucx_net_t *net = comm->context->net;
+    int *map = calloc((size_t)comm->size, sizeof(int));
+    if (map == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "comm_connect: out of memory");
+    glucx_status_t st = GLUCX_OK;
+    for (int r = 0; r < comm->size; r++) {
+        map[r] = comm->size == net->nranks ? r : atoi(recs[r].job);
+        if (map[r] < 0) {
+            st = glucx_error(GLUCX_ERR_INVALID_ARG,
+                             "comm_connect '%s' on rank %d: GLUCX_TOPOLOGY %s describes %d ranks, "
+                             "the communicator has %d, and rank %d has no job rank to place it "
+                             "(RANK, OMPI_COMM_WORLD_RANK, PMIX_RANK or SLURM_PROCID)",
+                             comm->name, comm->rank, net->path, net->nranks, comm->size, r);
+            break;
+        }
+    }
+    if (st == GLUCX_OK) {
+        st = glucx_topo_place(comm->topo, net, map, hostids,
+                              comm->context->config.calibration[0] != '\0');
+        if (st != GLUCX_OK)
+            st = glucx_error(st, "comm_connect '%s' on rank %d of %d: %s", comm->name, comm->rank,
+                             comm->size, glucx_error_text());
+    }
+    free(map);
+    return st;
+}
+
 glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records,
                                   const size_t *bytes)
 {
@@ -555,6 +613,8 @@ glucx_status_t glucx_comm_connect(glucx_comm_t *comm, const void *const *records
         comm->trace_id = glucx_tp_comm_id(comm->name, size, raw, raw_len);
     if (st == GLUCX_OK)
         st = glucx_topo_create(size, hostids, comm->context->costs, &comm->topo);
+    if (st == GLUCX_OK && comm->context->net != NULL)
+        st = place_on_net(comm, recs, hostids);
     if (st == GLUCX_OK)
         st = glucx_tx_ucx_connect(comm->tx, addrs, lens, deadline);
     if (st == GLUCX_OK)

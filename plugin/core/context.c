@@ -36,6 +36,8 @@ glucx_status_t glucx_context_create(const glucx_context_params_t *params,
     st = glucx_topo_create_uniform(1, 1, &ctx->costs);
     if (st == GLUCX_OK && ctx->config.calibration[0] != '\0')
         st = glucx_topo_calibration_load(ctx->costs, ctx->config.calibration);
+    if (st == GLUCX_OK && ctx->config.topology[0] != '\0')
+        st = glucx_net_load(ctx->config.topology, &ctx->net);
     if (st != GLUCX_OK)
         goto err_free;
     const char *net_devices = NULL;
@@ -54,6 +56,7 @@ glucx_status_t glucx_context_create(const glucx_context_params_t *params,
 
 err_free:
     glucx_topo_destroy(ctx->costs);
+    glucx_net_destroy(ctx->net);
     free(ctx);
     glucx_fork_context_leave();
     return st;
@@ -69,6 +72,7 @@ void glucx_context_destroy(glucx_context_t *context)
     }
     glucx_tx_ucx_context_destroy(context->ucx);
     glucx_topo_destroy(context->costs);
+    glucx_net_destroy(context->net);
     free(context);
     glucx_fork_context_leave();
 }

@@ -17,6 +17,7 @@ struct glucx_context {
     glucx_config_t config;
     glucx_tune_t tune;
     glucx_topo_t *costs; /**< link-class costs (defaults or GLUCX_CALIBRATION), read once */
+    glucx_net_t *net;    /**< GLUCX_TOPOLOGY's network, read once, or NULL */
     glucx_ucx_context_t *ucx;
 };
 

@@ -1411,45 +1411,17 @@ out:
     return rc;
 }
 
-/* Rank and size from torchrun, Open MPI or PMI variables. @return 0, or 2 with a message. */
-static int launcher_rank_size(int *rank_p, int *size_p)
-{
-    static const char *const vars[][2] = {
-        {"RANK", "WORLD_SIZE"},
-        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-        {"PMI_RANK", "PMI_SIZE"},
-    };
-    for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++) {
-        const char *rs = getenv(vars[k][0]);
-        if (rs == NULL)
-            continue;
-        const char *ss = getenv(vars[k][1]);
-        long r, s;
-        if (ss == NULL) {
-            fprintf(stderr, "glucx-bench: %s is set but %s is not\n", vars[k][0], vars[k][1]);
-            return 2;
-        }
-        if (parse_long(ss, 1, GLUCX_COMM_SIZE_MAX, &s) != 0 || parse_long(rs, 0, s - 1, &r) != 0) {
-            fprintf(stderr, "glucx-bench: invalid %s=%s / %s=%s\n", vars[k][0], rs, vars[k][1], ss);
-            return 2;
-        }
-        *rank_p = (int)r;
-        *size_p = (int)s;
-        return 0;
-    }
-    fprintf(stderr, "glucx-bench: no --ranks and no launcher variables: run with --ranks N, or "
-                    "under torchrun (RANK, WORLD_SIZE), mpirun (OMPI_COMM_WORLD_RANK, "
-                    "OMPI_COMM_WORLD_SIZE) or a PMI launcher (PMI_RANK, PMI_SIZE), with "
-                    "GLUCX_STORE=file:DIR or redis://HOST:PORT naming the rendezvous store\n");
-    return 2;
-}
-
 static int run_from_launcher(const bench_opts_t *o)
 {
     int rank, size;
-    int rc = launcher_rank_size(&rank, &size);
+    int rc = glucx_tool_launcher_rank_size("glucx-bench", &rank, &size);
+    if (rc == 1)
+        fprintf(stderr, "glucx-bench: no --ranks and no launcher variables: run with --ranks N, or "
+                        "under torchrun (RANK, WORLD_SIZE), mpirun (OMPI_COMM_WORLD_RANK, "
+                        "OMPI_COMM_WORLD_SIZE) or a PMI launcher (PMI_RANK, PMI_SIZE), with "
+                        "GLUCX_STORE=file:DIR or redis://HOST:PORT naming the rendezvous store\n");
     if (rc != 0)
-        return rc;
+        return 2;
     glucx_store_t *store = NULL;
     glucx_status_t st = glucx_store_from_env(&store);
     if (st != GLUCX_OK) {

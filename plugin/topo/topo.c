@@ -85,7 +85,102 @@ void glucx_topo_destroy(glucx_topo_t *topo)
     if (topo == NULL)
         return;
     free(topo->package_of);
+    free(topo->net_rank);
     free(topo);
+}
+
+glucx_status_t glucx_topo_place(glucx_topo_t *t, const glucx_net_t *net, const int *net_ranks,
+                                const char *const *hostids, int keep_costs)
+{
+    if (t == NULL || net == NULL || net_ranks == NULL || hostids == NULL)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "topology: NULL argument");
+    if (t->size > net->nranks)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "topology %s describes %d ranks; the communicator has %d", net->path,
+                           net->nranks, t->size);
+    int *map = calloc((size_t)t->size, sizeof(int));
+    int *first = malloc(sizeof(int) * (size_t)net->npackages);
+    if (map == NULL || first == NULL) {
+        free(map);
+        free(first);
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "topology: out of memory for %d ranks", t->size);
+    }
+    glucx_status_t st = GLUCX_OK;
+    for (int p = 0; p < net->npackages; p++)
+        first[p] = -1;
+    for (int r = 0; r < t->size && st == GLUCX_OK; r++) {
+        int n = net_ranks[r];
+        if (n < 0 || n >= net->nranks) {
+            st = glucx_error(GLUCX_ERR_INVALID_ARG,
+                             "topology %s: rank %d has rank %d in the file, which has %d ranks",
+                             net->path, r, n, net->nranks);
+            break;
+        }
+        map[r] = n;
+        int pkg = n / net->ranks_per_package;
+        for (int q = 0; q < r && st == GLUCX_OK; q++) {
+            int same_pkg = map[q] / net->ranks_per_package == pkg;
+            int same_host = strcmp(hostids[q], hostids[r]) == 0;
+            if (map[q] == n)
+                st = glucx_error(GLUCX_ERR_INVALID_ARG,
+                                 "topology %s: ranks %d and %d both claim rank %d of the file",
+                                 net->path, q, r, n);
+            else if (same_pkg && !same_host)
+                st = glucx_error(GLUCX_ERR_INVALID_ARG,
+                                 "topology %s: ranks %d and %d are in package %d of the file but "
+                                 "on different hosts ('%s', '%s')",
+                                 net->path, q, r, pkg, hostids[q], hostids[r]);
+            else if (!same_pkg && same_host)
+                st = glucx_error(GLUCX_ERR_INVALID_ARG,
+                                 "topology %s: ranks %d and %d share host '%s' but are in "
+                                 "packages %d and %d of the file (one host is one package)",
+                                 net->path, q, r, hostids[r], map[q] / net->ranks_per_package, pkg);
+        }
+    }
+    if (st != GLUCX_OK) {
+        free(map);
+        free(first);
+        return st;
+    }
+    /* packages numbered in order of first appearance, as glucx_topo_create does */
+    t->npackages = 0;
+    for (int r = 0; r < t->size; r++) {
+        int pkg = map[r] / net->ranks_per_package;
+        if (first[pkg] < 0)
+            first[pkg] = t->npackages++;
+        t->package_of[r] = first[pkg];
+    }
+    free(first);
+    free(t->net_rank);
+    t->net_rank = map;
+    t->net = net;
+    if (!keep_costs) {
+        /* 1 GB/s is 1 byte per ns */
+        t->cost[GLUCX_LINK_INTRA].alpha_ns = net->dim[0].latency_ns;
+        t->cost[GLUCX_LINK_INTRA].beta_ns_per_byte = 1.0 / net->dim[0].bandwidth_GBps;
+        if (net->ndims > 1) {
+            glucx_link_cost_t worst = {0, 0};
+            for (int d = 1; d < net->ndims; d++) {
+                if (net->dim[d].size < 2)
+                    continue;
+                if (net->dim[d].latency_ns > worst.alpha_ns)
+                    worst.alpha_ns = net->dim[d].latency_ns;
+                if (1.0 / net->dim[d].bandwidth_GBps > worst.beta_ns_per_byte)
+                    worst.beta_ns_per_byte = 1.0 / net->dim[d].bandwidth_GBps;
+            }
+            if (worst.beta_ns_per_byte > 0)
+                t->cost[GLUCX_LINK_INTER] = worst;
+        }
+    }
+    return GLUCX_OK;
+}
+
+int glucx_topo_route(const glucx_topo_t *t, int src, int dst, int *links, int max)
+{
+    if (t->net == NULL || t->net_rank == NULL || src == dst)
+        return 0;
+    int n = glucx_net_route(t->net, t->net_rank[src], t->net_rank[dst], links, max);
+    return n < 0 ? 0 : n;
 }
 
 glucx_link_cost_t glucx_topo_bottleneck(const glucx_topo_t *t)
@@ -186,5 +281,11 @@ uint64_t glucx_topo_costs_digest(const glucx_topo_t *t)
 uint64_t glucx_topo_digest(const glucx_topo_t *t)
 {
     uint64_t h = mix(glucx_topo_costs_digest(t), &t->size, sizeof(t->size));
-    return mix(h, t->package_of, sizeof(int) * (size_t)t->size);
+    h = mix(h, t->package_of, sizeof(int) * (size_t)t->size);
+    if (t->net != NULL) {
+        uint64_t n = glucx_net_digest(t->net);
+        h = mix(h, &n, sizeof(n));
+        h = mix(h, t->net_rank, sizeof(int) * (size_t)t->size);
+    }
+    return h;
 }

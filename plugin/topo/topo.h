@@ -3,8 +3,11 @@
  *
  * Ranks are grouped into packages (by default: ranks on one host form one package). Every
  * ordered pair of ranks (src, dst) is a link with id src * size + dst, a class (self, inside a
- * package, between packages) and nominal alpha-beta costs per class. A later issue adds
- * torus/fully-connected dimensions; the link id scheme stays.
+ * package, between packages) and nominal alpha-beta costs per class.
+ *
+ * With a topology file (GLUCX_TOPOLOGY, docs/topology.md) the communicator also carries the
+ * physical network of the file (glucx_net_t): dimensions, rank coordinates, physical links and
+ * dimension-order routes. See the glucx_net_* functions below.
  */
 #ifndef GLUCX_TOPO_H
 #define GLUCX_TOPO_H
@@ -27,6 +30,117 @@ typedef struct glucx_link_cost {
     double beta_ns_per_byte; /**< inverse bandwidth, ns per byte */
 } glucx_link_cost_t;
 
+/* ---- the physical network of a topology file ------------------------------------------------ */
+
+/** The kind of one dimension, in ASTRA-sim's analytical-network vocabulary. */
+typedef enum glucx_dim_kind {
+    GLUCX_DIM_RING,            /**< "Ring": member i linked to i+1 mod n (n = 2: one link) */
+    GLUCX_DIM_FULLY_CONNECTED, /**< "FullyConnected": one link per pair of members */
+    GLUCX_DIM_SWITCH,          /**< "Switch": one link per member to the line's switch */
+    GLUCX_DIM_KIND_COUNT
+} glucx_dim_kind_t;
+
+#define GLUCX_NET_MAX_DIMS 8
+/** The most ranks a topology file may describe. */
+#define GLUCX_NET_MAX_RANKS (1 << 20)
+
+/** One dimension of a topology file. */
+typedef struct glucx_net_dim {
+    glucx_dim_kind_t kind;
+    int size;              /**< npus_count: members along the dimension, >= 1 */
+    double bandwidth_GBps; /**< per link and direction, 1e9 bytes/s, > 0 */
+    double latency_ns;     /**< per link, >= 0 */
+} glucx_net_dim_t;
+
+/** What an endpoint of a physical link is. */
+typedef enum glucx_node_kind {
+    GLUCX_NODE_RANK,
+    GLUCX_NODE_PACKAGE,
+    GLUCX_NODE_SWITCH
+} glucx_node_kind_t;
+
+/** One physical link (bidirectional; bandwidth per direction). */
+typedef struct glucx_net_link {
+    int id;                           /**< index in glucx_net_t.links */
+    int dim;                          /**< its dimension, 0 = inside a package */
+    glucx_node_kind_t a_kind, b_kind; /**< dimension 0: ranks; outer: packages (b: or a switch) */
+    int a, b;                         /**< rank, package or switch index; a < b for two of a kind */
+} glucx_net_link_t;
+
+/** The switch of one line of a Switch dimension. */
+typedef struct glucx_net_switch {
+    int dim;
+    int first_link; /**< the links of its members are first_link .. first_link + size - 1 */
+} glucx_net_switch_t;
+
+/**
+ * The network a topology file describes, innermost dimension first. Dimension 0 is the package
+ * (the ranks of one host); rank r is member r % dim[0].size of package r / dim[0].size, and a
+ * package's coordinates in the outer dimensions vary innermost fastest (ASTRA-sim's order).
+ * Immutable once built: any thread may read it.
+ */
+typedef struct glucx_net {
+    char path[512]; /**< the file it was read from */
+    int ndims;
+    glucx_net_dim_t dim[GLUCX_NET_MAX_DIMS];
+    int nranks;            /**< product of the sizes */
+    int ranks_per_package; /**< dim[0].size */
+    int npackages;         /**< nranks / ranks_per_package */
+    int nlinks;
+    glucx_net_link_t *links; /**< [nlinks], numbered as docs/topology.md says */
+    int nswitches;
+    glucx_net_switch_t *switches;
+    int link_base[GLUCX_NET_MAX_DIMS];  /**< id of the first link of each dimension */
+    int pkg_stride[GLUCX_NET_MAX_DIMS]; /**< package-index stride of each outer dimension */
+} glucx_net_t;
+
+/** The most links a route crosses: a Switch hop is two, a Ring of n at most n/2 per dimension. */
+#define GLUCX_NET_MAX_ROUTE 4096
+
+/** "Ring", "FullyConnected", "Switch". */
+const char *glucx_dim_kind_name(glucx_dim_kind_t kind);
+
+/**
+ * Read a topology file (YAML, ASTRA-sim's analytical network keys: topology, npus_count,
+ * bandwidth, latency; docs/topology.md) and build its links.
+ * @param path  the file; copied into the result
+ * @param net_p receives a new network, owned by the caller (glucx_net_destroy)
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG with a message naming file, line and field for an
+ *         unreadable or invalid file; GLUCX_ERR_NO_MEMORY.
+ */
+glucx_status_t glucx_net_load(const char *path, glucx_net_t **net_p);
+
+/**
+ * Build a network from its dimensions (what glucx_net_load does after parsing).
+ * @param dims [ndims] innermost first, copied; @param path recorded as its source (may be "").
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG naming the bad dimension; GLUCX_ERR_NO_MEMORY.
+ */
+glucx_status_t glucx_net_create(const glucx_net_dim_t *dims, int ndims, const char *path,
+                                glucx_net_t **net_p);
+
+void glucx_net_destroy(glucx_net_t *net);
+
+/** Coordinates of rank @p rank (0 <= rank < nranks): coords[0..ndims-1]. */
+void glucx_net_coords(const glucx_net_t *net, int rank, int *coords);
+
+/**
+ * The links a message from rank @p src to rank @p dst crosses, in order: inside one package the
+ * dimension-0 route; between packages the route of glucx_net_package_route (a message leaves its
+ * host directly: no dimension-0 hop). Writes at most @p max link ids to @p links.
+ * @return the route's length (0 for src == dst), or -1 for ranks out of range.
+ */
+int glucx_net_route(const glucx_net_t *net, int src, int dst, int *links, int max);
+
+/**
+ * Dimension-order route between packages: outer dimensions innermost first; along a Ring the
+ * shorter direction (ties: increasing coordinate), a FullyConnected dimension is one hop, a Switch
+ * two links (member to switch, switch to member). @return its length, or -1 (out of range).
+ */
+int glucx_net_package_route(const glucx_net_t *net, int src_pkg, int dst_pkg, int *links, int max);
+
+/** Stable 64-bit digest of the dimensions (what ranks must agree on). */
+uint64_t glucx_net_digest(const glucx_net_t *net);
+
 typedef struct glucx_topo {
     int size;        /**< ranks */
     int npackages;   /**< distinct packages */
@@ -35,6 +149,9 @@ typedef struct glucx_topo {
     glucx_link_cost_t cost[GLUCX_LINK_CLASS_COUNT];
     double gamma_ns_per_byte; /**< local reduction cost, ns per byte of one operand */
     double copy_ns_per_byte;  /**< local memcpy cost, ns per byte */
+    const glucx_net_t *net;   /**< the topology file's network, or NULL; not owned (the
+                                   context's) */
+    int *net_rank;            /**< [size] with net: each rank's rank in the file, else NULL */
 } glucx_topo_t;
 
 /**
@@ -45,6 +162,19 @@ typedef struct glucx_topo {
  */
 glucx_status_t glucx_topo_create(int size, const char *const *hostids, const glucx_topo_t *costs,
                                  glucx_topo_t **topo_p);
+
+/**
+ * Place the ranks of @p t (built by glucx_topo_create) on the network @p net: rank r is the
+ * file's rank @p net_ranks[r] (distinct, < net->nranks). Its packages become the file's (numbered
+ * in order of first appearance, as before), and the link-class costs, unless @p keep_costs, the
+ * file's nominal ones (inside a package: dimension 0; between packages: the slowest outer
+ * dimension). Fails unless host identities fit the file: two ranks share a host exactly when they
+ * share a package.
+ * @return GLUCX_OK; GLUCX_ERR_INVALID_ARG naming the ranks, hosts and packages that do not fit;
+ *         GLUCX_ERR_NO_MEMORY.
+ */
+glucx_status_t glucx_topo_place(glucx_topo_t *t, const glucx_net_t *net, const int *net_ranks,
+                                const char *const *hostids, int keep_costs);
 
 /** A topology of @p size ranks in @p npackages equal blocks (rank r in package r*np/size),
  *  default costs. For tests and cost tables. */
@@ -69,6 +199,12 @@ static inline glucx_link_class_t glucx_topo_link_class(const glucx_topo_t *t, in
  * what a topology-oblivious algorithm whose steps touch every class pays per step.
  */
 glucx_link_cost_t glucx_topo_bottleneck(const glucx_topo_t *t);
+
+/**
+ * The physical links between ranks @p src and @p dst of @p t (its net_rank mapping), as
+ * glucx_net_route. @return the route's length, 0 without a network or for src == dst.
+ */
+int glucx_topo_route(const glucx_topo_t *t, int src, int dst, int *links, int max);
 
 /** Write / read the link-class costs (a small "key value" text file). */
 glucx_status_t glucx_topo_calibration_save(const glucx_topo_t *t, const char *path);

@@ -156,6 +156,12 @@ glucx_status_t glucx_config_read(glucx_config_t *c)
     if (strlen(cal) >= sizeof(c->calibration))
         return glucx_error(GLUCX_ERR_INVALID_ARG, "GLUCX_CALIBRATION path is too long");
     strcpy(c->calibration, cal);
+    const char *topology = get("GLUCX_TOPOLOGY");
+    if (strlen(topology) >= sizeof(c->topology))
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "GLUCX_TOPOLOGY path is longer than %zu characters",
+                           sizeof(c->topology) - 1);
+    strcpy(c->topology, topology);
 
     for (char **e = environ; e != NULL && *e != NULL; e++) {
         /* GLUCX_TEST_* belong to glucx's test suite (tests/README.md), not to the library */

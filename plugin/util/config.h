@@ -46,6 +46,9 @@
       "e.g. allreduce:0-4K:recursive_doubling#allreduce:4K-inf:ring")                              \
     X(GLUCX_STORE, "", "rendezvous store for standalone programs: file:DIR or redis://HOST:PORT")  \
     X(GLUCX_CALIBRATION, "", "link-cost calibration file written by glucx-bench --calibrate")      \
+    X(GLUCX_TOPOLOGY, "",                                                                          \
+      "topology file (YAML, ASTRA-sim's network keys; docs/topology.md): rank coordinates, "       \
+      "physical links and routes; host identities must fit its packages")                          \
     X(GLUCX_HOSTID, "",                                                                            \
       "host identity used to group ranks into packages (default: hostname + boot id)")             \
     X(GLUCX_SYNC_SEND, "1",                                                                        \
@@ -63,6 +66,7 @@ typedef struct glucx_config {
     size_t window_hold; /**< GLUCX_WINDOW_HOLD: bytes of early puts held per communicator */
     char tune[1024];
     char calibration[512];
+    char topology[512];
 } glucx_config_t;
 
 /** One documented variable. */

@@ -49,6 +49,7 @@ static const case_entry_t cases[] = {
     {"fork_inherited", itest_case_fork_inherited, NULL},
     {"fork_new", itest_case_fork_new, NULL},
     {"sync_send", itest_case_sync_send, NULL},
+    {"topology", itest_case_topology, NULL},
 };
 
 typedef struct run_arg {

@@ -7,6 +7,8 @@
  */
 #include "common/local_ranks.h"
 
+#include <glucx/glucx.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -220,4 +222,44 @@ int glucx_tool_run_local(int n, glucx_tool_rank_fn fn, void *arg, double stall_s
     free(pids);
     nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return rc;
+}
+
+static int parse_count(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int glucx_tool_launcher_rank_size(const char *tool, int *rank_p, int *size_p)
+{
+    static const char *const vars[][2] = {
+        {"RANK", "WORLD_SIZE"},
+        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+        {"PMI_RANK", "PMI_SIZE"},
+    };
+    for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++) {
+        const char *rs = getenv(vars[k][0]);
+        if (rs == NULL)
+            continue;
+        const char *ss = getenv(vars[k][1]);
+        long r, s;
+        if (ss == NULL) {
+            fprintf(stderr, "%s: %s is set but %s is not\n", tool, vars[k][0], vars[k][1]);
+            return 2;
+        }
+        if (parse_count(ss, 1, GLUCX_COMM_SIZE_MAX, &s) != 0 ||
+            parse_count(rs, 0, s - 1, &r) != 0) {
+            fprintf(stderr, "%s: invalid %s=%s / %s=%s\n", tool, vars[k][0], rs, vars[k][1], ss);
+            return 2;
+        }
+        *rank_p = (int)r;
+        *size_p = (int)s;
+        return 0;
+    }
+    return 1;
 }

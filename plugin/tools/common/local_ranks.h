@@ -26,4 +26,12 @@ typedef int (*glucx_tool_rank_fn)(int rank, int size, const char *store_dir, int
 int glucx_tool_run_local(int n, glucx_tool_rank_fn fn, void *arg, double stall_s,
                          const char *tool);
 
+/**
+ * This process's rank and the job's size from a launcher's variables: torchrun and glucx-cluster
+ * (RANK, WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_RANK/SIZE) or PMI (PMI_RANK/PMI_SIZE), first
+ * found wins. @return 0; 1 when no launcher set them (nothing printed); 2 after printing (prefixed
+ * with @p tool) which variable is malformed or missing its pair.
+ */
+int glucx_tool_launcher_rank_size(const char *tool, int *rank_p, int *size_p);
+
 #endif
