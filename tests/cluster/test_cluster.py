@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """glucx-cluster tests on a 2x2 torus of packages with 2 ranks per package (torus2x2.yaml).
 
-usage: test_cluster.py CASE --tool GLUCX_CLUSTER --topology-json FILE [--bench GLUCX_BENCH]
-       [--name NAME]
+usage: test_cluster.py CASE --tool GLUCX_CLUSTER --topology YAML [--topology-json FIXTURE]
+       [--bench GLUCX_BENCH] [--name NAME]
+
+The cluster is built from the YAML file (glucx-cluster runs `glucx-info --topology YAML --json`,
+the C model); the expectations come from the same model's JSON.
 
 CASE:
   plan       (no root) the plan's routes agree with the model: every route's first hop is the
              neighbour across its first link, and a model whose route cannot be realised by
-             destination routing is refused with a message naming the route
+             destination routing is refused with a message naming the route; the hand-written
+             FIXTURE equals what glucx-info makes of YAML
   lifecycle  up/down: after down no namespace, interface, mount, process or state of the cluster
              remains, also after a `run` killed with SIGKILL mid-job; down twice is fine
   hosts      hosts are distinct: hostname, boot_id, /dev/shm and CLOCK_MONOTONIC offset
@@ -64,14 +68,14 @@ def run(cmd, timeout=60, check_rc=True, **kw):
 
 
 class Cluster:
-    def __init__(self, tool, name, topo_json):
-        self.tool, self.name, self.topo_json = tool, name, topo_json
+    def __init__(self, tool, name, topology):
+        self.tool, self.name, self.topology = tool, name, topology
 
     def __call__(self, *args, **kw):
         return run([self.tool, *args[:1], "--name", self.name, *args[1:]], **kw)
 
     def up(self):
-        return self("up", "--topology-json", self.topo_json)
+        return self("up", "--topology", self.topology)
 
     def down(self):
         return self("down")
@@ -144,9 +148,20 @@ def leftovers(name, inodes=()):
 # ---- cases ------------------------------------------------------------------------------------
 
 
+def model(args):
+    """The C model's JSON of the YAML file (glucx-info, next to glucx-cluster)."""
+    info = os.path.join(os.path.dirname(args.tool), "glucx-info")
+    return json.loads(run([info, "--topology", args.topology, "--json"]).stdout)
+
+
 def case_plan(args):
     with open(args.topology_json) as f:
         topo = json.load(f)
+    real = model(args)
+    for key in sorted(set(topo) | set(real)):
+        if key != "file":
+            check(topo.get(key) == real.get(key), f"fixture {args.topology_json} and glucx-info "
+                  f"--topology {args.topology} differ in '{key}'")
     p = run([args.tool, "plan", "--name", args.name, "--topology-json", args.topology_json,
              "--json"])
     plan = json.loads(p.stdout)
@@ -188,6 +203,17 @@ def case_plan(args):
     check(p.returncode == 1, f"bad route: exit status {p.returncode}, expected 1")
     check("route 0->3" in p.stderr and "Traceback" not in p.stderr,
           f"bad route: message does not name route 0->3: {p.stderr!r}")
+    # a bad topology file: glucx-info's message (file, line, field), status 1, no traceback
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"{args.name}-bad-{os.getpid()}.yaml")
+    with open(path, "w") as f:
+        f.write("topology: [FullyConnected, Ring]\nnpus_count: [2, 2]\n"
+                "bandwidth: [50, fast]\nlatency: [500, 1000]\n")
+    try:
+        p = run([args.tool, "plan", "--name", args.name, "--topology", path], check_rc=False)
+    finally:
+        os.unlink(path)
+    check(p.returncode == 1 and f"{path}:3" in p.stderr and "bandwidth" in p.stderr
+          and "Traceback" not in p.stderr, f"bad YAML: status {p.returncode}, {p.stderr!r}")
 
 
 def case_lifecycle(args, c):
@@ -266,8 +292,7 @@ def case_hosts(args, c):
 def case_run(args, c):
     """run: the launcher's variables per rank, the first failing rank's status with the others
     stopped, --timeout (124), SIGTERM forwarded (143); no rank left behind in any case."""
-    with open(args.topology_json) as f:
-        topo = json.load(f)
+    topo = model(args)
     c.up()
     inodes = netns_inodes(c.name)
     holders = len(processes_in(inodes))
@@ -284,6 +309,26 @@ def case_run(args, c):
         want = [topo_host(c, rank // k), str(rank), str(n), str(rank % k), str(k), master]
         check(r[:6] == want, f"rank {rank}: {r[:6]}, want {want}")
         check(r[6].isdigit() and r[7:] == ["ident", "store"], f"rank {rank}: {r[6:]}")
+    # glucx-info --probe as one rank of the job (GLUCX_TOPOLOGY set by run): shared memory inside
+    # a host, tcp over the identity device between hosts, and the model's route per peer
+    info = os.path.join(os.path.dirname(args.tool), "glucx-info")
+    p = c("run", "--timeout", str(scaled(120)), "--", info, "--probe", timeout=180)
+    routes = {(r["src"], r["dst"]): r["links"] for r in topo["package_routes"]}
+    pairs = 0
+    for line in p.stdout.splitlines():
+        if not line.startswith("rank ") or " -> rank " not in line:
+            continue
+        a, b = int(line.split()[1]), int(line.split()[4].rstrip(":"))
+        pa, pb = a // k, b // k
+        if pa == pb:
+            check("memory" in line and "tcp" not in line, f"same host, not shared memory: {line}")
+        else:
+            got = line.split("route: ")[-1]
+            check(line.split(": ")[1].startswith("tcp/ident"), f"between hosts: {line}")
+            check([w.split()[1] for w in got.split(", ")] == [str(x) for x in routes[(pa, pb)]],
+                  f"route {pa}->{pb} {routes[(pa, pb)]}: {line}")
+        pairs += 1
+    check(pairs == n * n, f"--probe printed {pairs} rank pairs, want {n * n}")
     # the first failing rank's status; the others (sleeping 10 min) stopped
     t0 = time.monotonic()
     p = c("run", "--", "sh", "-c", 'if [ "$RANK" = 5 ]; then exit 7; fi; exec sleep 600',
@@ -336,8 +381,7 @@ def expect_only_routes(topo, before, after, src, dst, nbytes, what):
 
 
 def case_routes(args, c):
-    with open(args.topology_json) as f:
-        topo = json.load(f)
+    topo = model(args)
     c.up()
     # a whole job: every collective checked (--check 1), exit status 0
     for coll in ("allreduce", "alltoall"):
@@ -401,8 +445,7 @@ def stream_Bps(c, src, dst, nbytes, port):
 
 
 def case_shaping(args, c):
-    with open(args.topology_json) as f:
-        topo = json.load(f)
+    topo = model(args)
     c.up()
     state = json.load(open(f"/run/glucx-cluster/{c.name}/state.json"))
     nominal = {l["id"]: l["bandwidth_GBps"] * 1e9 for l in topo["links"] if l["dimension"] > 0}
@@ -425,7 +468,7 @@ def case_shaping(args, c):
     # expected errors: one message naming what failed, status 1, no traceback
     for argv, want in ((["degrade", "99", "--rate", "1gbit"], "no outer link 99"),
                        (["degrade", "4", "--rate", "fast"], "rate 'fast'"),
-                       (["up", "--topology-json", args.topology_json], "exists")):
+                       (["up", "--topology", args.topology], "exists")):
         p = c(*argv, check_rc=False)
         check(p.returncode == 1 and want in p.stderr and "Traceback" not in p.stderr,
               f"{argv}: status {p.returncode}, stderr {p.stderr!r}")
@@ -458,8 +501,7 @@ def case_trace(args, c):
     if not shutil.which("babeltrace2"):
         print("SKIP: babeltrace2 is not installed")
         return 77
-    with open(args.topology_json) as f:
-        topo = json.load(f)
+    topo = model(args)
     c.up()
     out = tempfile.mkdtemp(prefix=f"{c.name}-trace.")
     try:
@@ -486,8 +528,7 @@ def case_mpirun(args, c):
     if not mpirun:
         print("SKIP: mpirun (Open MPI) is not installed")
         return 77
-    with open(args.topology_json) as f:
-        topo = json.load(f)
+    topo = model(args)
     c.up()
     work = tempfile.mkdtemp(prefix=f"{c.name}-mpi.")
     try:
@@ -516,7 +557,8 @@ def main():
     ap.add_argument("case", choices=["plan", "lifecycle", "hosts", "run", "routes", "shaping",
                                      "trace", "mpirun"])
     ap.add_argument("--tool", required=True)
-    ap.add_argument("--topology-json", required=True)
+    ap.add_argument("--topology", required=True, help="topology YAML file")
+    ap.add_argument("--topology-json", help="(plan) hand-written JSON of the same topology")
     ap.add_argument("--bench")
     ap.add_argument("--name", default=f"glxt{os.getpid() % 10000}")
     args = ap.parse_args()
@@ -529,7 +571,7 @@ def main():
         if subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
             print("SKIP: `ip netns` is not available")
             return 77
-        c = Cluster(args.tool, args.name, args.topology_json)
+        c = Cluster(args.tool, args.name, args.topology)
         run([c.tool, "down", "--name", c.name])  # a leftover of an earlier, killed run
         try:
             if globals()[f"case_{args.case}"](args, c) == 77:
