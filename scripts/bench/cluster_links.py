@@ -34,7 +34,10 @@ def rate_Bps(text):
 
 
 def sh(*cmd, **kw):
-    return subprocess.run(list(cmd), check=True, capture_output=True, text=True, **kw)
+    p = subprocess.run(list(cmd), capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        sys.exit(f"cluster_links: `{' '.join(cmd)}` exited with {p.returncode}:\n{p.stderr}")
+    return p
 
 
 def glucx_bcast(tool, bench, hosts, nbytes):
@@ -57,7 +60,8 @@ def tcp_stream(tool, src, dst, nbytes):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build tree")
-    ap.add_argument("--rates", default="100mbit,1gbit,4gbit,10gbit,20gbit")
+    ap.add_argument("--rates", default="100mbit,1gbit,2gbit,4gbit,6gbit,10gbit,1000gbit",
+                    help="rates of link 4 (1000gbit: in effect unshaped, the machine's ceiling)")
     args = ap.parse_args()
     tool = os.path.join(args.build, "plugin", "tools", "glucx-cluster")
     bench = os.path.join(args.build, "plugin", "tools", "glucx-bench")
@@ -80,8 +84,8 @@ def main():
         for r in args.rates.split(","):
             R = rate_Bps(r)
             sh(tool, "degrade", "--name", NAME, "4", "--rate", r)
-            g = glucx_bcast(tool, bench, "0,1", max(1 << 20, int(R * 0.5)))
-            t = tcp_stream(tool, "0", "1", max(4 << 20, int(R)))
+            g = glucx_bcast(tool, bench, "0,1", min(128 << 20, max(1 << 20, int(R * 0.5))))
+            t = tcp_stream(tool, "0", "1", min(2 << 30, max(4 << 20, int(R))))
             print(f"{r:>8} {R / 1e6:8.1f} {g / 1e6:10.1f} {g / R:6.1%} {t / 1e6:9.1f} "
                   f"{t / R:6.1%}", flush=True)
         sh(tool, "degrade", "--name", NAME, "4", "--rate", "2gbit")
