@@ -13,7 +13,8 @@ CASE:
              destination routing is refused with a message naming the route; the hand-written
              FIXTURE equals what glucx-info makes of YAML
   lifecycle  up/down: after down no namespace, interface, mount, process or state of the cluster
-             remains, also after a `run` killed with SIGKILL mid-job; down twice is fine
+             remains, also after a `run` killed with SIGKILL mid-job, after an `up` killed
+             part-way and without the state file; down twice is fine
   hosts      hosts are distinct: hostname, boot_id, /dev/shm and CLOCK_MONOTONIC offset
   run        the variables every rank gets, the first failing rank's status with the others
              stopped, --timeout, SIGTERM forwarded; no rank left behind
@@ -244,6 +245,17 @@ def case_lifecycle(args, c):
     p = c.down()
     check(p.returncode == 0, "second down failed")
     check("nothing to remove" in p.stderr, f"second down: {p.stderr!r}")
+    # an `up` killed with SIGKILL part-way (wherever it was: holders started, namespaces named,
+    # links made or not), then down
+    for delay in (0.05, 0.3):
+        proc = subprocess.Popen([c.tool, "up", "--name", c.name, "--topology", c.topology],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.kill()
+        proc.wait()
+        c.down()
+        left = leftovers(c.name)
+        check(not left, f"left after down of an up killed after {delay} s: {left}")
     # down also works without the state file (a crash right after the namespaces were made)
     c.up()
     inodes = netns_inodes(c.name)
