@@ -143,6 +143,8 @@ def leftovers(name, inodes=()):
             found.append(f"process {pid}: {shown}")
     if os.path.exists(f"/run/glucx-cluster/{name}"):
         found.append(f"state /run/glucx-cluster/{name}")
+    if os.path.isdir("/run/glucx-cluster") and not os.listdir("/run/glucx-cluster"):
+        found.append("an empty /run/glucx-cluster")
     return found
 
 
