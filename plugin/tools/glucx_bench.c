@@ -94,7 +94,9 @@ static void usage(FILE *f)
         "      --name NAME      communicator name, the key prefix in the store (default\n"
         "                       glucx-bench); use a fresh store or a new name per run\n"
         "      --calibrate FILE measure alpha/beta per link class, gamma (f32 sum) and copy\n"
-        "                       cost, and write them as a GLUCX_CALIBRATION file\n"
+        "                       cost, and write them as a GLUCX_CALIBRATION file; with\n"
+        "                       GLUCX_TOPOLOGY, alpha/beta of each dimension (between rank 0\n"
+        "                       and its neighbour along it), the classes following from them\n"
         "      --put            window puts between ranks 0 and 1 (glucx_iput into a window,\n"
         "                       the way Gloo's bound buffers send): a ping-pong per size, each\n"
         "                       side putting, waiting for its put, then for its window; plain\n"
@@ -1179,19 +1181,68 @@ static int measure_local(double *gamma_p, double *copy_p)
     return 0;
 }
 
+/* The comm rank next to rank 0 along dimension @p d of the topology file (one hop: the
+ * dimension-0 link for d = 0, a package's link of dimension d otherwise), or -1 when that rank is
+ * not in the communicator or the dimension has one member. */
+static int dim_partner(const glucx_topo_t *topo, int d)
+{
+    const glucx_net_t *net = topo->net;
+    if (net->dim[d].size < 2)
+        return -1;
+    int c[GLUCX_NET_MAX_DIMS];
+    glucx_net_coords(net, topo->net_rank[0], c);
+    /* file rank of the neighbour: coordinate d one up (mod n), the others equal */
+    long stride = 1;
+    for (int k = 0; k < d; k++)
+        stride *= net->dim[k].size;
+    int next = (c[d] + 1) % net->dim[d].size;
+    long target = topo->net_rank[0] + (long)(next - c[d]) * stride;
+    for (int r = 1; r < topo->size; r++)
+        if (topo->net_rank[r] == target)
+            return r;
+    return -1;
+}
+
+/* Measure between rank 0 and every partner[k] >= 0 in turn (a barrier after each), the results
+ * in costs[k] on rank 0. @return 0, or a rank_fail status. */
+static int measure_partners(glucx_comm_t *comm, const bench_opts_t *o, const int *partner,
+                            int count, void *buf, glucx_link_cost_t *costs)
+{
+    const int me = glucx_comm_rank(comm);
+    glucx_coll_opts_t copts = {.field_mask = GLUCX_COLL_OPT_TIMEOUT, .timeout_ms = o->timeout_ms};
+    for (int k = 0; k < count; k++) {
+        if (partner[k] < 0)
+            continue;
+        if (me == 0 || me == partner[k]) {
+            glucx_status_t st = measure_link(comm, me == 0 ? partner[k] : 0, me == 0, buf,
+                                             o->timeout_ms, &costs[k]);
+            if (st != GLUCX_OK)
+                return rank_fail(me, "calibration ping-pong", st);
+        }
+        glucx_status_t st = glucx_barrier(comm, &copts);
+        if (st != GLUCX_OK)
+            return rank_fail(me, "barrier", st);
+    }
+    return 0;
+}
+
 static int calibrate(glucx_comm_t *comm, const bench_opts_t *o)
 {
     const int me = glucx_comm_rank(comm), n = glucx_comm_size(comm);
     const glucx_topo_t *topo = comm->topo;
+    const glucx_net_t *net = topo->net;
     glucx_topo_t out = *topo; /* saves the costs; unmeasured classes keep their current values */
     glucx_coll_opts_t copts = {.field_mask = GLUCX_COLL_OPT_TIMEOUT, .timeout_ms = o->timeout_ms};
     int measured[GLUCX_LINK_CLASS_COUNT] = {0};
     int partner[GLUCX_LINK_CLASS_COUNT] = {-1, -1, -1};
+    int dpartner[GLUCX_NET_MAX_DIMS];
     for (int r = 1; r < n; r++) {
         glucx_link_class_t c = glucx_topo_link_class(topo, 0, r);
         if (partner[c] < 0)
             partner[c] = r;
     }
+    for (int d = 0; d < GLUCX_NET_MAX_DIMS; d++)
+        dpartner[d] = net != NULL && d < net->ndims ? dim_partner(topo, d) : -1;
     void *buf = NULL;
     if (posix_memalign(&buf, 4096, 4u << 20) != 0) {
         fprintf(stderr, "glucx-bench: rank %d: cannot allocate 4 MiB\n", me);
@@ -1206,22 +1257,42 @@ static int calibrate(glucx_comm_t *comm, const bench_opts_t *o)
         return rank_fail(me, "barrier", st);
     }
     note_progress();
-    for (int c = GLUCX_LINK_INTRA; c < GLUCX_LINK_CLASS_COUNT && st == GLUCX_OK; c++) {
-        if (partner[c] < 0)
-            continue;
-        if (me == 0 || me == partner[c]) {
-            st = measure_link(comm, me == 0 ? partner[c] : 0, me == 0, buf, o->timeout_ms,
-                              &out.cost[c]);
-            if (st != GLUCX_OK) {
-                free(buf);
-                return rank_fail(me, "calibration ping-pong", st);
+    int rc;
+    if (net != NULL) {
+        /* per dimension, between neighbours along it; the classes follow from the dimensions */
+        rc = measure_partners(comm, o, dpartner, net->ndims, buf, out.dim_cost);
+        glucx_link_cost_t worst = {-1, -1};
+        for (int d = 0; d < net->ndims; d++) {
+            if (dpartner[d] < 0)
+                continue;
+            if (d == 0) {
+                out.cost[GLUCX_LINK_INTRA] = out.dim_cost[0];
+                measured[GLUCX_LINK_INTRA] = 1;
+                continue;
             }
-            measured[c] = 1;
+            if (out.dim_cost[d].alpha_ns > worst.alpha_ns)
+                worst.alpha_ns = out.dim_cost[d].alpha_ns;
+            if (out.dim_cost[d].beta_ns_per_byte > worst.beta_ns_per_byte)
+                worst.beta_ns_per_byte = out.dim_cost[d].beta_ns_per_byte;
         }
-        if ((st = glucx_barrier(comm, &copts)) != GLUCX_OK) {
-            free(buf);
-            return rank_fail(me, "barrier", st);
+        if (worst.alpha_ns >= 0) {
+            out.cost[GLUCX_LINK_INTER] = worst;
+            measured[GLUCX_LINK_INTER] = 1;
         }
+    } else {
+        glucx_link_cost_t costs[GLUCX_LINK_CLASS_COUNT];
+        memcpy(costs, out.cost, sizeof(costs));
+        partner[GLUCX_LINK_SELF] = -1;
+        rc = measure_partners(comm, o, partner, GLUCX_LINK_CLASS_COUNT, buf, costs);
+        for (int c = GLUCX_LINK_INTRA; c < GLUCX_LINK_CLASS_COUNT; c++)
+            if (partner[c] >= 0) {
+                out.cost[c] = costs[c];
+                measured[c] = 1;
+            }
+    }
+    if (rc != 0) {
+        free(buf);
+        return rc;
     }
     free(buf);
     if (me != 0)
@@ -1246,10 +1317,26 @@ static int calibrate(glucx_comm_t *comm, const bench_opts_t *o)
                k->beta_ns_per_byte, k->beta_ns_per_byte > 0 ? 1.0 / k->beta_ns_per_byte : 0.0);
         if (c == GLUCX_LINK_SELF)
             printf("beta = copy, alpha unchanged\n");
+        else if (measured[c] && net != NULL)
+            printf("from the measured dimensions (%s)\n",
+                   c == GLUCX_LINK_INTRA ? "dimension 0" : "the slowest outer one");
         else if (measured[c])
             printf("measured between rank 0 and rank %d\n", partner[c]);
         else
             printf("no such link here, unchanged\n");
+    }
+    for (int d = 0; net != NULL && d < net->ndims; d++) {
+        const glucx_link_cost_t *k = &out.dim_cost[d];
+        printf("dim %d  %-14s ", d, glucx_dim_kind_name(net->dim[d].kind));
+        if (dpartner[d] < 0) {
+            printf("not measured (no neighbour of rank 0 along it in this job)\n");
+            continue;
+        }
+        printf("alpha %9.1f ns  beta %.4f ns/B (%6.2f GB/s, nominal %g GB/s)  measured between "
+               "rank 0 and rank %d\n",
+               k->alpha_ns, k->beta_ns_per_byte,
+               k->beta_ns_per_byte > 0 ? 1.0 / k->beta_ns_per_byte : 0.0,
+               net->dim[d].bandwidth_GBps, dpartner[d]);
     }
     printf("gamma  %.4f ns/B (f32 sum, %.2f GB/s)\ncopy   %.4f ns/B (memcpy, %.2f GB/s)\n",
            out.gamma_ns_per_byte, 1.0 / out.gamma_ns_per_byte, out.copy_ns_per_byte,

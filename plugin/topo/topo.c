@@ -33,6 +33,8 @@ static glucx_topo_t *topo_alloc(int size)
     memcpy(t->cost, default_cost, sizeof(default_cost));
     t->gamma_ns_per_byte = default_gamma_ns_per_byte;
     t->copy_ns_per_byte = default_copy_ns_per_byte;
+    for (int d = 0; d < GLUCX_NET_MAX_DIMS; d++)
+        t->dim_cost[d] = (glucx_link_cost_t){-1.0, -1.0};
     return t;
 }
 
@@ -60,6 +62,7 @@ glucx_status_t glucx_topo_create(int size, const char *const *hostids, const glu
         memcpy(t->cost, costs->cost, sizeof(t->cost));
         t->gamma_ns_per_byte = costs->gamma_ns_per_byte;
         t->copy_ns_per_byte = costs->copy_ns_per_byte;
+        memcpy(t->dim_cost, costs->dim_cost, sizeof(t->dim_cost));
     }
     *topo_p = t;
     return GLUCX_OK;
@@ -154,7 +157,22 @@ glucx_status_t glucx_topo_place(glucx_topo_t *t, const glucx_net_t *net, const i
     free(t->net_rank);
     t->net_rank = map;
     t->net = net;
-    if (!keep_costs) {
+    if (keep_costs) {
+        /* the calibration's measured dimensions, where it has them, define the classes */
+        if (t->dim_cost[0].alpha_ns >= 0)
+            t->cost[GLUCX_LINK_INTRA] = t->dim_cost[0];
+        glucx_link_cost_t worst = {-1, -1};
+        for (int d = 1; d < net->ndims; d++) {
+            if (net->dim[d].size < 2 || t->dim_cost[d].alpha_ns < 0)
+                continue;
+            if (t->dim_cost[d].alpha_ns > worst.alpha_ns)
+                worst.alpha_ns = t->dim_cost[d].alpha_ns;
+            if (t->dim_cost[d].beta_ns_per_byte > worst.beta_ns_per_byte)
+                worst.beta_ns_per_byte = t->dim_cost[d].beta_ns_per_byte;
+        }
+        if (worst.alpha_ns >= 0)
+            t->cost[GLUCX_LINK_INTER] = worst;
+    } else {
         /* 1 GB/s is 1 byte per ns */
         t->cost[GLUCX_LINK_INTRA].alpha_ns = net->dim[0].latency_ns;
         t->cost[GLUCX_LINK_INTRA].beta_ns_per_byte = 1.0 / net->dim[0].bandwidth_GBps;
@@ -173,6 +191,16 @@ glucx_status_t glucx_topo_place(glucx_topo_t *t, const glucx_net_t *net, const i
         }
     }
     return GLUCX_OK;
+}
+
+glucx_link_cost_t glucx_topo_dim_cost(const glucx_topo_t *t, int dim)
+{
+    glucx_link_cost_t none = {-1.0, -1.0};
+    if (t->net == NULL || dim < 0 || dim >= t->net->ndims)
+        return none;
+    if (t->dim_cost[dim].alpha_ns >= 0)
+        return t->dim_cost[dim];
+    return (glucx_link_cost_t){t->net->dim[dim].latency_ns, 1.0 / t->net->dim[dim].bandwidth_GBps};
 }
 
 int glucx_topo_route(const glucx_topo_t *t, int src, int dst, int *links, int max)
@@ -205,6 +233,12 @@ glucx_status_t glucx_topo_calibration_save(const glucx_topo_t *t, const char *pa
         fprintf(f, "%s.alpha_ns %.6g\n", class_key[c], t->cost[c].alpha_ns);
         fprintf(f, "%s.beta_ns_per_byte %.6g\n", class_key[c], t->cost[c].beta_ns_per_byte);
     }
+    for (int d = 0; d < GLUCX_NET_MAX_DIMS; d++) {
+        if (t->dim_cost[d].alpha_ns < 0)
+            continue;
+        fprintf(f, "dim%d.alpha_ns %.6g\n", d, t->dim_cost[d].alpha_ns);
+        fprintf(f, "dim%d.beta_ns_per_byte %.6g\n", d, t->dim_cost[d].beta_ns_per_byte);
+    }
     fprintf(f, "gamma_ns_per_byte %.6g\n", t->gamma_ns_per_byte);
     fprintf(f, "copy_ns_per_byte %.6g\n", t->copy_ns_per_byte);
     if (fclose(f) != 0)
@@ -219,6 +253,14 @@ static double *calibration_field(glucx_topo_t *t, const char *key)
         return &t->gamma_ns_per_byte;
     if (strcmp(key, "copy_ns_per_byte") == 0)
         return &t->copy_ns_per_byte;
+    int d, used = 0;
+    if (sscanf(key, "dim%d.%n", &d, &used) == 1 && used > 0 && d >= 0 && d < GLUCX_NET_MAX_DIMS &&
+        key[3] >= '0' && key[3] <= '9') {
+        if (strcmp(key + used, "alpha_ns") == 0)
+            return &t->dim_cost[d].alpha_ns;
+        if (strcmp(key + used, "beta_ns_per_byte") == 0)
+            return &t->dim_cost[d].beta_ns_per_byte;
+    }
     for (int c = 0; c < GLUCX_LINK_CLASS_COUNT; c++) {
         size_t n = strlen(class_key[c]);
         if (strncmp(key, class_key[c], n) != 0 || key[n] != '.')
@@ -259,6 +301,12 @@ glucx_status_t glucx_topo_calibration_load(glucx_topo_t *t, const char *path)
         *field = value;
     }
     fclose(f);
+    for (int d = 0; d < GLUCX_NET_MAX_DIMS && st == GLUCX_OK; d++)
+        if ((t->dim_cost[d].alpha_ns < 0) != (t->dim_cost[d].beta_ns_per_byte < 0))
+            st = glucx_error(GLUCX_ERR_INVALID_ARG,
+                             "calibration: %s: dimension %d has only one of dim%d.alpha_ns and "
+                             "dim%d.beta_ns_per_byte",
+                             path, d, d, d);
     return st;
 }
 
@@ -274,6 +322,7 @@ static uint64_t mix(uint64_t h, const void *ptr, size_t len)
 uint64_t glucx_topo_costs_digest(const glucx_topo_t *t)
 {
     uint64_t h = mix(UINT64_C(0xcbf29ce484222325), t->cost, sizeof(t->cost));
+    h = mix(h, t->dim_cost, sizeof(t->dim_cost));
     h = mix(h, &t->gamma_ns_per_byte, sizeof(t->gamma_ns_per_byte));
     return mix(h, &t->copy_ns_per_byte, sizeof(t->copy_ns_per_byte));
 }

@@ -149,9 +149,12 @@ typedef struct glucx_topo {
     glucx_link_cost_t cost[GLUCX_LINK_CLASS_COUNT];
     double gamma_ns_per_byte; /**< local reduction cost, ns per byte of one operand */
     double copy_ns_per_byte;  /**< local memcpy cost, ns per byte */
-    const glucx_net_t *net;   /**< the topology file's network, or NULL; not owned (the
-                                   context's) */
-    int *net_rank;            /**< [size] with net: each rank's rank in the file, else NULL */
+    /** Calibrated costs per dimension of a topology file (glucx-bench --calibrate under
+     *  GLUCX_TOPOLOGY), innermost first; alpha_ns < 0 where not measured. */
+    glucx_link_cost_t dim_cost[GLUCX_NET_MAX_DIMS];
+    const glucx_net_t *net; /**< the topology file's network, or NULL; not owned (the
+                                 context's) */
+    int *net_rank;          /**< [size] with net: each rank's rank in the file, else NULL */
 } glucx_topo_t;
 
 /**
@@ -206,7 +209,15 @@ glucx_link_cost_t glucx_topo_bottleneck(const glucx_topo_t *t);
  */
 int glucx_topo_route(const glucx_topo_t *t, int src, int dst, int *links, int max);
 
-/** Write / read the link-class costs (a small "key value" text file). */
+/**
+ * The cost of one link of dimension @p dim: the calibration's (dim_cost) when it measured that
+ * dimension, else the file's nominal latency and 1/bandwidth; {-1, -1} without a network or for
+ * a dimension the network does not have.
+ */
+glucx_link_cost_t glucx_topo_dim_cost(const glucx_topo_t *t, int dim);
+
+/** Write / read the link-class costs and the measured dimensions' costs (a small "key value"
+ *  text file: "<class>.alpha_ns", "<class>.beta_ns_per_byte", "dim<d>.alpha_ns", ...). */
 glucx_status_t glucx_topo_calibration_save(const glucx_topo_t *t, const char *path);
 glucx_status_t glucx_topo_calibration_load(glucx_topo_t *t, const char *path);
 

@@ -338,6 +338,60 @@ static void test_place(void **state)
     glucx_net_destroy(net);
 }
 
+/* dim<d> keys of a calibration: round trip, partial dimension refused, and placed on a network
+ * the measured dimensions define the classes; unmeasured ones keep the file's nominal cost */
+static void test_dim_calibration(void **state)
+{
+    (void)state;
+    glucx_topo_t *cal;
+    assert_int_equal(glucx_topo_create_uniform(1, 1, &cal), GLUCX_OK);
+    assert_true(cal->dim_cost[0].alpha_ns < 0);
+    cal->dim_cost[0] = (glucx_link_cost_t){700.0, 0.05};
+    cal->dim_cost[1] = (glucx_link_cost_t){15000.0, 4.0};
+    char path[] = "/tmp/glucx-cal-dims-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(glucx_topo_calibration_save(cal, path), GLUCX_OK);
+    uint64_t digest = glucx_topo_costs_digest(cal);
+    glucx_topo_destroy(cal);
+    assert_int_equal(glucx_topo_create_uniform(1, 1, &cal), GLUCX_OK);
+    assert_int_equal(glucx_topo_calibration_load(cal, path), GLUCX_OK);
+    assert_true(cal->dim_cost[1].beta_ns_per_byte == 4.0 && cal->dim_cost[0].alpha_ns == 700.0);
+    assert_true(cal->dim_cost[2].alpha_ns < 0);
+    assert_true(glucx_topo_costs_digest(cal) == digest);
+
+    glucx_net_t *net = load_text(torus_yaml);
+    const char *hosts[] = {"a", "a", "b", "b", "c", "c", "d", "d"};
+    int map[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    glucx_topo_t *t;
+    assert_int_equal(glucx_topo_create(8, hosts, cal, &t), GLUCX_OK);
+    assert_int_equal(glucx_topo_place(t, net, map, hosts, 1), GLUCX_OK);
+    assert_true(t->cost[GLUCX_LINK_INTRA].alpha_ns == 700.0);
+    assert_true(t->cost[GLUCX_LINK_INTER].beta_ns_per_byte == 4.0); /* only dim 1 measured */
+    glucx_link_cost_t d1 = glucx_topo_dim_cost(t, 1), d2 = glucx_topo_dim_cost(t, 2);
+    assert_true(d1.alpha_ns == 15000.0);
+    assert_true(d2.alpha_ns == 20000.0 && d2.beta_ns_per_byte == 1.0 / 0.25); /* nominal */
+    assert_true(glucx_topo_dim_cost(t, 3).alpha_ns < 0);
+    glucx_topo_destroy(t);
+    glucx_net_destroy(net);
+    glucx_topo_destroy(cal);
+
+    FILE *f = fopen(path, "w");
+    fprintf(f, "dim1.alpha_ns 5\n");
+    fclose(f);
+    assert_int_equal(glucx_topo_create_uniform(1, 1, &cal), GLUCX_OK);
+    assert_int_equal(glucx_topo_calibration_load(cal, path), GLUCX_ERR_INVALID_ARG);
+    assert_non_null(strstr(glucx_last_error(), "dimension 1 has only one"));
+    f = fopen(path, "w");
+    fprintf(f, "dim9.alpha_ns 5\n");
+    fclose(f);
+    assert_int_equal(glucx_topo_calibration_load(cal, path), GLUCX_ERR_INVALID_ARG);
+    assert_non_null(strstr(glucx_last_error(), "line 1"));
+    glucx_topo_destroy(cal);
+    unlink(path);
+}
+
 static void test_digest(void **state)
 {
     (void)state;
@@ -357,7 +411,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_torus_by_hand), cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_file_errors),   cmocka_unit_test(test_place),
-        cmocka_unit_test(test_digest),
+        cmocka_unit_test(test_digest),        cmocka_unit_test(test_dim_calibration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
