@@ -27,7 +27,8 @@ CASE:
              starts glucx-bench ranks in every host
   shaping    every link end has a tbf at the link's rate; degrade/restore change both ends; a
              link degraded to a quarter carries a stream slower than an untouched one (ratio
-             only, never an absolute time); error messages of bad calls
+             only, never an absolute time); degrade/restore while a job runs; error messages of
+             bad calls
 
 The cluster cases need root and `ip netns` (exit 77, ctest's skip, otherwise) and always run
 `down` at the end, also on failure. Each uses its own cluster NAME.
@@ -479,6 +480,20 @@ def case_shaping(args, c):
     c("restore", "4")
     for (lid, ns), rate in tc_rates(c, state).items():
         check(rate == nominal[lid], f"after restore: link {lid} end {ns}: rate {rate}")
+    # degrade and restore while a job runs: it completes, correct; the link is nominal again
+    job = subprocess.Popen([c.tool, "run", "--name", c.name, "--timeout", str(scaled(120)), "--",
+                            args.bench, "--coll", "allreduce", "-b", "1M", "-e", "1M", "--iters",
+                            "60", "--warmup", "1", "--timeout-ms", str(int(scaled(60) * 1000))],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    check(job.stdout.readline().startswith("# glucx-bench"), "job under degrade did not start")
+    c("degrade", "4", "--rate", "250mbit")
+    time.sleep(0.3)
+    c("restore", "4")
+    out = job.communicate(timeout=scaled(150))[0]
+    check(job.returncode == 0 and "# wrong elements in total: 0 (OK)" in out,
+          f"job during degrade/restore: status {job.returncode}")
+    for (lid, ns), rate in tc_rates(c, state).items():
+        check(rate == nominal[lid], f"after restore during a job: link {lid} end {ns}: {rate}")
     # expected errors: one message naming what failed, status 1, no traceback
     for argv, want in ((["degrade", "99", "--rate", "1gbit"], "no outer link 99"),
                        (["degrade", "4", "--rate", "fast"], "rate 'fast'"),
