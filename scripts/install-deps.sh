@@ -9,9 +9,11 @@ set -euo pipefail
 build_pkgs=(gcc g++ make cmake pkg-config libucx-dev ucx-utils libhiredis-dev libyaml-dev libgloo-dev
             libtorch-dev python3-torch python3-dev pybind11-dev python3-venv python3-setuptools
             python3-pip python3-wheel liblttng-ust-dev liblttng-ctl-dev lttng-tools
-            libbabeltrace2-dev babeltrace2 libjansson-dev python3-sklearn python3-tqdm)
+            libbabeltrace2-dev babeltrace2 libjansson-dev python3-sklearn python3-tqdm
+            iproute2)  # glucx-cluster (ip, tc; unshare/nsenter come with util-linux)
 test_pkgs=(libcmocka-dev redis-server valgrind libgtest-dev python3-pytest iproute2
            python3-bt2 python3-jsonschema chromium
+           openmpi-bin  # tests/cluster: mpirun with glucx-cluster exec as its rsh agent
            stress-ng)  # the suite's repeat runs under load (tests/README.md)
 bench_pkgs=(openmpi-bin libopenmpi-dev python3-torch python3-numpy python3-torchvision
             stress-ng)  # scripts/compare.sh --load

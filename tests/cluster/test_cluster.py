@@ -1,0 +1,619 @@
+#!/usr/bin/env python3
+"""glucx-cluster tests on a 2x2 torus of packages with 2 ranks per package (torus2x2.yaml).
+
+usage: test_cluster.py CASE --tool GLUCX_CLUSTER --topology YAML [--topology-json FIXTURE]
+       [--bench GLUCX_BENCH] [--name NAME]
+
+The cluster is built from the YAML file (glucx-cluster runs `glucx-info --topology YAML --json`,
+the C model); the expectations come from the same model's JSON.
+
+CASE:
+  plan       (no root) the plan's routes agree with the model: every route's first hop is the
+             neighbour across its first link, and a model whose route cannot be realised by
+             destination routing is refused with a message naming the route; the hand-written
+             FIXTURE equals what glucx-info makes of YAML
+  lifecycle  up/down: after down no namespace, interface, mount, process or state of the cluster
+             remains, also after a `run` killed with SIGKILL mid-job, after an `up` killed
+             part-way and without the state file; down twice is fine
+  hosts      hosts are distinct: hostname, boot_id, /dev/shm and CLOCK_MONOTONIC offset
+  run        the variables every rank gets, the first failing rank's status with the others
+             stopped, --timeout, SIGTERM forwarded; no rank left behind
+  routes     a glucx-bench job over all hosts is correct, and no byte leaves its route: a TCP
+             stream and a glucx broadcast from package 0 to 3 (two hops) are counted on exactly
+             the links and directions of the routes 0->3 (data) and 3->0 (ACKs)
+  trace      (Switch topology) `run --trace DIR`: one trace per host in DIR/<host>/, each from
+             the host's own session daemon, with only that host's ranks and its hostname
+  mpirun     (Switch topology) mpirun in host 0 with `glucx-cluster exec` as its rsh agent
+             starts glucx-bench ranks in every host
+  shaping    every link end has a tbf at the link's rate; degrade/restore change both ends; a
+             link degraded to a quarter carries a stream slower than an untouched one (ratio
+             only, never an absolute time); degrade/restore while a job runs; error messages of
+             bad calls
+
+The cluster cases need root and `ip netns` (exit 77, ctest's skip, otherwise) and always run
+`down` at the end, also on failure. Each uses its own cluster NAME.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from timescale import scaled  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STREAM = os.path.join(HERE, "..", "..", "scripts", "bench", "tcp_stream.py")
+# Bytes a link direction may carry that are not the job's: ARP (42-byte frames, a request and a
+# reply per neighbour and a few re-checks). IPv6 is off in the cluster, so no neighbour discovery.
+NOISE_BYTES = 4096
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print(f"FAIL: {what}", flush=True)
+    return cond
+
+
+def run(cmd, timeout=60, check_rc=True, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=scaled(timeout), **kw)
+    if check_rc and p.returncode != 0:
+        raise RuntimeError(f"`{' '.join(cmd)}` exited with {p.returncode}:\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+class Cluster:
+    def __init__(self, tool, name, topology):
+        self.tool, self.name, self.topology = tool, name, topology
+
+    def __call__(self, *args, **kw):
+        return run([self.tool, *args[:1], "--name", self.name, *args[1:]], **kw)
+
+    def up(self):
+        return self("up", "--topology", self.topology)
+
+    def down(self):
+        return self("down")
+
+    def exec(self, host, command, **kw):
+        return run([self.tool, "exec", "--name", self.name, host, command], **kw)
+
+    def links(self):
+        return json.loads(self("links", "--json").stdout)
+
+
+def directional_bytes(links):
+    """{(link id, 'ab'|'ba'): bytes sent} from each end's tx counter."""
+    out = {}
+    for l in links["links"]:
+        a, b = l["ends"]
+        out[(l["id"], "ab")] = a["tx_bytes"]
+        out[(l["id"], "ba")] = b["tx_bytes"]
+    return out
+
+
+def netns_inodes(name):
+    """The inodes of cluster NAME's network namespaces (while it is up)."""
+    d = "/run/netns"
+    return {os.stat(os.path.join(d, n)).st_ino for n in os.listdir(d) if n.startswith(f"{name}-")}
+
+
+def processes_in(inodes):
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and os.stat(f"/proc/{pid}/ns/net").st_ino in inodes:
+                out.append(int(pid))
+        except OSError:
+            pass
+    return out
+
+
+def leftovers(name, inodes=()):
+    """What of cluster NAME is visible from the root namespace: namespaces, interfaces, mounts,
+    processes in its namespaces (inodes, taken while it was up) or with its marker, state."""
+    found = [f"process {pid} in the cluster's network namespaces" for pid in processes_in(inodes)]
+    mine = {os.getpid(), os.getppid()}
+    ns = run(["ip", "netns", "list"]).stdout
+    found += [f"netns {l.split()[0]}" for l in ns.splitlines() if l.startswith(f"{name}-")]
+    for l in json.loads(run(["ip", "-j", "link", "show"]).stdout):
+        if l["ifname"].startswith(name):
+            found.append(f"interface {l['ifname']}")
+    with open("/proc/self/mountinfo") as f:
+        found += [f"mount {l.split()[4]}" for l in f if f"/{name}-" in l or f"/{name}/" in l]
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) in mine:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if f"GLUCX_CLUSTER_HOLDER={name}\0".encode() in env or \
+                f"--name\0{name}\0".encode() in cmdline:
+            shown = cmdline.replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"process {pid}: {shown}")
+    if os.path.exists(f"/run/glucx-cluster/{name}"):
+        found.append(f"state /run/glucx-cluster/{name}")
+    if os.path.isdir("/run/glucx-cluster") and not os.listdir("/run/glucx-cluster"):
+        found.append("an empty /run/glucx-cluster")
+    return found
+
+
+# ---- cases ------------------------------------------------------------------------------------
+
+
+def model(args):
+    """The C model's JSON of the YAML file (glucx-info, next to glucx-cluster)."""
+    info = os.path.join(os.path.dirname(args.tool), "glucx-info")
+    return json.loads(run([info, "--topology", args.topology, "--json"]).stdout)
+
+
+def case_plan(args):
+    with open(args.topology_json) as f:
+        topo = json.load(f)
+    real = model(args)
+    for key in sorted(set(topo) | set(real)):
+        if key != "file":
+            check(topo.get(key) == real.get(key), f"fixture {args.topology_json} and glucx-info "
+                  f"--topology {args.topology} differ in '{key}'")
+    p = run([args.tool, "plan", "--name", args.name, "--topology-json", args.topology_json,
+             "--json"])
+    plan = json.loads(p.stdout)
+    # independent: the neighbour across each outer link, from the model's link list
+    ends = {l["id"]: (l["a"], l["b"]) for l in topo["links"] if l["dimension"] > 0}
+    routes = {(r["src"], r["dst"]): r["links"] for r in topo["package_routes"]}
+    addr_of = {}
+    for l in plan["links"]:
+        for e in l["ends"]:
+            addr_of[(l["id"], e.get("package"))] = e["addr"]
+    check(len(plan["hosts"]) == topo["packages"], f"{len(plan['hosts'])} hosts")
+    idents = [h["ident"] for h in plan["hosts"]]
+    check(len(set(idents)) == len(idents), f"identity addresses not distinct: {idents}")
+    for h in plan["hosts"]:
+        s = h["package"]
+        check(len(h["routes"]) == topo["packages"] - 1, f"host {s}: {len(h['routes'])} routes")
+        for r in h["routes"]:
+            first = routes[(s, r["dst"])][0]
+            a, b = ends[first]
+            nb = b if a == s else a
+            check(s in (a, b), f"route {s}->{r['dst']}: link {first} does not touch {s}")
+            check(r["dev"] == f"l{first}", f"route {s}->{r['dst']}: dev {r['dev']}, link {first}")
+            check(r["via"] == addr_of[(first, nb)],
+                  f"route {s}->{r['dst']}: via {r['via']}, package {nb}'s end of link {first} "
+                  f"is {addr_of[(first, nb)]}")
+            check(r["dst_addr"] == idents[r["dst"]], f"route {s}->{r['dst']}: {r['dst_addr']}")
+    # a route 0->3 over [4, 6] leaves package 1 over link 6, which does not touch it
+    bad = dict(topo)
+    bad["package_routes"] = [dict(r, links=[4, 6]) if (r["src"], r["dst"]) == (0, 3) else r
+                             for r in topo["package_routes"]]
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"{args.name}-bad-{os.getpid()}.json")
+    with open(path, "w") as f:
+        json.dump(bad, f)
+    try:
+        p = run([args.tool, "plan", "--name", args.name, "--topology-json", path],
+                check_rc=False)
+    finally:
+        os.unlink(path)
+    check(p.returncode == 1, f"bad route: exit status {p.returncode}, expected 1")
+    check("route 0->3" in p.stderr and "Traceback" not in p.stderr,
+          f"bad route: message does not name route 0->3: {p.stderr!r}")
+    # a bad topology file: glucx-info's message (file, line, field), status 1, no traceback
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"{args.name}-bad-{os.getpid()}.yaml")
+    with open(path, "w") as f:
+        f.write("topology: [FullyConnected, Ring]\nnpus_count: [2, 2]\n"
+                "bandwidth: [50, fast]\nlatency: [500, 1000]\n")
+    try:
+        p = run([args.tool, "plan", "--name", args.name, "--topology", path], check_rc=False)
+    finally:
+        os.unlink(path)
+    check(p.returncode == 1 and f"{path}:3" in p.stderr and "bandwidth" in p.stderr
+          and "Traceback" not in p.stderr, f"bad YAML: status {p.returncode}, {p.stderr!r}")
+
+
+def case_lifecycle(args, c):
+    t0 = time.monotonic()
+    c.up()
+    print(f"up: {time.monotonic() - t0:.2f} s")
+    check(len(leftovers(c.name)) > 0, "nothing of the cluster visible after up")
+    # a run killed with SIGKILL mid-job: its ranks stay behind until `down`
+    job = subprocess.Popen([c.tool, "run", "--name", c.name, "--", args.bench, "--coll",
+                            "allreduce", "-b", "1M", "-e", "1M", "--iters", "100000",
+                            "--timeout-ms", str(int(scaled(120) * 1000))],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    first = job.stdout.readline()  # the header: the ranks are up and connected
+    check(first.startswith("# glucx-bench"), f"job did not start: {first!r}")
+    time.sleep(0.5)
+    job.kill()
+    job.wait()
+    inodes = netns_inodes(c.name)
+    inside = processes_in(inodes)
+    print(f"after SIGKILL of run: {len(inside)} processes in the hosts (holders, ranks)")
+    check(len(inside) >= 4 + 8, f"only {len(inside)} processes in the hosts after the killed "
+          "run: expected the 4 holders and 8 orphaned ranks")
+    t0 = time.monotonic()
+    c.down()
+    print(f"down: {time.monotonic() - t0:.2f} s")
+    left = leftovers(c.name, inodes)
+    check(not left, f"left after down: {left}")
+    p = c.down()
+    check(p.returncode == 0, "second down failed")
+    check("nothing to remove" in p.stderr, f"second down: {p.stderr!r}")
+    # an `up` killed with SIGKILL part-way (wherever it was: holders started, namespaces named,
+    # links made or not), then down
+    for delay in (0.05, 0.3):
+        proc = subprocess.Popen([c.tool, "up", "--name", c.name, "--topology", c.topology],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.kill()
+        proc.wait()
+        c.down()
+        left = leftovers(c.name)
+        check(not left, f"left after down of an up killed after {delay} s: {left}")
+    # down also works without the state file (a crash right after the namespaces were made)
+    c.up()
+    inodes = netns_inodes(c.name)
+    os.unlink(f"/run/glucx-cluster/{c.name}/state.json")
+    c.down()
+    left = leftovers(c.name, inodes)
+    check(not left, f"left after down without state: {left}")
+
+
+def case_hosts(args, c):
+    c.up()
+    state = json.load(open(f"/run/glucx-cluster/{c.name}/state.json"))
+    seen = {"hostname": set(), "boot_id": set(), "shm": set()}
+    root_boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+    mono = {}
+    for h in state["hosts"]:
+        p = c.exec(h["name"], "hostname; cat /proc/sys/kernel/random/boot_id; "
+                   "touch /dev/shm/glxtest-$(hostname); ls /dev/shm; "
+                   "python3 -c 'import time; print(time.clock_gettime(time.CLOCK_MONOTONIC))'")
+        lines = p.stdout.split()
+        hostname, boot_id, mono_s = lines[0], lines[1], float(lines[-1])
+        shm = tuple(sorted(lines[2:-1]))
+        root_mono = time.clock_gettime(time.CLOCK_MONOTONIC)
+        check(hostname == h["name"], f"{h['name']}: hostname {hostname}")
+        check(boot_id != root_boot, f"{h['name']}: the root namespace's boot_id")
+        check(shm == (f"glxtest-{hostname}",), f"{h['name']}: /dev/shm holds {shm}")
+        seen["hostname"].add(hostname)
+        seen["boot_id"].add(boot_id)
+        # the offset the kernel holds for the holder's time namespace
+        with open(f"/proc/{h['holder_pid']}/timens_offsets") as f:
+            off = {l.split()[0]: int(l.split()[1]) for l in f}
+        mono[h["name"]] = (mono_s - root_mono, off.get("monotonic", 0))
+    check(len(seen["hostname"]) == 4, f"hostnames {seen['hostname']}")
+    check(len(seen["boot_id"]) == 4, f"boot_ids {seen['boot_id']}")
+    check(not any(n.startswith("glxtest-") for n in os.listdir("/dev/shm")),
+          "a host's /dev/shm file is visible in the root namespace")
+    offsets = [o for _m, o in mono.values()]
+    check(len(set(offsets)) == 4 and 0 not in offsets, f"monotonic offsets {offsets}")
+    for hn, (measured, off) in mono.items():
+        # measured = host clock - root clock, read a few ms apart: the offset within 5 s
+        check(abs(measured - off) < scaled(5), f"{hn}: CLOCK_MONOTONIC is {measured:.1f} s "
+              f"ahead of the root's, its time namespace says {off} s")
+    print(f"monotonic offsets (s): { {k: round(v[0], 1) for k, v in mono.items()} }")
+
+
+def case_run(args, c):
+    """run: the launcher's variables per rank, the first failing rank's status with the others
+    stopped, --timeout (124), SIGTERM forwarded (143); no rank left behind in any case."""
+    topo = model(args)
+    c.up()
+    inodes = netns_inodes(c.name)
+    holders = len(processes_in(inodes))
+    show = ('echo "$(hostname) $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR '
+            '$MASTER_PORT $UCX_NET_DEVICES ${GLUCX_STORE:+store}"')
+    p = c("run", "--", "sh", "-c", show)
+    rows = sorted(l.split() for l in p.stdout.splitlines())
+    k, n = topo["ranks_per_package"], topo["ranks"]
+    state = json.load(open(f"/run/glucx-cluster/{c.name}/state.json"))
+    master = state["hosts"][0]["ident"]
+    check(len(rows) == n, f"{len(rows)} ranks printed, want {n}")
+    for r in rows:
+        rank = int(r[1])
+        want = [topo_host(c, rank // k), str(rank), str(n), str(rank % k), str(k), master]
+        check(r[:6] == want, f"rank {rank}: {r[:6]}, want {want}")
+        check(r[6].isdigit() and r[7:] == ["ident", "store"], f"rank {rank}: {r[6:]}")
+    # glucx-info --probe as one rank of the job (GLUCX_TOPOLOGY set by run): shared memory inside
+    # a host, tcp over the identity device between hosts, and the model's route per peer
+    info = os.path.join(os.path.dirname(args.tool), "glucx-info")
+    p = c("run", "--timeout", str(scaled(120)), "--", info, "--probe", timeout=180)
+    routes = {(r["src"], r["dst"]): r["links"] for r in topo["package_routes"]}
+    pairs = 0
+    for line in p.stdout.splitlines():
+        if not line.startswith("rank ") or " -> rank " not in line:
+            continue
+        a, b = int(line.split()[1]), int(line.split()[4].rstrip(":"))
+        pa, pb = a // k, b // k
+        if pa == pb:
+            check("memory" in line and "tcp" not in line, f"same host, not shared memory: {line}")
+        else:
+            got = line.split("route: ")[-1]
+            check(line.split(": ")[1].startswith("tcp/ident"), f"between hosts: {line}")
+            check([w.split()[1] for w in got.split(", ")] == [str(x) for x in routes[(pa, pb)]],
+                  f"route {pa}->{pb} {routes[(pa, pb)]}: {line}")
+        pairs += 1
+    check(pairs == n * n, f"--probe printed {pairs} rank pairs, want {n * n}")
+    # the first failing rank's status; the others (sleeping 10 min) stopped
+    t0 = time.monotonic()
+    p = c("run", "--", "sh", "-c", 'if [ "$RANK" = 5 ]; then exit 7; fi; exec sleep 600',
+          check_rc=False, timeout=120)
+    print(f"failing rank: status {p.returncode} after {time.monotonic() - t0:.1f} s")
+    check(p.returncode == 7, f"run with rank 5 failing: status {p.returncode}, want 7")
+    check("rank 5 exited with status 7" in p.stderr, f"run: no message on rank 5: {p.stderr!r}")
+    check(len(processes_in(inodes)) == holders, "ranks left in the hosts after a failed run")
+    p = c("run", "--timeout", "1", "--", "sleep", "600", check_rc=False, timeout=120)
+    check(p.returncode == 124, f"run --timeout 1: status {p.returncode}, want 124")
+    check(len(processes_in(inodes)) == holders, "ranks left in the hosts after a timeout")
+    job = subprocess.Popen([c.tool, "run", "--name", c.name, "--", "sh", "-c",
+                            "echo up; exec sleep 600"], stdout=subprocess.PIPE, text=True)
+    for _ in range(n):
+        job.stdout.readline()  # every rank started
+    job.send_signal(signal.SIGTERM)
+    rc = job.wait(timeout=scaled(60))
+    check(rc == 128 + signal.SIGTERM, f"run after SIGTERM: status {rc}, want 143")
+    check(len(processes_in(inodes)) == holders, "ranks left in the hosts after SIGTERM")
+
+
+def route_directions(topo, src, dst):
+    """{(link, 'ab'|'ba')} crossed by the route src->dst, from the model."""
+    ends = {l["id"]: (l["a"], l["b"]) for l in topo["links"]}
+    routes = {(r["src"], r["dst"]): r["links"] for r in topo["package_routes"]}
+    out, at = set(), src
+    for lid in routes[(src, dst)]:
+        a, b = ends[lid]
+        out.add((lid, "ab" if at == a else "ba"))
+        at = b if at == a else a
+    check(at == dst, f"route {src}->{dst} ends at {at}")
+    return out
+
+
+def expect_only_routes(topo, before, after, src, dst, nbytes, what):
+    fwd = route_directions(topo, src, dst)
+    back = route_directions(topo, dst, src)
+    delta = {k: after[k] - before[k] for k in after}
+    print(f"{what}: bytes per (link, direction): {dict(sorted(delta.items()))}")
+    for k, v in delta.items():
+        if k in fwd:
+            check(v >= nbytes, f"{what}: link {k[0]} {k[1]} on route {src}->{dst} carried {v} "
+                  f"bytes, less than the {nbytes} sent")
+        elif k in back:
+            check(NOISE_BYTES < v < nbytes / 10, f"{what}: link {k[0]} {k[1]} on route "
+                  f"{dst}->{src} (ACKs) carried {v} bytes")
+        else:
+            check(v <= NOISE_BYTES, f"{what}: link {k[0]} {k[1]} is on no route of "
+                  f"{src}<->{dst} but carried {v} bytes (bound {NOISE_BYTES})")
+
+
+def case_routes(args, c):
+    topo = model(args)
+    c.up()
+    # a whole job: every collective checked (--check 1), exit status 0
+    for coll in ("allreduce", "alltoall"):
+        p = c("run", "--timeout", str(scaled(120)), "--", args.bench, "--coll", coll,
+              "-b", "1M", "-e", "4M", "--iters", "3", "--warmup", "1",
+              "--timeout-ms", str(int(scaled(60) * 1000)), timeout=180)
+        print(p.stdout)
+        check("# wrong elements in total: 0 (OK)" in p.stdout, f"{coll}: not OK")
+        check("tcp/ident" in p.stdout, f"{coll}: no rank pair over tcp/ident")
+        check("sysv/memory" in p.stdout or "posix/memory" in p.stdout,
+              f"{coll}: ranks of one host not on shared memory")
+    links = c.links()
+    idents = {i["host"]: i["tx_bytes"] + i["rx_bytes"] for i in links["identity"]}
+    check(all(v == 0 for v in idents.values()), f"identity interfaces carried bytes: {idents}")
+    total = sum(directional_bytes(links).values())
+    check(total > 8 * 2**20, f"the links carried only {total} bytes for the job")
+    # a TCP stream from package 0 to package 3 (two hops): exactly routes 0->3 and 3->0
+    nbytes = 32 * 2**20
+    h0, h3 = topo_host(c, 0), topo_host(c, 3)
+    before = directional_bytes(c.links())
+    recv = subprocess.Popen([c.tool, "exec", "--name", c.name, h3, "python3", STREAM, "recv",
+                             "5001"], stdout=subprocess.PIPE, text=True)
+    check(recv.stdout.readline().strip() == "listening", "receiver did not listen")
+    c.exec(h0, f"python3 {STREAM} send {h3} 5001 {nbytes}", timeout=120)
+    out = json.loads(recv.communicate(timeout=scaled(60))[0])
+    check(out["bytes"] == nbytes, f"received {out['bytes']} of {nbytes} bytes")
+    after = directional_bytes(c.links())
+    expect_only_routes(topo, before, after, 0, 3, nbytes, "tcp stream 0->3")
+    # glucx itself: a broadcast from rank 0 (host 0) to rank 1 (host 3)
+    before = after
+    p = c("run", "--hosts", "0,3", "--ranks-per-host", "1", "--timeout", str(scaled(120)), "--",
+          args.bench, "--coll", "broadcast", "-b", "16M", "-e", "16M", "--iters", "2",
+          "--warmup", "0", "--check", "1", timeout=180)
+    check("# wrong elements in total: 0 (OK)" in p.stdout, "broadcast 0->3: not OK")
+    after = directional_bytes(c.links())
+    # 2 timed iterations and the check's run of 16 MiB, less the tool's own small messages
+    expect_only_routes(topo, before, after, 0, 3, 2 * 16 * 2**20, "glucx broadcast 0->3")
+
+
+def topo_host(c, p):
+    return f"{c.name}-h{p}"
+
+
+def tc_rates(c, state):
+    rates = {}
+    for l in state["links"]:
+        for e in l["ends"]:
+            q = json.loads(run(["tc", "-n", e["netns"], "-j", "qdisc", "show", "dev",
+                                e["iface"]]).stdout)
+            tbf = [x for x in q if x.get("kind") == "tbf"]
+            rates[(l["id"], e["netns"])] = tbf[0]["options"]["rate"] if tbf else None
+    return rates
+
+
+def stream_Bps(c, src, dst, nbytes, port):
+    recv = subprocess.Popen([c.tool, "exec", "--name", c.name, dst, "python3", STREAM, "recv",
+                             str(port)], stdout=subprocess.PIPE, text=True)
+    check(recv.stdout.readline().strip() == "listening", f"receiver in {dst} did not listen")
+    c.exec(src, f"python3 {STREAM} send {dst} {port} {nbytes}", timeout=120)
+    return json.loads(recv.communicate(timeout=scaled(60))[0])["Bps"]
+
+
+def case_shaping(args, c):
+    topo = model(args)
+    c.up()
+    state = json.load(open(f"/run/glucx-cluster/{c.name}/state.json"))
+    nominal = {l["id"]: l["bandwidth_GBps"] * 1e9 for l in topo["links"] if l["dimension"] > 0}
+    for (lid, ns), rate in tc_rates(c, state).items():
+        check(rate == nominal[lid], f"link {lid} end {ns}: tbf rate {rate} B/s, "
+              f"nominal {nominal[lid]}")
+    c("degrade", "4", "--rate", "250mbit")
+    for (lid, ns), rate in tc_rates(c, state).items():
+        want = 250e6 / 8 if lid == 4 else nominal[lid]
+        check(rate == want, f"after degrade 4: link {lid} end {ns}: rate {rate}, want {want}")
+    # link 4 (0-1) at a quarter against link 6 (0-2) untouched: a ratio, not a time
+    slow = stream_Bps(c, topo_host(c, 0), topo_host(c, 1), 24 * 2**20, 5002)
+    fast = stream_Bps(c, topo_host(c, 0), topo_host(c, 2), 24 * 2**20, 5003)
+    print(f"stream over degraded link 4: {slow / 1e6:.1f} MB/s, over link 6: {fast / 1e6:.1f} MB/s")
+    check(slow < 0.6 * fast, f"degraded link 4 ({slow:.0f} B/s) not slower than link 6 "
+          f"({fast:.0f} B/s)")
+    c("restore", "4")
+    for (lid, ns), rate in tc_rates(c, state).items():
+        check(rate == nominal[lid], f"after restore: link {lid} end {ns}: rate {rate}")
+    # degrade and restore while a job runs: it completes, correct; the link is nominal again
+    job = subprocess.Popen([c.tool, "run", "--name", c.name, "--timeout", str(scaled(120)), "--",
+                            args.bench, "--coll", "allreduce", "-b", "1M", "-e", "1M", "--iters",
+                            "60", "--warmup", "1", "--timeout-ms", str(int(scaled(60) * 1000))],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    check(job.stdout.readline().startswith("# glucx-bench"), "job under degrade did not start")
+    c("degrade", "4", "--rate", "250mbit")
+    time.sleep(0.3)
+    c("restore", "4")
+    out = job.communicate(timeout=scaled(150))[0]
+    check(job.returncode == 0 and "# wrong elements in total: 0 (OK)" in out,
+          f"job during degrade/restore: status {job.returncode}")
+    for (lid, ns), rate in tc_rates(c, state).items():
+        check(rate == nominal[lid], f"after restore during a job: link {lid} end {ns}: {rate}")
+    # expected errors: one message naming what failed, status 1, no traceback
+    for argv, want in ((["degrade", "99", "--rate", "1gbit"], "no outer link 99"),
+                       (["degrade", "4", "--rate", "fast"], "rate 'fast'"),
+                       (["up", "--topology", args.topology], "exists")):
+        p = c(*argv, check_rc=False)
+        check(p.returncode == 1 and want in p.stderr and "Traceback" not in p.stderr,
+              f"{argv}: status {p.returncode}, stderr {p.stderr!r}")
+    p = run([c.tool, "exec", "--name", c.name, "nosuchhost", "true"], check_rc=False)
+    check(p.returncode == 1 and "no host 'nosuchhost'" in p.stderr, f"exec: {p.stderr!r}")
+    # exec as ssh is called: options before the host, the command as words, its status
+    p = run([c.tool, "exec", "--name", c.name, "-x", "-o", "BatchMode=yes", topo_host(c, 2),
+             "exit", "3"], check_rc=False)
+    check(p.returncode == 3, f"exec with ssh options: status {p.returncode}, want 3")
+
+
+def trace_ranks(path):
+    """(hostname in the metadata, ranks of the comm_init events) of one host's trace."""
+    host = None
+    for root, _dirs, files in os.walk(path):
+        if "metadata" in files:
+            with open(os.path.join(root, "metadata"), errors="replace") as f:
+                for line in f:
+                    if line.strip().startswith("hostname ="):
+                        host = line.split('"')[1]
+    out = run(["babeltrace2", path], timeout=60).stdout
+    ranks = {int(l.split("rank = ")[1].split(",")[0]) for l in out.splitlines()
+             if "glucx:comm_init" in l}
+    return host, ranks
+
+
+def case_trace(args, c):
+    """On a Switch topology: `run --trace DIR` records each host with its own glucx-trace and
+    session daemon into DIR/<host>/, holding only that host's ranks."""
+    if not shutil.which("babeltrace2"):
+        print("SKIP: babeltrace2 is not installed")
+        return 77
+    topo = model(args)
+    c.up()
+    out = tempfile.mkdtemp(prefix=f"{c.name}-trace.")
+    try:
+        p = c("run", "--trace", out, "--timeout", str(scaled(120)), "--", args.bench, "--coll",
+              "allreduce", "-b", "64K", "-e", "256K", "--iters", "2", "--warmup", "1",
+              timeout=180)
+        check("# wrong elements in total: 0 (OK)" in p.stdout, "traced allreduce: not OK")
+        hosts = sorted(os.listdir(out))
+        want = [topo_host(c, q) for q in range(topo["packages"])]
+        check(hosts == want, f"trace folders {hosts}, want {want}")
+        k = topo["ranks_per_package"]
+        for q, h in enumerate(want):
+            host, ranks = trace_ranks(os.path.join(out, h))
+            check(host == h, f"{h}: trace metadata names host {host}")
+            check(ranks == set(range(q * k, q * k + k)), f"{h}: trace holds ranks {ranks}")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def case_mpirun(args, c):
+    """Open MPI's mpirun, started in host 0, launches ranks in every host through
+    `glucx-cluster exec` as its rsh agent; glucx-bench runs on OMPI_COMM_WORLD_*."""
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        print("SKIP: mpirun (Open MPI) is not installed")
+        return 77
+    topo = model(args)
+    c.up()
+    work = tempfile.mkdtemp(prefix=f"{c.name}-mpi.")
+    try:
+        hostfile = os.path.join(work, "hosts")
+        k = topo["ranks_per_package"]
+        with open(hostfile, "w") as f:
+            f.writelines(f"{topo_host(c, q)} slots={k}\n" for q in range(topo["packages"]))
+        n = topo["ranks"]
+        cmd = (f"GLUCX_STORE=file:{work}/store UCX_NET_DEVICES=ident {mpirun} --allow-run-as-root"
+               f" --hostfile {hostfile} -np {n} --mca plm_rsh_agent '{c.tool} exec'"
+               f" --mca oob_tcp_if_include ident -x GLUCX_STORE -x UCX_NET_DEVICES -x PATH"
+               f" -x LD_LIBRARY_PATH {args.bench} --coll alltoall -b 96K -e 96K --iters 2"
+               f" --timeout-ms {int(scaled(60) * 1000)}")
+        p = c.exec(topo_host(c, 0), cmd, timeout=180, check_rc=False)
+        print(p.stdout, p.stderr)
+        check(p.returncode == 0, f"mpirun: exit status {p.returncode}")
+        check(f"alltoall, {n} ranks" in p.stdout, f"mpirun: not {n} ranks")
+        check("# wrong elements in total: 0 (OK)" in p.stdout, "mpirun alltoall: not OK")
+        check("tcp/ident" in p.stdout, "mpirun: no rank pair over tcp/ident")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["plan", "lifecycle", "hosts", "run", "routes", "shaping",
+                                     "trace", "mpirun"])
+    ap.add_argument("--tool", required=True)
+    ap.add_argument("--topology", required=True, help="topology YAML file")
+    ap.add_argument("--topology-json", help="(plan) hand-written JSON of the same topology")
+    ap.add_argument("--bench")
+    ap.add_argument("--name", default=f"glxt{os.getpid() % 10000}")
+    args = ap.parse_args()
+    if args.case == "plan":
+        case_plan(args)
+    else:
+        if os.geteuid() != 0:
+            print("SKIP: glucx-cluster needs root (namespaces)")
+            return 77
+        if subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+            print("SKIP: `ip netns` is not available")
+            return 77
+        c = Cluster(args.tool, args.name, args.topology)
+        run([c.tool, "down", "--name", c.name])  # a leftover of an earlier, killed run
+        try:
+            if globals()[f"case_{args.case}"](args, c) == 77:
+                return 77
+        finally:
+            p = run([c.tool, "down", "--name", c.name], check_rc=False)
+            check(p.returncode == 0, f"down: {p.stderr}")
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
