@@ -55,6 +55,8 @@ typedef struct sink {
     int32_t *alt_ids;
     uint64_t *alt_cost;
     size_t altcap;
+    int32_t *hops; /* route: the last event's physical link ids */
+    size_t hopcap;
     /* process-list filter (ctl->pidsets): input index by bt_trace, the last one cached */
     glucx_an_map_t trace_input; /* trace pointer -> input index + 1, UINTPTR_MAX: none */
     const bt_trace *last_trace;
@@ -115,7 +117,8 @@ void glucx_an_html_or_warn(const char *dir, const char *explicit_template)
 static int type_ok(const char *name, bt_field_class_type t)
 {
     static const char *const strs[] = {"name", "host", "transport", "reason", "phase", "text"};
-    static const char *const seqs[] = {"lo", "hi", "alg", "forced", "alt_ids", "alt_cost_ns"};
+    static const char *const seqs[] = {"lo",      "hi",          "alg",     "forced",
+                                       "alt_ids", "alt_cost_ns", "phys_ids"};
     static const char *const reals[] = {"bandwidth_Bps", "latency_ns"};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
         if (strcmp(name, strs[i]) == 0)
@@ -392,6 +395,35 @@ static int convert(sink_t *s, const evc_t *c, const bt_message *msg, const bt_ev
         o->latency_ns = f_dbl(FLD(7));
         o->transport = f_str(FLD(8));
         break;
+    case GLUCX_AN_EV_PHYS_LINK:
+        o->link_id = (int32_t)FI(2);
+        o->dim = (int32_t)FI(3);
+        o->a_kind = (int)FI(4);
+        o->a = (int32_t)FI(5);
+        o->b_kind = (int)FI(6);
+        o->b = (int32_t)FI(7);
+        o->bandwidth_Bps = f_dbl(FLD(8));
+        o->latency_ns = f_dbl(FLD(9));
+        break;
+    case GLUCX_AN_EV_ROUTE: {
+        o->link = (int32_t)FI(2);
+        o->dst = (int32_t)FI(3);
+        const bt_field *hops = FLD(4);
+        uint64_t n = bt_field_array_get_length(hops);
+        if (n > s->hopcap) {
+            int32_t *h = realloc(s->hops, n * sizeof(int32_t));
+            if (!h)
+                return -1;
+            s->hops = h;
+            s->hopcap = n;
+        }
+        for (uint64_t i = 0; i < n; i++)
+            s->hops[i] =
+                (int32_t)f_int(bt_field_array_borrow_element_field_by_index_const(hops, i));
+        o->nhops = n;
+        o->hops = s->hops;
+        break;
+    }
     case GLUCX_AN_EV_COLL_BEGIN:
     case GLUCX_AN_EV_COLL_END:
         o->seq = (uint32_t)FU(2);
@@ -525,6 +557,11 @@ static json_t *dump_field(const glucx_an_event_t *e, const char *f)
         {"package", offsetof(glucx_an_event_t, package), 0},
         {"npackages", offsetof(glucx_an_event_t, npackages), 0},
         {"link_id", offsetof(glucx_an_event_t, link_id), 0},
+        {"phys_id", offsetof(glucx_an_event_t, link_id), 0},
+        {"a_kind", offsetof(glucx_an_event_t, a_kind), 1},
+        {"a", offsetof(glucx_an_event_t, a), 0},
+        {"b_kind", offsetof(glucx_an_event_t, b_kind), 1},
+        {"b", offsetof(glucx_an_event_t, b), 0},
         {"src", offsetof(glucx_an_event_t, src), 0},
         {"dst", offsetof(glucx_an_event_t, dst), 0},
         {"dim", offsetof(glucx_an_event_t, dim), 0},
@@ -576,6 +613,12 @@ static json_t *dump_field(const glucx_an_event_t *e, const char *f)
             memcpy(&d, at, sizeof(d));
             return json_real(d);
         }
+    }
+    if (DUMP_IS("phys_ids")) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < e->nhops; i++)
+            json_array_append_new(a, json_integer(e->hops[i]));
+        return a;
     }
     if (DUMP_IS("alt_ids") || DUMP_IS("alt_cost_ns")) {
         json_t *a = json_array();
@@ -916,6 +959,7 @@ void glucx_an_sink_finalize(bt_self_component_sink *self)
     glucx_an_map_free(&s->unversioned);
     free(s->alt_ids);
     free(s->alt_cost);
+    free(s->hops);
     free(s->pids.pids);
     free(s->out_dir);
     free(s->template_path);
