@@ -125,6 +125,10 @@ static int process(glucx_an_engine_t *e, comm_st_t *c, const glucx_an_event_t *e
         return 0;
     case GLUCX_AN_EV_LINK:
         return glucx_an_link_announce(e, c, rs, ev);
+    case GLUCX_AN_EV_PHYS_LINK:
+        return glucx_an_plink_announce(e, c, rs, ev);
+    case GLUCX_AN_EV_ROUTE:
+        return glucx_an_route_event(e, c, rs, ev);
     case GLUCX_AN_EV_COLL_BEGIN:
     case GLUCX_AN_EV_COLL_END:
         return glucx_an_coll_event(e, c, rs, ev);
