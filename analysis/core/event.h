@@ -73,6 +73,9 @@ const char *glucx_an_gloo_prefix_name(unsigned prefix, char *buf, size_t len);
  */
 #define GLUCX_AN_FORMAT_VERSION 3
 #define GLUCX_AN_FORMAT_URI_PREFIX "glucx-trace-format:"
+/** The one older format also read (with a warning): 2, which is 3 without the phys_link and route
+ *  events (EVENTS.md, "Format version"). */
+#define GLUCX_AN_FORMAT_OLDEST_READ 2
 
 /** The "none" values of EVENTS.md. */
 #define GLUCX_AN_SEQ_NONE UINT32_C(0xffffffff)

@@ -31,6 +31,8 @@ metadata is edited in place):
                   misread.
   format_newer    a newer version: refused by glucx-analyze (status 2) and by the babeltrace2
                   CLI plugin, naming both versions; no report written.
+  format_older    format 2 (format 3 without physical links): read, with one warning naming the
+                  trace and that the report has no physical links.
 Physical links (analysis/METRICS.md, "Physical links"; need --bench), 4 ranks started as
 separate processes (RANK, WORLD_SIZE, GLUCX_STORE) each with its own GLUCX_HOSTID, running a
 ring allgather of S bytes per rank set (4 calls: 1 warm-up, 3 timed; ring pairs r -> r+1 carry
@@ -625,6 +627,28 @@ def case_format_missing(a):
     check([l["bytes"] for l in rep["links"]] == [l["bytes"] for l in ref["links"]], "link bytes differ")
     check(rep["verdict"]["sentence"] == ref["verdict"]["sentence"], "verdicts differ")
     print("format_missing: read as format %d with: %s" % (v, w))
+
+
+def case_format_older(a):
+    """Format 2 (EVENTS.md: format 3 without phys_link and route events) is read, with one warning
+    per trace naming it; the events read are the same."""
+    d, _ = gt(a, "bytes")
+    v = format_version(a)
+    check(v == 3, "case format_older is about format 2 under format 3, EVENTS.md says %d" % v)
+    _, ref = analyze(a, d, "format_older-ref")
+    cp = with_format(a, d, "format_older", 2)
+    _, rep = analyze(a, cp, "format_older")
+    ws = [w for w in rep["trace"]["warnings"] if "trace format 2" in w]
+    check(len(ws) == 1, "expected one format-2 warning, got %s" % rep["trace"]["warnings"])
+    check((os.path.realpath(cp) in ws[0] or cp in ws[0]) and "read as format 3" in ws[0] and
+          "no physical links" in ws[0], "the warning does not name the trace and what is missing: %s" % ws[0])
+    with open(os.path.join(a.work, "format_older", "report", "report.txt")) as f:
+        check("warning: " + ws[0] in f.read(), "report.txt lacks the format-2 warning")
+    for k in ("events", "start_ns", "end_ns", "partial"):
+        check(rep["trace"][k] == ref["trace"][k], "trace.%s %s, the current trace's %s"
+              % (k, rep["trace"][k], ref["trace"][k]))
+    check([l["bytes"] for l in rep["links"]] == [l["bytes"] for l in ref["links"]], "link bytes differ")
+    print("format_older: read with: %s" % ws[0])
 
 
 def case_format_newer(a):

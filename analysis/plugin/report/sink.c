@@ -167,7 +167,8 @@ static long class_format(const bt_event_class *ec)
 
 /* Whether this sink reads the events of @p ev's class: the current version is read; a class
  * without a version is read with one warning per trace class in the report (its meaning may be
- * an older one); any other version stops the analysis (s->refused, with the reason naming the
+ * an older one), and so is one of format GLUCX_AN_FORMAT_OLDEST_READ (2: no physical links);
+ * any other version stops the analysis (s->refused, with the reason naming the
  * trace and both versions). Judged on the first event of the class that the process lists keep:
  * another job traced at the same time may run another glucx. */
 static int format_ok(sink_t *s, const bt_event *ev)
@@ -192,6 +193,22 @@ static int format_ok(sink_t *s, const bt_event *ev)
             "(waits then hold no message), recorded waits that did not block, two send_end for "
             "one message. Record it again for exact numbers",
             trace_label(s, ev), GLUCX_AN_FORMAT_VERSION, name, GLUCX_AN_FORMAT_VERSION);
+        return 1;
+    }
+    if (v == GLUCX_AN_FORMAT_OLDEST_READ) {
+        /* format 2 is format 3 without the physical links: read, with one warning per trace */
+        const bt_trace_class *tc =
+            bt_stream_class_borrow_trace_class_const(bt_event_class_borrow_stream_class_const(ec));
+        glucx_an_key_t k = glucx_an_key((uint64_t)(uintptr_t)tc, (uint64_t)v, 0);
+        if (glucx_an_map_get(&s->unversioned, &k))
+            return 1;
+        (void)glucx_an_map_put(&s->unversioned, &k, (void *)1); /* OOM: warned again */
+        glucx_an_engine_warn(
+            s->engine,
+            "trace %s: its glucx events are trace format %ld (%s first), read as format %d: "
+            "format %ld has no phys_link or route events, so the report has no physical links "
+            "and the verdict names rank-pair links (EVENTS.md \"Format version\")",
+            trace_label(s, ev), v, name, GLUCX_AN_FORMAT_VERSION, v);
         return 1;
     }
     const char *uri = bt_event_class_get_emf_uri(ec);
