@@ -323,14 +323,17 @@ static glucx_status_t exchange(glucx_comm_t *comm, glucx_store_t *store, int64_t
     return GLUCX_OK;
 }
 
-/* The phys_link events this rank announces and one route event per peer (EVENTS.md). A failure
- * to build the physical links (out of memory) is recorded as an error event instead. */
+/* The phys_link events this rank announces and one route event per peer (EVENTS.md). Out of
+ * memory, the trace lacks them (with a warning on stderr naming the communicator and rank): the
+ * communicator itself works, and an error event would mark the run failed. */
 static void trace_phys(const glucx_comm_t *comm)
 {
     glucx_phys_t *phys = NULL;
     glucx_status_t st = glucx_phys_create(comm->topo, &phys);
     if (st != GLUCX_OK) {
-        GLUCX_TP(error, comm->trace_id, comm->rank, st, glucx_error_text());
+        glucx_warn("comm_create '%s' on rank %d of %d: the trace gets no physical links or routes: "
+                   "%s",
+                   comm->name, comm->rank, comm->size, glucx_error_text());
         return;
     }
     for (int id = 0; id < phys->nlinks; id++) {
@@ -340,7 +343,15 @@ static void trace_phys(const glucx_comm_t *comm)
         GLUCX_TP(phys_link, comm->trace_id, comm->rank, id, l->dim, (int)l->a_kind, l->a,
                  (int)l->b_kind, l->b, phys->bandwidth_Bps[id], phys->latency_ns[id]);
     }
-    static _Thread_local int32_t hops[GLUCX_NET_MAX_ROUTE];
+    /* the longest route a network may have (GLUCX_NET_MAX_ROUTE links): on the heap, once */
+    int32_t *hops = malloc(sizeof(int32_t) * GLUCX_NET_MAX_ROUTE);
+    if (hops == NULL) {
+        glucx_warn("comm_create '%s' on rank %d of %d: the trace gets no routes: out of memory "
+                   "for a route of %d links",
+                   comm->name, comm->rank, comm->size, GLUCX_NET_MAX_ROUTE);
+        glucx_phys_destroy(phys);
+        return;
+    }
     for (int dst = 0; dst < comm->size; dst++) {
         if (dst == comm->rank)
             continue;
@@ -352,6 +363,7 @@ static void trace_phys(const glucx_comm_t *comm)
         GLUCX_TP(route, comm->trace_id, comm->rank, glucx_topo_link_id(comm->topo, comm->rank, dst),
                  dst, (uint32_t)n, hops);
     }
+    free(hops);
     glucx_phys_destroy(phys);
 }
 
