@@ -77,6 +77,9 @@ static const struct event_info {
 } catalog[] = {
     {"comm_init", LEVEL_COLL, "comm_id rank size package npackages name host topo_digest"},
     {"link", LEVEL_COLL, "comm_id rank link_id src dst dim bandwidth_Bps latency_ns transport"},
+    {"phys_link", LEVEL_COLL,
+     "comm_id rank phys_id dim a_kind a b_kind b bandwidth_Bps latency_ns"},
+    {"route", LEVEL_COLL, "comm_id rank link dst phys_ids[]"},
     {"select_map", LEVEL_COLL, "comm_id rank coll lo[] hi[] alg[] forced[]"},
     {"coll_begin", LEVEL_COLL, "comm_id rank seq coll bytes dtype op root alg status"},
     {"coll_end", LEVEL_COLL, "comm_id rank seq coll bytes dtype op root alg status"},

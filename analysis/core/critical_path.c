@@ -114,6 +114,7 @@ int glucx_an_cp_walk(glucx_an_engine_t *e, comm_st_t *c, iter_t *it, segs_t *s, 
             link_st_t *l = glucx_an_link_get(e, c, src, r);
             if (l)
                 l->cp_ns += we - w->m_sb;
+            glucx_an_route_cp(c, src, r, we - w->m_sb);
             r = src;
             t = w->m_sb;
         } else if (w->has_msg) {
@@ -123,6 +124,8 @@ int glucx_an_cp_walk(glucx_an_engine_t *e, comm_st_t *c, iter_t *it, segs_t *s, 
             link_st_t *l = src >= 0 ? glucx_an_link_get(e, c, src, r) : NULL;
             if (l)
                 l->cp_ns += we - w->w0;
+            if (src >= 0)
+                glucx_an_route_cp(c, src, r, we - w->w0);
             t = w->w0;
         } else {
             if (seg_push(s, r, SEG_WAIT, w->w0, we, -1, -1, -1) != 0)

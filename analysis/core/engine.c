@@ -125,6 +125,10 @@ static int process(glucx_an_engine_t *e, comm_st_t *c, const glucx_an_event_t *e
         return 0;
     case GLUCX_AN_EV_LINK:
         return glucx_an_link_announce(e, c, rs, ev);
+    case GLUCX_AN_EV_PHYS_LINK:
+        return glucx_an_plink_announce(e, c, rs, ev);
+    case GLUCX_AN_EV_ROUTE:
+        return glucx_an_route_event(e, c, rs, ev);
     case GLUCX_AN_EV_COLL_BEGIN:
     case GLUCX_AN_EV_COLL_END:
         return glucx_an_coll_event(e, c, rs, ev);
@@ -210,6 +214,11 @@ static int buffer_event(glucx_an_engine_t *e, comm_st_t *c, const glucx_an_event
         }
         *strs[i] = arena_dup(c, *strs[i], strlen(*strs[i]) + 1);
         if (!*strs[i])
+            return glucx_an_oom(e, "buffered events");
+    }
+    if (ev->nhops) {
+        b->hops = (const int32_t *)arena_dup(c, ev->hops, ev->nhops * sizeof(int32_t));
+        if (!b->hops)
             return glucx_an_oom(e, "buffered events");
     }
     if (ev->nalt) {

@@ -29,6 +29,9 @@ static const char *const f_comm_init[] = {F0,     "size", "package",     "npacka
                                           "name", "host", "topo_digest", NULL};
 static const char *const f_link[] = {
     F0, "link_id", "src", "dst", "dim", "bandwidth_Bps", "latency_ns", "transport", NULL};
+static const char *const f_phys_link[] = {F0,       "phys_id", "dim",           "a_kind",     "a",
+                                          "b_kind", "b",       "bandwidth_Bps", "latency_ns", NULL};
+static const char *const f_route[] = {F0, "link", "dst", "phys_ids", NULL};
 static const char *const f_select_map[] = {F0, "coll", "lo", "hi", "alg", "forced", NULL};
 static const char *const f_coll[] = {F0,   "seq",  "coll", "bytes",  "dtype",
                                      "op", "root", "alg",  "status", NULL};
@@ -49,6 +52,10 @@ const char *const *glucx_an_ev_fields(int kind)
         return f_comm_init;
     case GLUCX_AN_EV_LINK:
         return f_link;
+    case GLUCX_AN_EV_PHYS_LINK:
+        return f_phys_link;
+    case GLUCX_AN_EV_ROUTE:
+        return f_route;
     case GLUCX_AN_EV_SELECT_MAP:
         return f_select_map;
     case GLUCX_AN_EV_COLL_BEGIN:

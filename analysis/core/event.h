@@ -19,6 +19,8 @@
 #define GLUCX_AN_EVENT_MAP(X)                                                                      \
     X(COMM_INIT, comm_init)                                                                        \
     X(LINK, link)                                                                                  \
+    X(PHYS_LINK, phys_link)                                                                        \
+    X(ROUTE, route)                                                                                \
     X(SELECT_MAP, select_map)                                                                      \
     X(COLL_BEGIN, coll_begin)                                                                      \
     X(COLL_END, coll_end)                                                                          \
@@ -69,8 +71,11 @@ const char *glucx_an_gloo_prefix_name(unsigned prefix, char *buf, size_t len);
  * GLUCX_AN_FORMAT_URI_PREFIX followed by the version in decimal. Kept equal to the provider's
  * GLUCX_TP_FORMAT_VERSION (trace/include/glucx_tp/ids.h) by the trace and analysis tests.
  */
-#define GLUCX_AN_FORMAT_VERSION 2
+#define GLUCX_AN_FORMAT_VERSION 3
 #define GLUCX_AN_FORMAT_URI_PREFIX "glucx-trace-format:"
+/** The one older format also read (with a warning): 2, which is 3 without the phys_link and route
+ *  events (EVENTS.md, "Format version"). */
+#define GLUCX_AN_FORMAT_OLDEST_READ 2
 
 /** The "none" values of EVENTS.md. */
 #define GLUCX_AN_SEQ_NONE UINT32_C(0xffffffff)
@@ -91,6 +96,12 @@ typedef struct glucx_an_event {
     int32_t link_id, src, dst, dim;
     double bandwidth_Bps, latency_ns;
     const char *transport;
+    /* phys_link (link_id: phys_id; dim, bandwidth_Bps, latency_ns as for link) */
+    int a_kind, b_kind; /**< enum node: 0 rank, 1 package, 2 switch */
+    int32_t a, b;
+    /* route (link: the rank pair's link id, dst: the receiving end) */
+    size_t nhops;
+    const int32_t *hops; /**< [nhops] physical link ids */
     /* coll_begin/end, sched_decision, reduce, p2p, wait */
     uint32_t seq;
     int coll, dtype, op, alg, status;

@@ -2,6 +2,7 @@
  * Links (METRICS.md, "Links"): one per (communicator, sender, receiver), with what the link
  * event announced (dimension, nominal bandwidth and latency, transport), the bytes and messages
  * sent over it, and its busy time: the union of its messages' in-flight intervals.
+ * Physical links are in plinks.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,25 +33,29 @@ link_st_t *glucx_an_link_get(glucx_an_engine_t *e, comm_st_t *c, int32_t src, in
     return l;
 }
 
-/* Busy time: union of in-flight intervals. Intervals older than the open window are committed
- * (summed and dropped) so memory stays bounded; see METRICS.md. */
-int glucx_an_link_busy(link_st_t *l, int64_t a, int64_t b)
+int glucx_an_busy_add(glucx_an_ivl_t *busy, int64_t *committed, int64_t *until, int64_t a,
+                      int64_t b)
 {
-    if (a < l->committed_until)
-        a = l->committed_until;
+    if (a < *until)
+        a = *until;
     if (b <= a)
         return 0;
-    if (glucx_an_ivl_add(&l->busy, a, b) != 0)
+    if (glucx_an_ivl_add(busy, a, b) != 0)
         return -1;
-    if (l->busy.n > LINK_OPEN_INTERVALS) {
-        size_t half = l->busy.n / 2;
+    if (busy->n > LINK_OPEN_INTERVALS) {
+        size_t half = busy->n / 2;
         for (size_t i = 0; i < half; i++)
-            l->busy_committed += l->busy.v[2 * i + 1] - l->busy.v[2 * i];
-        l->committed_until = l->busy.v[2 * (half - 1) + 1];
-        memmove(l->busy.v, l->busy.v + 2 * half, (l->busy.n - half) * 2 * sizeof(int64_t));
-        l->busy.n -= half;
+            *committed += busy->v[2 * i + 1] - busy->v[2 * i];
+        *until = busy->v[2 * (half - 1) + 1];
+        memmove(busy->v, busy->v + 2 * half, (busy->n - half) * 2 * sizeof(int64_t));
+        busy->n -= half;
     }
     return 0;
+}
+
+int glucx_an_link_busy(link_st_t *l, int64_t a, int64_t b)
+{
+    return glucx_an_busy_add(&l->busy, &l->busy_committed, &l->committed_until, a, b);
 }
 
 int glucx_an_link_announce(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
@@ -73,11 +78,14 @@ int glucx_an_link_announce(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
 
 void glucx_an_links_finish(glucx_an_engine_t *e)
 {
-    for (size_t i = 0; i < e->ncomms; i++)
-        for (size_t k = 0; k < e->comms[i]->nlinks; k++) {
-            link_st_t *l = e->comms[i]->links[k];
+    for (size_t i = 0; i < e->ncomms; i++) {
+        comm_st_t *c = e->comms[i];
+        for (size_t k = 0; k < c->nlinks; k++) {
+            link_st_t *l = c->links[k];
             l->busy_ns = l->busy_committed + glucx_an_ivl_len(&l->busy);
         }
+        glucx_an_plinks_finish(c);
+    }
 }
 
 void glucx_an_links_free(comm_st_t *c)
@@ -90,4 +98,5 @@ void glucx_an_links_free(comm_st_t *c)
     free(c->links);
     c->links = NULL;
     c->nlinks = c->caplinks = 0;
+    glucx_an_plinks_free(c);
 }

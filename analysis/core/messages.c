@@ -176,6 +176,10 @@ static int msg_complete(glucx_an_engine_t *e, msg_st_t *m)
         rc = glucx_an_oom(e, "link intervals");
         goto out;
     }
+    if (glucx_an_route_busy(e, c, m->src, m->dst, a, m->re) != 0) {
+        rc = -1;
+        goto out;
+    }
     riter_t *rr = glucx_an_iter_at(c, m->dst, m->re);
     riter_t *sr = glucx_an_iter_at(c, m->src, m->se > 0 ? m->se : m->sb);
     /* late sender: the receiver waits in [rb, sb) for a send not yet started */
@@ -223,6 +227,8 @@ int glucx_an_msg_event(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
                 return glucx_an_oom(e, "links");
             l->bytes += ev->bytes;
             l->messages++;
+            if (glucx_an_route_send(e, c, r, ev->peer, ev->bytes) != 0)
+                return -1;
         }
         int bit = is_begin ? 1 : 2;
         msg_st_t *m = get_msg(e, c, ev->seq, ev->step, r, ev->peer, bit);

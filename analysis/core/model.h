@@ -11,6 +11,7 @@
  *   breakdown.c      per-rank state machine and the time breakdown of an iteration
  *   iterations.c     iteration windows (markers, inferred, per collective) and finalisation
  *   links.c          links: announcement, bytes, busy time
+ *   plinks.c         physical links and routes: every message charged to its route's links
  *   collectives.c    collectives, groups, stragglers, schedule decisions and their savings
  *   messages.c       send/receive matching, waits a message completes in, late sender/receiver
  *   critical_path.c  the critical path of an iteration
@@ -137,6 +138,28 @@ typedef struct link_st {
     int tl_meta;
 } link_st_t;
 
+/* A physical link (METRICS.md, "Physical links"): what its phys_link event announced, and the
+ * bytes, busy time and critical-path time of the messages whose route crosses it. */
+typedef struct plink_st {
+    int32_t id, dim;
+    int a_kind, b_kind; /* enum node (EVENTS.md), -1 before the announcement */
+    int32_t a, b;
+    int announced;
+    double bw, lat;
+    uint64_t bytes, messages;
+    int64_t busy_committed, committed_until;
+    glucx_an_ivl_t busy; /* not yet committed */
+    int64_t busy_ns;     /* result: total busy time, set at the end of the input */
+    int64_t cp_ns;
+} plink_st_t;
+
+/* The route of one ordered rank pair: the physical links a message crosses, in order. */
+typedef struct route_st {
+    int32_t src, dst;
+    size_t n;
+    int32_t *hops;
+} route_st_t;
+
 typedef struct comm_st {
     uint64_t id;
     char *name;
@@ -160,6 +183,12 @@ typedef struct comm_st {
     int has_coll_events;
     link_st_t **links; /* every link of this comm, in creation order */
     size_t nlinks, caplinks;
+    glucx_an_map_t plink_map; /* (id, 0, 0) -> plink_st_t */
+    plink_st_t **plinks;      /* every physical link of this comm, in creation order */
+    size_t nplinks, capplinks;
+    glucx_an_map_t route_map; /* (src, dst, 0) -> route_st_t */
+    route_st_t **routes;
+    size_t nroutes, caproutes;
 } comm_st_t;
 
 /* ---- collectives, decisions, messages ------------------------------------------------------ */
@@ -266,7 +295,9 @@ typedef struct failure_st { /* the run failed when either was seen (METRICS.md, 
 /* ---- the verdict --------------------------------------------------------------------------- */
 
 typedef struct verdict_st {
-    const char *kind; /* report.schema.json verdict.bottleneck */
+    const char *kind;        /* report.schema.json verdict.bottleneck */
+    const plink_st_t *plink; /* kind "link": the bottleneck physical link, if the trace has them */
+    uint64_t plink_comm;     /* its communicator */
     char subject[160];
     double cost_ns, share; /* per iteration; share of the mean iteration */
     /* a failed run (kind "failed"): when, from the trace's first event, and the failure event
@@ -481,8 +512,43 @@ int glucx_an_link_busy(link_st_t *l, int64_t a, int64_t b);
 /* A link event: its announced dimension, bandwidth, latency and transport; 0 or -1. */
 int glucx_an_link_announce(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
                            const glucx_an_event_t *ev);
-/* End of input: each link's busy_ns. */
+/* Add [a, b) to a link's busy time: the open intervals @p busy, with intervals older than the
+ * open window committed (summed into *committed, dropped, *until moved past them) so memory
+ * stays bounded (METRICS.md, "Links"). 0, or -1 when out of memory. */
+int glucx_an_busy_add(glucx_an_ivl_t *busy, int64_t *committed, int64_t *until, int64_t a,
+                      int64_t b);
+
+/* ---- plinks.c ------------------------------------------------------------------------------ */
+
+/* Physical link @p id (>= 0) of @p c, created on first use; NULL when out of memory. */
+plink_st_t *glucx_an_plink_get(comm_st_t *c, int32_t id);
+/* A phys_link event: the link's dimension, endpoints and nominal values; 0 or -1. */
+int glucx_an_plink_announce(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
+                            const glucx_an_event_t *ev);
+/* A route event: the route of (ev->rank, ev->dst), replacing an earlier one; 0 or -1. */
+int glucx_an_route_event(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
+                         const glucx_an_event_t *ev);
+/* The route of src -> dst, or NULL when no route event named it. */
+const route_st_t *glucx_an_route(const comm_st_t *c, int32_t src, int32_t dst);
+/* A send of @p bytes from src to dst: the bytes and one message to every link of its route;
+ * 0, or -1 when out of memory. */
+int glucx_an_route_send(glucx_an_engine_t *e, comm_st_t *c, int32_t src, int32_t dst,
+                        uint64_t bytes);
+/* A matched message from src to dst in flight in [a, b): every link of its route is busy then;
+ * 0, or -1 when out of memory. */
+int glucx_an_route_busy(glucx_an_engine_t *e, comm_st_t *c, int32_t src, int32_t dst, int64_t a,
+                        int64_t b);
+/* @p ns of a transfer from src to dst on a critical path: added to every link of its route
+ * (links not yet known are created; out of memory leaves them out). */
+void glucx_an_route_cp(comm_st_t *c, int32_t src, int32_t dst, int64_t ns);
+/* End of input: each physical link's busy_ns. */
+void glucx_an_plinks_finish(comm_st_t *c);
+/* Free @p c's physical links and routes. */
+void glucx_an_plinks_free(comm_st_t *c);
+/* End of input: each link's busy_ns (and each physical link's). */
 void glucx_an_links_finish(glucx_an_engine_t *e);
+/* "package 0 - switch 0": the endpoints of physical link @p l into @p buf (report.c). */
+void glucx_an_plink_ends(const plink_st_t *l, char *buf, size_t len);
 /* Free @p c's links. */
 void glucx_an_links_free(comm_st_t *c);
 

@@ -191,6 +191,8 @@ int glucx_an_report_iteration(glucx_an_engine_t *e, const comm_st_t *c, const it
 
 /* ---- the verdict ----------------------------------------------------------------------------- */
 
+static json_t *endpoint_json(int kind, int32_t index);
+
 static json_t *verdict_json(const glucx_an_engine_t *e)
 {
     const verdict_st_t *vd = &e->vd;
@@ -201,6 +203,16 @@ static json_t *verdict_json(const glucx_an_engine_t *e)
     json_object_set_new(v, "cost_ns",
                         json_integer((json_int_t)(vd->cost_ns > 0 ? vd->cost_ns : 0)));
     json_object_set_new(v, "share", jreal(vd->share));
+    if (vd->plink) {
+        char hex[24];
+        json_t *l = json_object();
+        json_object_set_new(l, "comm_id", json_string(glucx_an_comm_hex(vd->plink_comm, hex)));
+        json_object_set_new(l, "phys_id", json_integer(vd->plink->id));
+        json_object_set_new(l, "dim", json_integer(vd->plink->dim));
+        json_object_set_new(l, "a", endpoint_json(vd->plink->a_kind, vd->plink->a));
+        json_object_set_new(l, "b", endpoint_json(vd->plink->b_kind, vd->plink->b));
+        json_object_set_new(v, "physical_link", l);
+    }
     if (vd->fail) {
         char hex[24];
         json_t *f = json_object();
@@ -264,6 +276,62 @@ static json_t *link_json(glucx_an_engine_t *e, const comm_st_t *c, const link_st
     json_object_set_new(o, "critical_path_share",
                         jreal(e->cp_sum > 0 ? (double)l->cp_ns / (double)e->cp_sum : 0.0));
     return o;
+}
+
+/* "rank", "package", "switch" (EVENTS.md enum node), or "unknown" */
+static const char *node_kind_name(int kind)
+{
+    static const char *const names[] = {"rank", "package", "switch"};
+    return kind >= 0 && kind < 3 ? names[kind] : "unknown";
+}
+
+/* {"kind": .., "index": ..} of one endpoint of a physical link; null before its announcement */
+static json_t *endpoint_json(int kind, int32_t index)
+{
+    if (kind < 0)
+        return json_null();
+    json_t *o = json_object();
+    json_object_set_new(o, "kind", json_string(node_kind_name(kind)));
+    json_object_set_new(o, "index", json_integer(index));
+    return o;
+}
+
+/* One physical link of report.json's physical_links (METRICS.md, "Physical links"); @p dur is
+ * the analysed duration in ns. */
+static json_t *plink_json(glucx_an_engine_t *e, const comm_st_t *c, const plink_st_t *l, double dur)
+{
+    char hex[24];
+    json_t *o = json_object();
+    int64_t busy = l->busy_ns;
+    double ach = busy > 0 ? (double)l->bytes / (double)busy * 1e9 : NAN;
+    json_object_set_new(o, "phys_id", json_integer(l->id));
+    json_object_set_new(o, "comm_id", json_string(glucx_an_comm_hex(c->id, hex)));
+    json_object_set_new(o, "dim", json_integer(l->dim));
+    json_object_set_new(o, "a", endpoint_json(l->a_kind, l->a));
+    json_object_set_new(o, "b", endpoint_json(l->b_kind, l->b));
+    json_object_set_new(o, "announced", json_boolean(l->announced));
+    json_object_set_new(o, "bandwidth_Bps", l->announced ? jreal(l->bw) : json_null());
+    json_object_set_new(o, "latency_ns", l->announced ? jreal(l->lat) : json_null());
+    json_object_set_new(o, "bytes", json_integer((json_int_t)l->bytes));
+    json_object_set_new(o, "messages", json_integer((json_int_t)l->messages));
+    json_object_set_new(o, "busy_ns", json_integer(busy));
+    json_object_set_new(o, "achieved_Bps", jreal(ach));
+    json_object_set_new(o, "of_nominal", l->bw > 0 ? jreal(ach / l->bw) : json_null());
+    json_object_set_new(o, "utilisation",
+                        l->bw > 0 && dur > 0 ? jreal((double)l->bytes / (l->bw * dur / 1e9))
+                                             : json_null());
+    json_object_set_new(o, "busy_share", dur > 0 ? jreal((double)busy / dur) : json_null());
+    json_object_set_new(o, "critical_path_ns", json_integer(l->cp_ns));
+    json_object_set_new(o, "critical_path_share",
+                        jreal(e->cp_sum > 0 ? (double)l->cp_ns / (double)e->cp_sum : 0.0));
+    return o;
+}
+
+/* "package 0 - switch 0" for report.txt and the verdict; "?" parts before the announcement */
+void glucx_an_plink_ends(const plink_st_t *l, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s %d - %s %d", node_kind_name(l->a_kind), (int)l->a,
+             node_kind_name(l->b_kind), (int)l->b);
 }
 
 static void wb_num(wbuf_t *w, double x)
@@ -543,6 +611,11 @@ int glucx_an_report_write(glucx_an_engine_t *e)
         for (size_t k = 0; k < e->comms[i]->nlinks; k++)
             json_array_append_new(links, link_json(e, e->comms[i], e->comms[i]->links[k], dur));
     rc |= put(f, "links", links, 0);
+    json_t *plinks = json_array();
+    for (size_t i = 0; i < e->ncomms; i++)
+        for (size_t k = 0; k < e->comms[i]->nplinks; k++)
+            json_array_append_new(plinks, plink_json(e, e->comms[i], e->comms[i]->plinks[k], dur));
+    rc |= put(f, "physical_links", plinks, 0);
 
     fputs(",\n\"collectives\":[", f);
     fflush(e->f_colls);
@@ -710,6 +783,44 @@ static void pct(FILE *f, int64_t x, int64_t of)
     fprintf(f, " %5.1f%%", of > 0 ? 100.0 * (double)x / (double)of : 0.0);
 }
 
+static int plink_cmp(const void *x, const void *y)
+{
+    const plink_st_t *a = *(const plink_st_t *const *)x, *b = *(const plink_st_t *const *)y;
+    if (a->cp_ns != b->cp_ns)
+        return a->cp_ns > b->cp_ns ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* report.txt's physical links, most critical-path time first (then by id) per communicator */
+static void txt_plinks(const glucx_an_engine_t *e, FILE *f)
+{
+    char b1[32], ends[96];
+    fprintf(f, "\nphysical links (by critical-path time)\n%-6s %4s %-24s %12s %12s %14s %8s %12s\n",
+            "link", "dim", "endpoints", "bytes", "busy", "achieved", "of nom.", "crit. path");
+    for (size_t i = 0; i < e->ncomms; i++) {
+        comm_st_t *c = e->comms[i];
+        plink_st_t **v = c->nplinks ? malloc(c->nplinks * sizeof(*v)) : NULL;
+        if (!v)
+            continue; /* none, or out of memory: the table stays short (report.json has them) */
+        memcpy(v, c->plinks, c->nplinks * sizeof(*v));
+        qsort(v, c->nplinks, sizeof(*v), plink_cmp);
+        for (size_t k = 0; k < c->nplinks; k++) {
+            const plink_st_t *l = v[k];
+            int64_t busy = l->busy_ns;
+            double ach = busy > 0 ? (double)l->bytes / (double)busy * 1e9 : 0;
+            glucx_an_plink_ends(l, ends, sizeof(ends));
+            fprintf(f, "%-6d %4d %-24s %12" PRIu64 " %12s %9.3f GB/s", (int)l->id, (int)l->dim,
+                    ends, l->bytes, glucx_an_fmt_ns((double)busy, b1, sizeof(b1)), ach / 1e9);
+            if (l->bw > 0 && ach > 0)
+                fprintf(f, " %7.1f%%", 100 * ach / l->bw);
+            else
+                fprintf(f, " %8s", "-");
+            fprintf(f, " %12s\n", glucx_an_fmt_ns((double)l->cp_ns, b1, sizeof(b1)));
+        }
+        free(v);
+    }
+}
+
 static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_t period)
 {
     char b1[32], b2[32], b3[32], hex[24];
@@ -786,6 +897,7 @@ static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_
             fprintf(f, " %12s\n", glucx_an_fmt_ns((double)l->cp_ns, b1, sizeof(b1)));
         }
     }
+    txt_plinks(e, f);
     fprintf(f, "\ncollectives\n%-16s %-22s %12s %8s %12s %12s %12s\n", "coll", "algorithm", "bytes",
             "count", "mean time", "min", "busbw GB/s");
     for (size_t i = 0; i < e->groups.cap; i++) {

@@ -56,6 +56,8 @@ void glucx_an_verdict(glucx_an_engine_t *e)
     char b1[32], b2[32], b3[32];
     verdict_st_t *v = &e->vd;
     v->kind = "none";
+    v->plink = NULL;
+    v->plink_comm = 0;
     v->subject[0] = 0;
     v->cost_ns = 0;
     double n_it = (double)e->iterations;
@@ -78,6 +80,8 @@ void glucx_an_verdict(glucx_an_engine_t *e)
     rank_st_t *top = NULL;
     int top_rank = -1;
     link_st_t *tl = NULL;
+    plink_st_t *pl = NULL; /* the physical link with most critical-path time */
+    uint64_t pl_comm = 0;
     for (size_t i = 0; i < e->ncomms; i++) {
         comm_st_t *c = e->comms[i];
         for (int r = 0; r < c->nalloc; r++)
@@ -88,11 +92,24 @@ void glucx_an_verdict(glucx_an_engine_t *e)
         for (size_t k = 0; k < c->nlinks; k++)
             if (!tl || c->links[k]->cp_ns > tl->cp_ns)
                 tl = c->links[k];
+        for (size_t k = 0; k < c->nplinks; k++) {
+            /* most critical-path time; ties: more bytes, then the lower id */
+            const plink_st_t *x = c->plinks[k];
+            if (x->cp_ns <= 0)
+                continue;
+            if (!pl || x->cp_ns > pl->cp_ns ||
+                (x->cp_ns == pl->cp_ns &&
+                 (x->bytes > pl->bytes || (x->bytes == pl->bytes && x->id < pl->id)))) {
+                pl = c->plinks[k];
+                pl_comm = c->id;
+            }
+        }
     }
     double strag = top ? (double)top->lateness / n_it : 0;
     double exposed = exposed_sh * mean_it;
     double dec = (double)e->dec_saving / n_it;
     double link_cp = tl ? (double)tl->cp_ns / n_it : 0;
+    double plink_cp = pl ? (double)pl->cp_ns / n_it : 0;
     if (strag >= 0.05 * mean_it && strag >= 0.5 * exposed) {
         v->kind = "straggler";
         snprintf(v->subject, sizeof(v->subject), "rank %d", top_rank);
@@ -113,7 +130,27 @@ void glucx_an_verdict(glucx_an_engine_t *e)
                  glucx_an_fmt_ns(mean_it, b2, sizeof(b2)), e->dec_subject);
     } else if (exposed_sh >= 0.10) {
         v->cost_ns = exposed;
-        if (tl && link_cp >= 0.3 * exposed) {
+        if (pl && plink_cp >= 0.3 * exposed) {
+            /* the physical link: a rank pair's transfers all cross it, and so may others' */
+            v->kind = "link";
+            v->plink = pl;
+            v->plink_comm = pl_comm;
+            char ends[96], eff[64] = "";
+            glucx_an_plink_ends(pl, ends, sizeof(ends));
+            snprintf(v->subject, sizeof(v->subject), "physical link %d (dimension %d, %s)",
+                     (int)pl->id, (int)pl->dim, ends);
+            double ach = pl->busy_ns > 0 ? (double)pl->bytes / (double)pl->busy_ns * 1e9 : 0;
+            if (pl->bw > 0 && ach > 0)
+                snprintf(eff, sizeof(eff), " at %.0f%% of its nominal bandwidth",
+                         100 * ach / pl->bw);
+            snprintf(e->verdict, sizeof(e->verdict),
+                     "Communication is exposed for %s per iteration (%.0f%% of the %s "
+                     "iteration); physical link %d (dimension %d, %s) carries %s of it on the "
+                     "critical path%s.",
+                     glucx_an_fmt_ns(exposed, b1, sizeof(b1)), 100 * exposed_sh,
+                     glucx_an_fmt_ns(mean_it, b2, sizeof(b2)), (int)pl->id, (int)pl->dim, ends,
+                     glucx_an_fmt_ns(plink_cp, b3, sizeof(b3)), eff);
+        } else if (!pl && tl && link_cp >= 0.3 * exposed) {
             v->kind = "link";
             snprintf(v->subject, sizeof(v->subject), "link %d->%d", tl->src, tl->dst);
             double ach = tl->busy_ns > 0 ? (double)tl->bytes / (double)tl->busy_ns * 1e9 : 0;

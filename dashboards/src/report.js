@@ -898,6 +898,148 @@
     return s;
   }
 
+  // Physical link metrics (analysis/METRICS.md, "Physical links"): [key, label, value(link), format].
+  const PHYS_METRICS = [
+    ['busy', 'Busy share', (l) => num(l.busy_share), (x) => fmtPct(x)],
+    ['nominal', 'Of nominal', (l) => num(l.of_nominal), (x) => fmtPct(x)],
+    ['utilisation', 'Utilisation', (l) => num(l.utilisation), (x) => fmtPct(x)],
+    ['critical', 'Critical-path share', (l) => num(l.critical_path_share), (x) => fmtPct(x)],
+    ['bytes', 'Bytes', (l) => num(l.bytes), fmtBytes],
+  ];
+  const NODE_COLOURS = { rank: '#2457c5', package: '#0f9d8a', switch: '#7a8597', unknown: '#b9c0cb' };
+  // "rank 3", "package 1", "switch 0" of an endpoint ({kind, index}), or "?" before its announcement.
+  function endName(e) {
+    const o = obj(e);
+    return o.kind === undefined ? '?' : `${str(o.kind)} ${str(o.index)}`;
+  }
+
+  // The physical network: its endpoints (ranks, packages, switches) as nodes and every physical
+  // link as an edge coloured and sized by the chosen metric (the busiest link darkest), and the
+  // table of every physical link.
+  function physicalSection(r) {
+    const s = section('physical-links', 'Physical links',
+      'The network the run crossed (from the phys_link and route events): every message\u2019s bytes are charged ' +
+      'to each link on its route. Colour and width show how busy each link was.', 'Physical');
+    const links = arr(r.physical_links);
+    if (!links.length) {
+      append(s, [emptyBox('physical-links', 'No physical links: the trace has no phys_link or route events (recorded before trace format 3, or made by hand).')]);
+      return s;
+    }
+    const comms = [...new Set(links.map((l) => str(l.comm_id)))];
+    const commName = new Map(arr(obj(r.trace).comms).map((c) => [str(c.comm_id), c]));
+    let metric = PHYS_METRICS[0][0];
+    let comm = comms[0];
+    const controls = el('div', { class: 'controls' });
+    if (comms.length > 1) {
+      const sel = el('select', { 'aria-label': 'Communicator (physical links)' }, comms.map((c) => el('option', { value: c },
+        `${commName.has(c) && commName.get(c).name ? `${str(commName.get(c).name)} ` : ''}${c}`)));
+      sel.addEventListener('change', () => { comm = sel.value; draw(); });
+      append(controls, [el('label', { class: 'ctl' }, 'Communicator', sel)]);
+    }
+    append(controls, [segmented(PHYS_METRICS.map(([k, label]) => [k, label]), metric, (m) => { metric = m; draw(); }, 'Physical link metric')]);
+    append(s.head, [controls]);
+    const box = chartBox('physical-graph', 'chart-tall');
+    const note = el('p', { class: 'section-sub' });
+    append(s, [box, note]);
+
+    function draw() {
+      const ls = links.filter((l) => str(l.comm_id) === comm);
+      const [, metricLabel, metricOf, metricFmt] = PHYS_METRICS.find(([k]) => k === metric);
+      const nodeKey = (e) => (obj(e).kind === undefined ? null : `${str(obj(e).kind)}:${str(obj(e).index)}`);
+      const nodes = new Map();
+      for (const l of ls) {
+        for (const e of [l.a, l.b]) {
+          const k = nodeKey(e);
+          if (k !== null && !nodes.has(k)) nodes.set(k, { id: k, name: endName(e), kind: str(obj(e).kind), index: num(obj(e).index) });
+        }
+      }
+      // Around the circle in the order of a depth-first walk along the links (from the first
+      // rank or package, neighbours by kind then number), so that a ring or a torus line is
+      // drawn as an arc rather than across the circle.
+      const order = { rank: 0, package: 1, switch: 2 };
+      const cmp = (x, y) => ((x.kind in order ? order[x.kind] : 3) - (y.kind in order ? order[y.kind] : 3)) || (x.index - y.index);
+      const adj = new Map([...nodes.keys()].map((k) => [k, []]));
+      for (const l of ls) {
+        const a = nodeKey(l.a);
+        const b = nodeKey(l.b);
+        if (a !== null && b !== null) { adj.get(a).push(nodes.get(b)); adj.get(b).push(nodes.get(a)); }
+      }
+      const nodeList = [];
+      const seen = new Set();
+      for (const start of [...nodes.values()].sort(cmp)) {
+        const stack = [start];
+        while (stack.length) {
+          const n = stack.pop();
+          if (seen.has(n.id)) continue;
+          seen.add(n.id);
+          nodeList.push(n);
+          for (const m of adj.get(n.id).slice().sort(cmp).reverse()) if (!seen.has(m.id)) stack.push(m);
+        }
+      }
+      let max = 0;
+      for (const l of ls) { const v = metricOf(l); if (v !== null) max = Math.max(max, v); }
+      const edges = ls.filter((l) => nodeKey(l.a) !== null && nodeKey(l.b) !== null).map((l) => {
+        const v = metricOf(l);
+        const t = v === null || !(max > 0) ? null : v / max;
+        // Faint links stay visible: the colour starts a little way into the scale.
+        const colour = t === null ? '#b9c0cb' : heatColour(0.12 + 0.88 * t);
+        return { source: nodeKey(l.a), target: nodeKey(l.b), link: l, v, colour,
+          lineStyle: { color: colour, width: t === null ? 1.5 : 2 + 7 * t, type: l.announced === false || t === null ? 'dashed' : 'solid',
+            opacity: 0.95, curveness: 0 } };
+      });
+      const kinds = [...new Set(nodeList.map((n) => n.kind))];
+      chart(box, 'physical-graph', {
+        tooltip: Object.assign({ trigger: 'item', formatter: (p) => {
+          if (p.dataType === 'edge') {
+            const l = p.data.link;
+            return ttHead(`Physical link ${str(l.phys_id)}: ${endName(l.a)} \u2013 ${endName(l.b)}`) +
+              ttRow(null, 'Dimension', str(l.dim)) +
+              ttRow(null, 'Nominal bandwidth', fmtBw(l.bandwidth_Bps)) +
+              ttRow(null, 'Latency', fmtNs(l.latency_ns)) +
+              ttRow(null, 'Bytes', `${fmtBytes(l.bytes)} in ${plural(num(l.messages) || 0, 'message')}`) +
+              ttRow(null, 'Busy', `${fmtNs(l.busy_ns)} (${fmtPct(l.busy_share)})`) +
+              ttRow(null, 'Achieved', `${fmtBw(l.achieved_Bps)} (${fmtPct(l.of_nominal)} of nominal)`) +
+              ttRow(null, 'Utilisation', fmtPct(l.utilisation)) +
+              ttRow(null, 'On the critical path', `${fmtNs(l.critical_path_ns)} (${fmtPct(l.critical_path_share)})`) +
+              (l.announced === false ? '<div style="color:#b42318">on a route but never announced</div>' : '');
+          }
+          return ttHead(p.data.name);
+        } }, TOOLTIP),
+        legend: kinds.length > 1 ? { bottom: 0, data: kinds, textStyle: { color: '#4a5566' } } : undefined,
+        series: [{
+          type: 'graph', layout: 'circular', circular: { rotateLabel: false }, roam: true, top: 30, bottom: kinds.length > 1 ? 48 : 30,
+          left: 60, right: 60, symbolSize: nodeList.length <= 24 ? 30 : 16,
+          categories: kinds.map((k) => ({ name: k, itemStyle: { color: NODE_COLOURS[k] || NODE_COLOURS.unknown } })),
+          label: { show: true, position: 'right', color: '#1c2430', fontWeight: 600 },
+          edgeLabel: { show: ls.length <= 24, formatter: (p) => (p.data.v === null ? 'n/a' : metricFmt(p.data.v)), fontSize: 10, color: '#4a5566' },
+          emphasis: { focus: 'adjacency' },
+          data: nodeList.map((n) => ({ id: n.id, name: n.name, category: kinds.indexOf(n.kind) })),
+          links: edges,
+        }],
+      });
+      note.textContent = `Colour and width: ${metricLabel.toLowerCase()}, from 0 to the highest value among these links (${metricFmt(max)}). ` +
+        'A dashed grey link has no value (no nominal bandwidth, say); a dashed coloured one was on a route but never announced.';
+    }
+    draw();
+
+    append(s, [el('h3', null, 'All physical links'), table('physical-links', [
+      { label: 'Link', num: true, value: (l) => num(l.phys_id) },
+      { label: 'Dim', num: true, value: (l) => num(l.dim) },
+      { label: 'Endpoints', value: (l) => `${endName(l.a)} \u2013 ${endName(l.b)}` },
+      { label: 'Nominal', num: true, value: (l) => num(l.bandwidth_Bps), show: (l) => fmtBw(l.bandwidth_Bps) },
+      { label: 'Latency', num: true, value: (l) => num(l.latency_ns), show: (l) => fmtNs(l.latency_ns) },
+      { label: 'Bytes', num: true, value: (l) => num(l.bytes), show: (l) => fmtBytes(l.bytes) },
+      { label: 'Messages', num: true, value: (l) => num(l.messages), show: (l) => fmtInt(l.messages) },
+      { label: 'Busy', num: true, value: (l) => num(l.busy_ns), show: (l) => `${fmtNs(l.busy_ns)} (${fmtPct(l.busy_share)})` },
+      { label: 'Achieved', num: true, value: (l) => num(l.achieved_Bps), show: (l) => fmtBw(l.achieved_Bps) },
+      { label: 'Of nominal', num: true, value: (l) => num(l.of_nominal), show: (l) => el('span', null, fmtPct(l.of_nominal),
+        el('span', { class: 'meter' }, el('span', { style: { width: `${Math.min(1, Math.max(0, num(l.of_nominal) || 0)) * 100}%` } }))) },
+      { label: 'Critical path', num: true, value: (l) => num(l.critical_path_share), show: (l) => `${fmtNs(l.critical_path_ns)} (${fmtPct(l.critical_path_share)})` },
+      { label: 'Announced', value: (l) => (l.announced === false ? 0 : 1), show: (l) => (l.announced === false ? el('span', { class: 'bad' }, 'no') : 'yes') },
+    ], links)]);
+    return s;
+  }
+
   // Collectives: busbw by size and algorithm, the grouped table and every call.
   function collectivesSection(r) {
     const s = section('collectives', 'Collectives',
@@ -1192,6 +1334,7 @@
       () => breakdownSection(report),
       () => criticalPathSection(report),
       () => linksSection(report),
+      () => physicalSection(report),
       () => collectivesSection(report),
       () => decisionsSection(report),
       () => ranksSection(report),

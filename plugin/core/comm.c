@@ -323,7 +323,52 @@ static glucx_status_t exchange(glucx_comm_t *comm, glucx_store_t *store, int64_t
     return GLUCX_OK;
 }
 
-/* comm_init, one link event per outgoing link, one select_map per collective (EVENTS.md). */
+/* The phys_link events this rank announces and one route event per peer (EVENTS.md). Out of
+ * memory, the trace lacks them (with a warning on stderr naming the communicator and rank): the
+ * communicator itself works, and an error event would mark the run failed. */
+static void trace_phys(const glucx_comm_t *comm)
+{
+    glucx_phys_t *phys = NULL;
+    glucx_status_t st = glucx_phys_create(comm->topo, &phys);
+    if (st != GLUCX_OK) {
+        glucx_warn("comm_create '%s' on rank %d of %d: the trace gets no physical links or routes: "
+                   "%s",
+                   comm->name, comm->rank, comm->size, glucx_error_text());
+        return;
+    }
+    for (int id = 0; id < phys->nlinks; id++) {
+        if (glucx_phys_announcer(phys, id) != comm->rank)
+            continue;
+        const glucx_net_link_t *l = &phys->links[id];
+        GLUCX_TP(phys_link, comm->trace_id, comm->rank, id, l->dim, (int)l->a_kind, l->a,
+                 (int)l->b_kind, l->b, phys->bandwidth_Bps[id], phys->latency_ns[id]);
+    }
+    /* the longest route a network may have (GLUCX_NET_MAX_ROUTE links): on the heap, once */
+    int32_t *hops = malloc(sizeof(int32_t) * GLUCX_NET_MAX_ROUTE);
+    if (hops == NULL) {
+        glucx_warn("comm_create '%s' on rank %d of %d: the trace gets no routes: out of memory "
+                   "for a route of %d links",
+                   comm->name, comm->rank, comm->size, GLUCX_NET_MAX_ROUTE);
+        glucx_phys_destroy(phys);
+        return;
+    }
+    for (int dst = 0; dst < comm->size; dst++) {
+        if (dst == comm->rank)
+            continue;
+        int n = glucx_phys_route(phys, comm->rank, dst, hops, GLUCX_NET_MAX_ROUTE);
+        if (n < 0)
+            n = 0;
+        if (n > GLUCX_NET_MAX_ROUTE)
+            n = GLUCX_NET_MAX_ROUTE;
+        GLUCX_TP(route, comm->trace_id, comm->rank, glucx_topo_link_id(comm->topo, comm->rank, dst),
+                 dst, (uint32_t)n, hops);
+    }
+    free(hops);
+    glucx_phys_destroy(phys);
+}
+
+/* comm_init, one link event per outgoing link, the physical links this rank announces and its
+ * routes, one select_map per collective (EVENTS.md). */
 static void trace_comm_connected(const glucx_comm_t *comm, const char *hostid)
 {
     const glucx_topo_t *t = comm->topo;
@@ -357,6 +402,8 @@ static void trace_comm_connected(const glucx_comm_t *comm, const char *hostid)
                      comm->rank, dst, cls == GLUCX_LINK_INTER ? 1 : 0, bw, c->alpha_ns, tls);
         }
     }
+    if (GLUCX_TP_ON(phys_link) || GLUCX_TP_ON(route))
+        trace_phys(comm);
     if (GLUCX_TP_ON(select_map)) {
         for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
             uint64_t lo[GLUCX_SELECT_MAX_RANGES], hi[GLUCX_SELECT_MAX_RANGES];

@@ -216,6 +216,58 @@ int glucx_topo_route(const glucx_topo_t *t, int src, int dst, int *links, int ma
  */
 glucx_link_cost_t glucx_topo_dim_cost(const glucx_topo_t *t, int dim);
 
+/* ---- the physical links a trace announces ---------------------------------------------------- */
+
+/**
+ * The physical links of a communicator as its trace announces them (trace/EVENTS.md,
+ * `phys_link` and `route`). With a topology file: the file's links (ids, endpoints in the file's
+ * rank and package numbering) and dimension-order routes. Without one, the model glucx assumes
+ * (docs/topology.md, "Physical links without a file"), endpoints in the communicator's numbering
+ * (ranks, packages of glucx_topo_t): dimension 0, one link per pair of ranks of a package (ids
+ * package by package, pairs (0,1), (0,2), .., (1,2), .. of its ranks in rank order); dimension 1,
+ * when there are several packages, one link per package to switch 0 (ids after every dimension-0
+ * link, in package order). Nominal values: the file's per dimension; else the link-class costs
+ * (bandwidth 1e9 / beta bytes/s; latency alpha inside a package, alpha / 2 per uplink, so that a
+ * route between hosts adds up to the class's alpha). Immutable once built.
+ */
+typedef struct glucx_phys {
+    const glucx_topo_t *topo; /**< not owned */
+    int nlinks;
+    const glucx_net_link_t *links; /**< [nlinks]: the file's, or own_links */
+    double *bandwidth_Bps;         /**< [nlinks] nominal, bytes/s per direction */
+    double *latency_ns;            /**< [nlinks] nominal, ns */
+    /* private */
+    glucx_net_link_t *own_links; /* derived model only */
+    int *member, *pkg_base, *count, uplink_base;
+    int *rank_of, *pkg_first, nnodes_rank, nnodes_pkg;
+} glucx_phys_t;
+
+/**
+ * Build the physical links of topology @p t (its file's network when it has one).
+ * @param phys_p receives a new object, owned by the caller (glucx_phys_destroy); it borrows
+ *               @p t (and its network), which must outlive it.
+ * @return GLUCX_OK; GLUCX_ERR_NO_MEMORY or GLUCX_ERR_INVALID_ARG (too many links for the
+ *         ranks), with a message naming the sizes.
+ */
+glucx_status_t glucx_phys_create(const glucx_topo_t *t, glucx_phys_t **phys_p);
+
+void glucx_phys_destroy(glucx_phys_t *phys);
+
+/**
+ * The physical link ids a message from communicator rank @p src to rank @p dst crosses, in
+ * order; writes at most @p max of them to @p links.
+ * @return the route's length (0 for src == dst; every other pair has one of at least one link),
+ *         or -1 for ranks out of range.
+ */
+int glucx_phys_route(const glucx_phys_t *phys, int src, int dst, int *links, int max);
+
+/**
+ * The communicator rank that announces physical link @p id in the trace: the lowest rank at
+ * one of its endpoints (a rank endpoint, or a rank of a package endpoint), else rank 0 (a link
+ * between packages that hold no rank of the communicator). -1 for an id out of range.
+ */
+int glucx_phys_announcer(const glucx_phys_t *phys, int id);
+
 /** Write / read the link-class costs and the measured dimensions' costs (a small "key value"
  *  text file: "<class>.alpha_ns", "<class>.beta_ns_per_byte", "dim<d>.alpha_ns", ...). */
 glucx_status_t glucx_topo_calibration_save(const glucx_topo_t *t, const char *path);

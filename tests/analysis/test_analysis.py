@@ -31,6 +31,21 @@ metadata is edited in place):
                   misread.
   format_newer    a newer version: refused by glucx-analyze (status 2) and by the babeltrace2
                   CLI plugin, naming both versions; no report written.
+  format_older    format 2 (format 3 without physical links): read, with one warning naming the
+                  trace and that the report has no physical links.
+Physical links (analysis/METRICS.md, "Physical links"; need --bench), 4 ranks started as
+separate processes (RANK, WORLD_SIZE, GLUCX_STORE) each with its own GLUCX_HOSTID, running a
+ring allgather of S bytes per rank set (4 calls: 1 warm-up, 3 timed; ring pairs r -> r+1 carry
+3/4 S per call) plus glucx-bench's own small collectives (timings, barrier):
+  phys_torus  GLUCX_TOPOLOGY: a 2x2 torus of 1-rank packages. The routes of every ordered pair,
+              derived here by hand from docs/topology.md, are the trace's route events; per
+              physical link the report's bytes equal the sum of the report's rank-pair bytes over
+              the pairs whose hand route crosses it, and lie between the ring's volume over those
+              pairs and that plus the bench's small traffic; link endpoints, dimensions and
+              nominal values are the file's; busy time lies between the largest and the sum of
+              the crossing pairs' busy times.
+  phys_hosts  no file, two hosts of two ranks: the model glucx assumes (a link per rank pair of
+              a host, an uplink per host to one switch; docs/topology.md), checked the same way.
 Every report.json is validated against the schema. Exit 0 pass, 77 skip.
 """
 import argparse
@@ -181,6 +196,158 @@ def case_bytes(a):
               rep["trace"]["unmatched_sends"], rep["trace"]["unmatched_recvs"]))
     check(len([l for l in links.values() if l["announced"]]) == n * (n - 1), "not every link announced")
     print("bytes: %d links checked" % len(links))
+
+
+# ---- physical links -----------------------------------------------------------------------------
+
+PHYS_N = 4
+PHYS_S = 64 * 1024  # allgather bytes (the whole output, as glucx-bench counts them)
+PHYS_CALLS = 4  # --warmup 1 --iters 3
+PHYS_AUX = 4096  # bound on glucx-bench's other traffic per rank pair (timings, error counts)
+
+# 2x2 torus of 1-rank packages: [FullyConnected, Ring, Ring], npus_count [1, 2, 2]. Package p has
+# coordinates (p % 2, p // 2) in dimensions 1 and 2. Links (docs/topology.md): dimension 0 has
+# none (one rank per package); dimension 1 (a Ring of 2 is one link per line): link 0 joins
+# packages 0-1, link 1 joins 2-3; dimension 2: link 2 joins 0-2, link 3 joins 1-3.
+TORUS_YAML = """topology: [FullyConnected, Ring, Ring]
+npus_count: [1, 2, 2]
+bandwidth: [50, 1, 2]
+latency: [500, 10000, 20000]
+"""
+TORUS_LINKS = {0: (1, 0, 1), 1: (1, 2, 3), 2: (2, 0, 2), 3: (2, 1, 3)}  # id: (dim, pkg a, pkg b)
+TORUS_NOMINAL = {1: (1e9, 10000.0), 2: (2e9, 20000.0)}  # dim: (bytes/s, ns)
+# dimension-order routes: dimension 1 first, then 2 (e.g. 0 -> 3: link 0 to package 1, then
+# link 3 to package 3; 3 -> 0: link 1 to package 2, then link 2 to package 0)
+TORUS_ROUTES = {(0, 1): [0], (1, 0): [0], (2, 3): [1], (3, 2): [1],
+                (0, 2): [2], (2, 0): [2], (1, 3): [3], (3, 1): [3],
+                (0, 3): [0, 3], (3, 0): [1, 2], (1, 2): [0, 2], (2, 1): [1, 3]}
+
+
+def phys_record(a, name, hosts, topology=None):
+    """Record glucx-bench's ring allgather on PHYS_N ranks started as separate processes, rank r
+    with GLUCX_HOSTID=hosts[r] (and GLUCX_TOPOLOGY=topology). Returns the trace directory."""
+    check(a.bench, "case %s needs --bench" % name)
+    store = os.path.join(a.work, name + "-store")
+    shutil.rmtree(store, ignore_errors=True)
+    os.makedirs(store)
+    bench = [a.bench, "--coll", "allgather", "--algo", "ring", "-b", str(PHYS_S), "-e",
+             str(PHYS_S), "--warmup", "1", "--iters", "3", "--check", "0", "--name", name]
+    lines = ["pids=''"]
+    for r in range(PHYS_N):
+        env = {"RANK": r, "WORLD_SIZE": PHYS_N, "GLUCX_STORE": "file:" + store,
+               "GLUCX_HOSTID": hosts[r]}
+        if topology:
+            env["GLUCX_TOPOLOGY"] = topology
+        lines.append("env %s %s >/dev/null & pids=\"$pids $!\"" % (
+            " ".join("%s='%s'" % kv for kv in env.items()), " ".join(bench)))
+    lines.append("rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc")
+    return record(a, name, ["/bin/sh", "-c", "\n".join(lines)])
+
+
+def trace_routes(trace):
+    """{(src, dst): [physical link ids]} from the route events of the recorded command (bt2)."""
+    import bt2
+    pids = trace_pids(trace)
+    out = {}
+    for msg in bt2.TraceCollectionMessageIterator(trace):
+        if type(msg) is bt2._EventMessageConst and msg.event.name == "glucx:route" and \
+                int(msg.event.common_context_field["vpid"]) in pids:
+            f = msg.event.payload_field
+            key = (int(f["rank"]), int(f["dst"]))
+            check(key not in out, "two route events for %s" % (key,))
+            out[key] = [int(x) for x in f["phys_ids"]]
+    return out
+
+
+def check_physical(rep, name, routes, ends, nominal):
+    """The report's physical links of communicator `name` against the hand-derived `routes`
+    ({(src, dst): [ids]}), `ends` ({id: (dim, (kind, index), (kind, index))}) and `nominal`
+    ({id: (bytes/s, ns)})."""
+    comm = [c for c in rep["trace"]["comms"] if c["name"] == name][0]["comm_id"]
+    pairs = {(l["src"], l["dst"]): l for l in rep["links"] if l["comm_id"] == comm}
+    phys = {l["phys_id"]: l for l in rep["physical_links"] if l["comm_id"] == comm}
+    check(sorted(phys) == sorted(ends), "physical links %s, expected %s" % (sorted(phys), sorted(ends)))
+    ring = {(r, (r + 1) % PHYS_N) for r in range(PHYS_N)}
+    per_pair = PHYS_CALLS * (PHYS_N - 1) * PHYS_S // PHYS_N  # ring allgather bytes of one pair
+    for pid, l in phys.items():
+        dim, ea, eb = ends[pid]
+        check(l["announced"] and l["dim"] == dim and (l["a"]["kind"], l["a"]["index"]) == ea and
+              (l["b"]["kind"], l["b"]["index"]) == eb,
+              "physical link %d: dim %s, ends %s - %s; expected %d, %s - %s"
+              % (pid, l["dim"], l["a"], l["b"], dim, ea, eb))
+        bw, lat = nominal[pid]
+        check(abs(l["bandwidth_Bps"] - bw) <= 1e-6 * bw and abs(l["latency_ns"] - lat) <= 1e-6 * max(lat, 1),
+              "physical link %d: nominal %s B/s %s ns, expected %s, %s"
+              % (pid, l["bandwidth_Bps"], l["latency_ns"], bw, lat))
+        crossing = [k for k, hops in routes.items() if pid in hops]
+        want = sum(pairs[k]["bytes"] for k in crossing if k in pairs)
+        check(l["bytes"] == want, "physical link %d carried %d bytes; its pairs %s carried %d"
+              % (pid, l["bytes"], crossing, want))
+        low = per_pair * len([k for k in crossing if k in ring])
+        check(low <= l["bytes"] <= low + PHYS_AUX * len(crossing),
+              "physical link %d carried %d bytes; the ring allgather puts %d on it (pairs %s)"
+              % (pid, l["bytes"], low, crossing))
+        busy = [pairs[k]["busy_ns"] for k in crossing if k in pairs]
+        check(max(busy + [0]) <= l["busy_ns"] <= sum(busy),
+              "physical link %d busy %d ns, its pairs' busy times %s" % (pid, l["busy_ns"], busy))
+        if l["busy_ns"] > 0:
+            check(abs(l["achieved_Bps"] - l["bytes"] / l["busy_ns"] * 1e9) <= 1e-6 * l["achieved_Bps"] and
+                  abs(l["of_nominal"] - l["achieved_Bps"] / bw) <= 1e-9 + 1e-6 * l["of_nominal"],
+                  "physical link %d: achieved %s, of nominal %s" % (pid, l["achieved_Bps"], l["of_nominal"]))
+    v = rep["verdict"]
+    if v["bottleneck"] == "link":
+        top = max(phys.values(), key=lambda l: l["critical_path_ns"])
+        check(v.get("physical_link", {}).get("phys_id") is not None and
+              phys[v["physical_link"]["phys_id"]]["critical_path_ns"] == top["critical_path_ns"],
+              "the verdict names %s, not a physical link with the most critical-path time %d"
+              % (v.get("physical_link"), top["critical_path_ns"]))
+    return phys
+
+
+def case_phys_torus(a):
+    topo = os.path.join(a.work, "torus.yaml")
+    with open(topo, "w") as f:
+        f.write(TORUS_YAML)
+    d = phys_record(a, "phys_torus", ["torus-host-%d" % r for r in range(PHYS_N)], topo)
+    got = trace_routes(d)
+    check(got == TORUS_ROUTES, "routes in the trace %s, derived by hand %s" % (got, TORUS_ROUTES))
+    _, rep = analyze(a, d, "phys_torus")
+    ends = {i: (dim, ("package", x), ("package", y)) for i, (dim, x, y) in TORUS_LINKS.items()}
+    nominal = {i: TORUS_NOMINAL[dim] for i, (dim, _, _) in TORUS_LINKS.items()}
+    phys = check_physical(rep, "phys_torus", TORUS_ROUTES, ends, nominal)
+    check(phys[3]["bytes"] < phys[0]["bytes"] // 100,
+          "link 3 (packages 1-3) is on no ring pair's route but carried %d bytes" % phys[3]["bytes"])
+    print("phys_torus: %s" % {i: l["bytes"] for i, l in sorted(phys.items())})
+
+
+def case_phys_hosts(a):
+    # hosts A = ranks 0, 1 (package 0), B = ranks 2, 3 (package 1). Links: 0 = ranks 0-1,
+    # 1 = ranks 2-3 (dimension 0), 2 = package 0 - switch 0, 3 = package 1 - switch 0
+    # (dimension 1). Inside a host the pair's link; between hosts the sender's uplink, then the
+    # receiver's.
+    d = phys_record(a, "phys_hosts", ["phys-host-A", "phys-host-A", "phys-host-B", "phys-host-B"])
+    pkg = [0, 0, 1, 1]
+    routes = {}
+    for s in range(PHYS_N):
+        for t in range(PHYS_N):
+            if s != t:
+                routes[(s, t)] = [pkg[s]] if pkg[s] == pkg[t] else [2 + pkg[s], 2 + pkg[t]]
+    got = trace_routes(d)
+    check(got == routes, "routes in the trace %s, expected %s" % (got, routes))
+    _, rep = analyze(a, d, "phys_hosts")
+    comm = [c for c in rep["trace"]["comms"] if c["name"] == "phys_hosts"][0]["comm_id"]
+    pairs = {(l["src"], l["dst"]): l for l in rep["links"] if l["comm_id"] == comm}
+    # nominal values: the link classes' (the rank-pair links announce them): inside a host the
+    # pair's; an uplink has the between-host bandwidth and half its latency
+    intra, inter = pairs[(0, 1)], pairs[(0, 2)]
+    nominal = {0: (intra["bandwidth_Bps"], intra["latency_ns"]),
+               1: (intra["bandwidth_Bps"], intra["latency_ns"]),
+               2: (inter["bandwidth_Bps"], inter["latency_ns"] / 2),
+               3: (inter["bandwidth_Bps"], inter["latency_ns"] / 2)}
+    ends = {0: (0, ("rank", 0), ("rank", 1)), 1: (0, ("rank", 2), ("rank", 3)),
+            2: (1, ("package", 0), ("switch", 0)), 3: (1, ("package", 1), ("switch", 0))}
+    phys = check_physical(rep, "phys_hosts", routes, ends, nominal)
+    print("phys_hosts: %s" % {i: l["bytes"] for i, l in sorted(phys.items())})
 
 
 STATUS = {0: "OK", -1: "ERR_INVALID_ARG", -2: "ERR_NO_MEMORY", -3: "ERR_TRANSPORT",
@@ -462,6 +629,28 @@ def case_format_missing(a):
     print("format_missing: read as format %d with: %s" % (v, w))
 
 
+def case_format_older(a):
+    """Format 2 (EVENTS.md: format 3 without phys_link and route events) is read, with one warning
+    per trace naming it; the events read are the same."""
+    d, _ = gt(a, "bytes")
+    v = format_version(a)
+    check(v == 3, "case format_older is about format 2 under format 3, EVENTS.md says %d" % v)
+    _, ref = analyze(a, d, "format_older-ref")
+    cp = with_format(a, d, "format_older", 2)
+    _, rep = analyze(a, cp, "format_older")
+    ws = [w for w in rep["trace"]["warnings"] if "trace format 2" in w]
+    check(len(ws) == 1, "expected one format-2 warning, got %s" % rep["trace"]["warnings"])
+    check((os.path.realpath(cp) in ws[0] or cp in ws[0]) and "read as format 3" in ws[0] and
+          "no physical links" in ws[0], "the warning does not name the trace and what is missing: %s" % ws[0])
+    with open(os.path.join(a.work, "format_older", "report", "report.txt")) as f:
+        check("warning: " + ws[0] in f.read(), "report.txt lacks the format-2 warning")
+    for k in ("events", "start_ns", "end_ns", "partial"):
+        check(rep["trace"][k] == ref["trace"][k], "trace.%s %s, the current trace's %s"
+              % (k, rep["trace"][k], ref["trace"][k]))
+    check([l["bytes"] for l in rep["links"]] == [l["bytes"] for l in ref["links"]], "link bytes differ")
+    print("format_older: read with: %s" % ws[0])
+
+
 def case_format_newer(a):
     d, _ = gt(a, "bytes")
     v = format_version(a)
@@ -635,6 +824,7 @@ def main():
     # the (unsanitized) CLI cannot load: the cases then check glucx-analyze alone
     ap.add_argument("--plugin-dir")
     ap.add_argument("--emit")
+    ap.add_argument("--bench")
     ap.add_argument("case")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)

@@ -318,6 +318,153 @@ static void test_link(void **state)
     json_decref(rep);
 }
 
+/* A phys_link announcement: link @p id of dimension @p dim between package @p pkg and switch 0. */
+static void phys_uplink(int64_t ts, int rank, int id, int dim, int pkg, double bw)
+{
+    glucx_an_event_t e = ev(GLUCX_AN_EV_PHYS_LINK, ts, rank);
+    e.link_id = id;
+    e.dim = dim;
+    e.a_kind = 1; /* package */
+    e.a = pkg;
+    e.b_kind = 2; /* switch */
+    e.b = 0;
+    e.bandwidth_Bps = bw;
+    e.latency_ns = 500;
+    feed(e);
+}
+
+/* A route event: the route of rank -> dst in a comm of @p size ranks. */
+static void route(int64_t ts, int rank, int dst, int size, size_t n, const int32_t *hops)
+{
+    glucx_an_event_t e = ev(GLUCX_AN_EV_ROUTE, ts, rank);
+    e.link = rank * size + dst;
+    e.dst = dst;
+    e.nhops = n;
+    e.hops = hops;
+    feed(e);
+}
+
+/* The physical link @p id of report.json's physical_links. */
+static json_t *plink_of(json_t *rep, int id)
+{
+    json_t *a = json_object_get(rep, "physical_links"), *x;
+    size_t i;
+    json_array_foreach(a, i, x) if (geti(x, "phys_id") == id) return x;
+    fail_msg("physical link %d not in the report", id);
+    return NULL;
+}
+
+/* Physical links: three packages of one rank on a switch; uplinks 0 and 1 announced (10 GB/s),
+ * uplink 2 only named by a route. Routes 0->1 = [0, 1], 2->1 = [2, 1], 1->0 = [1, 0].
+ * Message A 0->1, 1000 B: rb 50, sb 100, re 300 -> in flight [100, 300).
+ * Message B 2->1, 500 B: rb 200, sb 250, re 400 -> in flight [250, 400).
+ * Message C 1->0, 24 B, sent but never received (unmatched: bytes, no busy time).
+ * Link 0 (A, C): 1024 B, 2 messages, busy 200. Link 1 (A, B, C): 1524 B, 3 messages, busy
+ * |[100,300) u [250,400)| = 300, achieved 1524 B / 300 ns = 5.08e9 B/s, of nominal 0.508.
+ * Link 2 (B): 500 B, busy 150, not announced (no nominal, of_nominal null). */
+static void test_physical_links(void **state)
+{
+    (void)state;
+    start("physical_links");
+    for (int r = 0; r < 3; r++)
+        init(0, r, 3);
+    phys_uplink(1, 0, 0, 1, 0, 1e10);
+    phys_uplink(1, 1, 1, 1, 1, 1e10);
+    const int32_t r01[] = {0, 1}, r21[] = {2, 1}, r10[] = {1, 0};
+    route(2, 0, 1, 3, 2, r01);
+    route(2, 2, 1, 3, 2, r21);
+    route(2, 1, 0, 3, 2, r10);
+    p2p(GLUCX_AN_EV_RECV_BEGIN, 50, 1, 0, 0, 0, 1000);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, 100, 0, 1, 0, 0, 1000);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, 150, 1, 0, 7, 0, 24);
+    p2p(GLUCX_AN_EV_RECV_BEGIN, 200, 1, 2, 1, 0, 500);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, 250, 2, 1, 1, 0, 500);
+    p2p(GLUCX_AN_EV_SEND_END, 290, 0, 1, 0, 0, 1000);
+    p2p(GLUCX_AN_EV_RECV_END, 300, 1, 0, 0, 0, 1000);
+    p2p(GLUCX_AN_EV_SEND_END, 390, 2, 1, 1, 0, 500);
+    p2p(GLUCX_AN_EV_RECV_END, 400, 1, 2, 1, 0, 500);
+    json_t *rep = finish();
+    assert_int_equal(json_array_size(json_object_get(rep, "physical_links")), 3);
+    json_t *l0 = plink_of(rep, 0), *l1 = plink_of(rep, 1), *l2 = plink_of(rep, 2);
+    assert_int_equal(geti(l0, "bytes"), 1024);
+    assert_int_equal(geti(l0, "messages"), 2);
+    assert_int_equal(geti(l0, "busy_ns"), 200);
+    assert_int_equal(geti(l1, "bytes"), 1524);
+    assert_int_equal(geti(l1, "messages"), 3);
+    assert_int_equal(geti(l1, "busy_ns"), 300);
+    assert_int_equal(geti(l2, "bytes"), 500);
+    assert_int_equal(geti(l2, "messages"), 1);
+    assert_int_equal(geti(l2, "busy_ns"), 150);
+    assert_int_equal(geti(l1, "dim"), 1);
+    json_t *a = json_object_get(l1, "a"), *b = json_object_get(l1, "b");
+    assert_string_equal(json_string_value(json_object_get(a, "kind")), "package");
+    assert_int_equal(geti(a, "index"), 1);
+    assert_string_equal(json_string_value(json_object_get(b, "kind")), "switch");
+    assert_int_equal(geti(b, "index"), 0);
+    assert_true(json_is_true(json_object_get(l1, "announced")));
+    double ach = json_real_value(json_object_get(l1, "achieved_Bps"));
+    assert_true(fabs(ach - 1524 / 300e-9) < 1);
+    assert_true(fabs(json_real_value(json_object_get(l1, "of_nominal")) - 0.508) < 1e-9);
+    assert_true(json_is_false(json_object_get(l2, "announced")));
+    assert_true(json_is_null(json_object_get(l2, "of_nominal")));
+    assert_true(json_is_null(json_object_get(l2, "a")));
+    json_decref(rep);
+}
+
+/* Critical path and verdict over a route of two links (route 0->1 = [0, 1], 1->0 = [2]). Both
+ * ranks start collective 0 at 10 (no straggler); rank 1 posts its receive at 20 and waits
+ * [30, 1000); rank 0 sends 8 B at 40 (send_end 50) and ends at 60; the data arrives at 1000.
+ * Path back from rank 1's end: the receiver waited for the send begun at 40 inside its wait, so
+ * the transfer segment is [40, 1000): 960 ns on each of links 0 and 1, none on link 2.
+ * Verdict: T = (60 + 1000) / 2 = 530 ns; communication 50 + 990 = 1040 of 1060 ns, exposed
+ * (no compute); X = 1040/1060 x 530 = 520 ns; P = 960 >= 0.3 X -> link. Links 0 and 1 tie on
+ * time and bytes: the lower id, 0, is named (link 1 is announced first, so creation order would
+ * name 1). */
+static void test_physical_cp(void **state)
+{
+    (void)state;
+    start("physical_cp");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    phys_uplink(0, 1, 1, 1, 1, 1e9);
+    phys_uplink(0, 0, 0, 1, 0, 1e9);
+    phys_uplink(0, 0, 2, 2, 0, 1e9);
+    const int32_t r01[] = {0, 1}, r10[] = {2};
+    route(0, 0, 1, 2, 2, r01);
+    route(0, 1, 0, 2, 1, r10);
+    iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 0, 0);
+    iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 1, 0);
+    coll(GLUCX_AN_EV_COLL_BEGIN, 10, 0, 0, 0, 8, 0);
+    coll(GLUCX_AN_EV_COLL_BEGIN, 10, 1, 0, 0, 8, 0);
+    p2p(GLUCX_AN_EV_RECV_BEGIN, 20, 1, 0, 0, 0, 8);
+    simple(GLUCX_AN_EV_WAIT_BEGIN, 30, 1);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, 40, 0, 1, 0, 0, 8);
+    p2p(GLUCX_AN_EV_SEND_END, 50, 0, 1, 0, 0, 8);
+    coll(GLUCX_AN_EV_COLL_END, 60, 0, 0, 0, 8, 0);
+    iter(GLUCX_AN_EV_ITERATION_END, 60, 0, 0);
+    p2p(GLUCX_AN_EV_RECV_END, 1000, 1, 0, 0, 0, 8);
+    simple(GLUCX_AN_EV_WAIT_END, 1000, 1);
+    coll(GLUCX_AN_EV_COLL_END, 1000, 1, 0, 0, 8, 0);
+    iter(GLUCX_AN_EV_ITERATION_END, 1000, 1, 0);
+    json_t *rep = finish();
+    assert_int_equal(geti(plink_of(rep, 0), "critical_path_ns"), 960);
+    assert_int_equal(geti(plink_of(rep, 1), "critical_path_ns"), 960);
+    assert_int_equal(geti(plink_of(rep, 2), "critical_path_ns"), 0);
+    assert_int_equal(geti(plink_of(rep, 0), "bytes"), 8);
+    assert_int_equal(geti(plink_of(rep, 2), "bytes"), 0);
+    json_t *v = json_object_get(rep, "verdict");
+    assert_string_equal(json_string_value(json_object_get(v, "bottleneck")), "link");
+    json_t *pl = json_object_get(v, "physical_link");
+    assert_non_null(pl);
+    assert_int_equal(geti(pl, "phys_id"), 0);
+    assert_int_equal(geti(pl, "dim"), 1);
+    assert_string_equal(json_string_value(json_object_get(v, "subject")),
+                        "physical link 0 (dimension 1, package 0 - switch 0)");
+    assert_non_null(strstr(json_string_value(json_object_get(v, "sentence")),
+                           "physical link 0 (dimension 1, package 0 - switch 0) carries 960 ns"));
+    json_decref(rep);
+}
+
 /* decision: chosen ring predicted 1000 ns, recursive_doubling predicted 500 ns, measured 2000 ns
  * and no measured alternative -> model saving = 2000 * (1 - 500/1000) = 1000 ns. */
 static void test_decision(void **state)
@@ -1205,6 +1352,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wait_split),
         cmocka_unit_test(test_straggler),
         cmocka_unit_test(test_link),
+        cmocka_unit_test(test_physical_links),
+        cmocka_unit_test(test_physical_cp),
         cmocka_unit_test(test_decision),
         cmocka_unit_test(test_inferred),
         cmocka_unit_test(test_markers_without_comm),

@@ -209,6 +209,7 @@ function expectedCharts(r) {
   want['critical-path-kinds'] = cp;
   want['links-heatmap'] = arr(r.links).length > 0;
   want['links-graph'] = arr(r.links).length > 0;
+  want['physical-graph'] = arr(r.physical_links).length > 0;
   want['collectives-busbw'] = arr(r.collective_groups).length > 0;
   want.decisions = arr(r.decisions).length > 0;
   return want;
@@ -223,6 +224,7 @@ function emptySection(name, r) {
     case 'critical-path-kinds': return ['critical-path', !want['critical-path']];
     case 'links-heatmap':
     case 'links-graph': return ['links', arr(r.links).length === 0];
+    case 'physical-graph': return ['physical-links', arr(r.physical_links).length === 0];
     case 'collectives-busbw': return ['collectives', arr(r.collectives).length === 0 && arr(r.collective_groups).length === 0];
     case 'decisions': return ['decisions', arr(r.decisions).length === 0];
     default: throw new Error(`no section known for chart '${name}'`);
@@ -311,6 +313,7 @@ async function checkReportPage(page, r) {
   const PAGE = 100;
   const tables = [
     ['links', arr(r.links), 'Link', (x) => String(x.link_id)],
+    ['physical-links', arr(r.physical_links), 'Link', (x) => String(x.phys_id)],
     ['collectives', arr(r.collectives), 'Seq', (x) => String(x.seq)],
     ['collective-groups', arr(r.collective_groups), 'Algorithm', (x) => String(x.algorithm)],
     ['decisions', arr(r.decisions), 'Chosen', (x) => String(x.chosen)],
@@ -380,12 +383,56 @@ async function checkReportPage(page, r) {
   for (const id of ['breakdown', 'critical-path', 'links', 'collectives', 'decisions', 'ranks', 'trace']) {
     check(hdr.sections.includes(id), `section '${id}' missing`);
   }
+  check(hdr.sections.includes('physical-links'), 'section \'physical-links\' missing');
   check(hdr.sectionErrors === 0, `${hdr.sectionErrors} sections failed to draw`);
+  await checkPhysicalColours(page, r);
 
   // Hostile strings stay text: each one the report carries is visible verbatim somewhere.
   if (JSON.stringify(r).includes(HOSTILE)) {
     const body = await page.evaluate(() => document.body.innerText);
     check(body.includes(HOSTILE.trim()), 'a hostile report string is not shown as literal text');
+  }
+}
+
+// The physical graph in its first view (busy share) draws one edge per physical link of the first
+// communicator, between the link's endpoints, carrying the link's busy_share, and the busier a link
+// the darker its colour and the wider its line (the colour scale runs from light to dark).
+async function checkPhysicalColours(page, r) {
+  const all = arr(r.physical_links);
+  if (!all.length) return;
+  const comm = String(all[0].comm_id);
+  const want = new Map(all.filter((l) => String(l.comm_id) === comm).map((l) => [l.phys_id, l]));
+  const edges = await page.evaluate(() => {
+    const node = document.querySelector('.chart[data-chart="physical-graph"]');
+    const inst = node && window.echarts.getInstanceByDom(node);
+    if (!inst) return null;
+    const series = inst.getOption().series[0];
+    return series.links.map((e) => ({ id: e.link.phys_id, source: e.source, target: e.target, v: e.v,
+      colour: e.lineStyle.color, width: e.lineStyle.width }));
+  });
+  if (!check(edges !== null, 'physical graph: no chart instance')) return;
+  check(edges.length === want.size, `physical graph: ${edges.length} edges, the communicator has ${want.size} physical links`);
+  const end = (e) => `${e.kind}:${e.index}`;
+  for (const e of edges) {
+    const l = want.get(e.id);
+    if (!check(l !== undefined, `physical graph: edge for unknown link ${e.id}`)) continue;
+    check(e.source === end(l.a) && e.target === end(l.b), `physical graph: link ${e.id} drawn ${e.source}-${e.target}, report has ${end(l.a)}-${end(l.b)}`);
+    check(e.v === (l.busy_share === undefined ? null : l.busy_share), `physical graph: link ${e.id} value ${e.v}, report busy_share ${l.busy_share}`);
+  }
+  // luminance of "rgb(r,g,b)": the scale darkens as values grow
+  const lum = (c) => {
+    const m = /^rgb\((\d+),(\d+),(\d+)\)$/.exec(c);
+    return m ? 0.2126 * m[1] + 0.7152 * m[2] + 0.0722 * m[3] : null;
+  };
+  const valued = edges.filter((e) => e.v !== null);
+  for (const x of valued) {
+    for (const y of valued) {
+      if (x.v > y.v * 1.05 + 1e-12) {
+        check(lum(x.colour) !== null && lum(x.colour) < lum(y.colour) && x.width > y.width,
+              `physical graph: link ${x.id} (busy share ${x.v}) is drawn ${x.colour} width ${x.width}, ` +
+              `not darker and wider than link ${y.id} (${y.v}): ${y.colour} width ${y.width}`);
+      }
+    }
   }
 }
 

@@ -91,6 +91,26 @@ export function makeLarge(report, iterations = 150, calls = 3000) {
         utilisation: u, bytes: Math.round(u * 1e8), critical_path_share: u / 4 }));
     }
   }
+  // physical links: the model without a topology file for hosts a (ranks 0-7) and b (8-15):
+  // a dimension-0 link per pair of ranks of a host, then one uplink per host to switch 0
+  const pproto = report.physical_links[0];
+  r.physical_links = [];
+  let pid = 0;
+  for (let h = 0; h < 2; h++) {
+    for (let a = 8 * h; a < 8 * h + 8; a++) {
+      for (let b = a + 1; b < 8 * h + 8; b++) {
+        const u = ((a * 5 + b) % 9) / 10;
+        r.physical_links.push(Object.assign({}, pproto, { phys_id: pid++, dim: 0,
+          a: { kind: 'rank', index: a }, b: { kind: 'rank', index: b }, utilisation: u,
+          busy_share: u, of_nominal: u / 2, bytes: Math.round(u * 1e8), critical_path_share: u / 8 }));
+      }
+    }
+  }
+  for (let h = 0; h < 2; h++) {
+    r.physical_links.push(Object.assign({}, pproto, { phys_id: pid++, dim: 1,
+      a: { kind: 'package', index: h }, b: { kind: 'switch', index: 0 }, utilisation: 0.95,
+      busy_share: 0.95, of_nominal: 0.8, bytes: 9e8, critical_path_share: 0.3 }));
+  }
   const comm = r.trace.comms[0];
   comm.size = n;
   comm.ranks = Array.from({ length: n }, (_, i) => ({ rank: i, host: `node-${i < 8 ? 'a' : 'b'}`, package: 0, vpid: 5000 + i }));

@@ -92,6 +92,33 @@ def read_events(path):
     return out
 
 
+def check_physical(ev, cid, n):
+    """One host, no topology file: the physical model of EVENTS.md ("phys_link") is one package,
+    fully connected: a link per pair of ranks, ids in pair order (0,1), (0,2), .., (1,2), ..,
+    announced once by the lower rank with the link class's nominal values, and the route of
+    every ordered pair is its pair's link alone."""
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    phys = sorted((e for e in ev["phys_link"] if e["comm_id"] == cid), key=lambda e: e["phys_id"])
+    check([e["phys_id"] for e in phys] == list(range(len(pairs))),
+          "phys_link ids of %x: %s, expected each of 0..%d once" %
+          (cid, [e["phys_id"] for e in phys], len(pairs) - 1))
+    link_of = {(e["src"], e["dst"]): e for e in ev["link"] if e["comm_id"] == cid}
+    for e, (i, j) in zip(phys, pairs):
+        check(e["dim"] == 0 and e["a_kind"] == 0 and e["b_kind"] == 0 and (e["a"], e["b"]) == (i, j)
+              and e["rank"] == i, "phys_link %d of %x: %s, expected ranks %d-%d announced by %d"
+              % (e["phys_id"], cid, e, i, j, i))
+        ln = link_of[(i, j)]
+        check(e["bandwidth_Bps"] == ln["bandwidth_Bps"] and e["latency_ns"] == ln["latency_ns"],
+              "phys_link %s: nominal values differ from link %s" % (e, ln))
+    routes = {(e["rank"], e["dst"]): e for e in ev["route"] if e["comm_id"] == cid}
+    want = {(s, t) for s in range(n) for t in range(n) if s != t}
+    check(set(routes) == want and len([e for e in ev["route"] if e["comm_id"] == cid]) == len(want),
+          "routes of %x: %s, expected one per ordered pair" % (cid, sorted(routes)))
+    for (s, t), e in routes.items():
+        check(e["link"] == s * n + t and e["phys_ids"] == [pairs.index((min(s, t), max(s, t)))],
+              "route %d->%d of %x: %s" % (s, t, cid, e))
+
+
 def record(a, out_dir, cmd, env=None):
     shutil.rmtree(out_dir, ignore_errors=True)
     e = dict(os.environ)
@@ -271,7 +298,7 @@ def case_c(a, n):
     evs = [e for e in evs if e.get("comm_id") not in err_comm]
     ev = by_name(evs)
 
-    for kind in ("comm_init", "link", "select_map", "coll_begin", "coll_end", "sched_decision",
+    for kind in ("comm_init", "link", "phys_link", "route", "select_map", "coll_begin", "coll_end", "sched_decision",
                  "send_begin", "send_end", "recv_begin", "recv_end", "reduce_begin",
                  "reduce_end", "wait_begin", "wait_end"):
         check(ev[kind], "no %s event" % kind)
@@ -295,6 +322,7 @@ def case_c(a, n):
             if e["comm_id"] == cid:
                 check(e["rank"] == e["src"] and e["link_id"] == e["src"] * n + e["dst"] and
                       e["bandwidth_Bps"] > 0, "bad link event %s" % e)
+        check_physical(ev, cid, n)
         maps = [e for e in ev["select_map"] if e["comm_id"] == cid]
         check(len(maps) == n * COLL_COUNT, "%d select_map events for %x" % (len(maps), cid))
         for m in maps:
@@ -303,7 +331,8 @@ def case_c(a, n):
                   "select_map ranges do not tile the sizes: %s" % m)
         first = min(e["ts"] for e in inits)
         check(all(e["ts"] >= first for e in evs if e.get("comm_id") == cid and
-                  e["ev"] not in ("comm_init", "link", "select_map")), "event before comm_init")
+                  e["ev"] not in ("comm_init", "link", "phys_link", "route", "select_map")),
+              "event before comm_init")
 
     check_pairs(ev)
     waits, ends_in, ends_out = check_coll_wait_ends(evs)

@@ -189,6 +189,7 @@ class Enums:
         self.alg["none"] = -1
         self.kind = {e[1]: int(e[2]) for e in parse_xmap(ids, "GLUCX_TP_DECISION_MAP")}
         self.site = {e[1]: int(e[2]) for e in parse_xmap(ids, "GLUCX_TP_WAIT_MAP")}
+        self.node = {e[1]: int(e[2]) for e in parse_xmap(ids, "GLUCX_TP_NODE_MAP")}
 
     def e(self, table, label):
         return (getattr(self, table)[label], (label,))
@@ -222,6 +223,10 @@ def expected_events(r, n, en, framework_comm):
         ("link", head + [("link_id", r * n + nxt), ("src", r), ("dst", nxt), ("dim", 1),
                          ("bandwidth_Bps", 1.25e9 * k), ("latency_ns", 1500.5 + r),
                          ("transport", "posix")]),
+        ("phys_link", head + [("phys_id", 7 + r), ("dim", 2), ("a_kind", en.e("node", "package")),
+                              ("a", r), ("b_kind", en.e("node", "switch")), ("b", 3),
+                              ("bandwidth_Bps", 2.5e9 * k), ("latency_ns", 250.25 + r)]),
+        ("route", head + [("link", r * n + nxt), ("dst", nxt), ("phys_ids", [20 + r, 7 + r, 30])]),
         ("select_map", head + [("coll", en.e("coll", "allreduce")),
                                ("lo", [0, 4096, 1 << 20]), ("hi", [4096, 1 << 20, M64]),
                                ("alg", [en.alg["recursive_doubling"], en.alg["rabenseifner"],
@@ -386,7 +391,7 @@ def case_record(a):
 
     # every enumeration's mappings in the metadata = the source lists
     tables = {"coll": "coll", "dtype": "dtype", "op": "op", "status": "status", "alg": "alg",
-              "kind": "kind", "site": "site"}
+              "kind": "kind", "site": "site", "a_kind": "node", "b_kind": "node"}
     checked = set()
     for ev in events:
         for fname, cls in ev["classes"].items():

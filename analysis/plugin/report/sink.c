@@ -55,6 +55,8 @@ typedef struct sink {
     int32_t *alt_ids;
     uint64_t *alt_cost;
     size_t altcap;
+    int32_t *hops; /* route: the last event's physical link ids */
+    size_t hopcap;
     /* process-list filter (ctl->pidsets): input index by bt_trace, the last one cached */
     glucx_an_map_t trace_input; /* trace pointer -> input index + 1, UINTPTR_MAX: none */
     const bt_trace *last_trace;
@@ -115,7 +117,8 @@ void glucx_an_html_or_warn(const char *dir, const char *explicit_template)
 static int type_ok(const char *name, bt_field_class_type t)
 {
     static const char *const strs[] = {"name", "host", "transport", "reason", "phase", "text"};
-    static const char *const seqs[] = {"lo", "hi", "alg", "forced", "alt_ids", "alt_cost_ns"};
+    static const char *const seqs[] = {"lo",      "hi",          "alg",     "forced",
+                                       "alt_ids", "alt_cost_ns", "phys_ids"};
     static const char *const reals[] = {"bandwidth_Bps", "latency_ns"};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
         if (strcmp(name, strs[i]) == 0)
@@ -164,7 +167,8 @@ static long class_format(const bt_event_class *ec)
 
 /* Whether this sink reads the events of @p ev's class: the current version is read; a class
  * without a version is read with one warning per trace class in the report (its meaning may be
- * an older one); any other version stops the analysis (s->refused, with the reason naming the
+ * an older one), and so is one of format GLUCX_AN_FORMAT_OLDEST_READ (2: no physical links);
+ * any other version stops the analysis (s->refused, with the reason naming the
  * trace and both versions). Judged on the first event of the class that the process lists keep:
  * another job traced at the same time may run another glucx. */
 static int format_ok(sink_t *s, const bt_event *ev)
@@ -189,6 +193,22 @@ static int format_ok(sink_t *s, const bt_event *ev)
             "(waits then hold no message), recorded waits that did not block, two send_end for "
             "one message. Record it again for exact numbers",
             trace_label(s, ev), GLUCX_AN_FORMAT_VERSION, name, GLUCX_AN_FORMAT_VERSION);
+        return 1;
+    }
+    if (v == GLUCX_AN_FORMAT_OLDEST_READ) {
+        /* format 2 is format 3 without the physical links: read, with one warning per trace */
+        const bt_trace_class *tc =
+            bt_stream_class_borrow_trace_class_const(bt_event_class_borrow_stream_class_const(ec));
+        glucx_an_key_t k = glucx_an_key((uint64_t)(uintptr_t)tc, (uint64_t)v, 0);
+        if (glucx_an_map_get(&s->unversioned, &k))
+            return 1;
+        (void)glucx_an_map_put(&s->unversioned, &k, (void *)1); /* OOM: warned again */
+        glucx_an_engine_warn(
+            s->engine,
+            "trace %s: its glucx events are trace format %ld (%s first), read as format %d: "
+            "format %ld has no phys_link or route events, so the report has no physical links "
+            "and the verdict names rank-pair links (EVENTS.md \"Format version\")",
+            trace_label(s, ev), v, name, GLUCX_AN_FORMAT_VERSION, v);
         return 1;
     }
     const char *uri = bt_event_class_get_emf_uri(ec);
@@ -392,6 +412,35 @@ static int convert(sink_t *s, const evc_t *c, const bt_message *msg, const bt_ev
         o->latency_ns = f_dbl(FLD(7));
         o->transport = f_str(FLD(8));
         break;
+    case GLUCX_AN_EV_PHYS_LINK:
+        o->link_id = (int32_t)FI(2);
+        o->dim = (int32_t)FI(3);
+        o->a_kind = (int)FI(4);
+        o->a = (int32_t)FI(5);
+        o->b_kind = (int)FI(6);
+        o->b = (int32_t)FI(7);
+        o->bandwidth_Bps = f_dbl(FLD(8));
+        o->latency_ns = f_dbl(FLD(9));
+        break;
+    case GLUCX_AN_EV_ROUTE: {
+        o->link = (int32_t)FI(2);
+        o->dst = (int32_t)FI(3);
+        const bt_field *hops = FLD(4);
+        uint64_t n = bt_field_array_get_length(hops);
+        if (n > s->hopcap) {
+            int32_t *h = realloc(s->hops, n * sizeof(int32_t));
+            if (!h)
+                return -1;
+            s->hops = h;
+            s->hopcap = n;
+        }
+        for (uint64_t i = 0; i < n; i++)
+            s->hops[i] =
+                (int32_t)f_int(bt_field_array_borrow_element_field_by_index_const(hops, i));
+        o->nhops = n;
+        o->hops = s->hops;
+        break;
+    }
     case GLUCX_AN_EV_COLL_BEGIN:
     case GLUCX_AN_EV_COLL_END:
         o->seq = (uint32_t)FU(2);
@@ -525,6 +574,11 @@ static json_t *dump_field(const glucx_an_event_t *e, const char *f)
         {"package", offsetof(glucx_an_event_t, package), 0},
         {"npackages", offsetof(glucx_an_event_t, npackages), 0},
         {"link_id", offsetof(glucx_an_event_t, link_id), 0},
+        {"phys_id", offsetof(glucx_an_event_t, link_id), 0},
+        {"a_kind", offsetof(glucx_an_event_t, a_kind), 1},
+        {"a", offsetof(glucx_an_event_t, a), 0},
+        {"b_kind", offsetof(glucx_an_event_t, b_kind), 1},
+        {"b", offsetof(glucx_an_event_t, b), 0},
         {"src", offsetof(glucx_an_event_t, src), 0},
         {"dst", offsetof(glucx_an_event_t, dst), 0},
         {"dim", offsetof(glucx_an_event_t, dim), 0},
@@ -576,6 +630,12 @@ static json_t *dump_field(const glucx_an_event_t *e, const char *f)
             memcpy(&d, at, sizeof(d));
             return json_real(d);
         }
+    }
+    if (DUMP_IS("phys_ids")) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < e->nhops; i++)
+            json_array_append_new(a, json_integer(e->hops[i]));
+        return a;
     }
     if (DUMP_IS("alt_ids") || DUMP_IS("alt_cost_ns")) {
         json_t *a = json_array();
@@ -916,6 +976,7 @@ void glucx_an_sink_finalize(bt_self_component_sink *self)
     glucx_an_map_free(&s->unversioned);
     free(s->alt_ids);
     free(s->alt_cost);
+    free(s->hops);
     free(s->pids.pids);
     free(s->out_dir);
     free(s->template_path);

@@ -1,4 +1,5 @@
-/* Unit tests: packages from host identity, link classes, calibration files. */
+/* Unit tests: packages from host identity, link classes, calibration files, the physical links
+ * a trace announces without a topology file. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -99,12 +100,122 @@ static void test_calibration_round_trip(void **state)
     glucx_topo_destroy(t);
 }
 
+/* Physical links without a file (docs/topology.md, "Physical links without a file"), hosts
+ * b a b c b a: packages (first appearance) 0 = ranks {0, 2, 4}, 1 = {1, 5}, 2 = {3}.
+ * Dimension 0, package by package, pairs in rank order: package 0: 0 = (0,2), 1 = (0,4),
+ * 2 = (2,4); package 1: 3 = (1,5); package 2: none. Dimension 1: uplinks 4, 5, 6 of packages
+ * 0, 1, 2 to switch 0. Routes: 4 -> 2 = [2]; 5 -> 1 = [3]; 0 -> 3 = [4, 6]; 3 -> 5 = [6, 5]. */
+static void test_phys_derived(void **state)
+{
+    (void)state;
+    const char *hosts[] = {"b", "a", "b", "c", "b", "a"};
+    glucx_topo_t *t;
+    assert_int_equal(glucx_topo_create(6, hosts, NULL, &t), GLUCX_OK);
+    t->cost[GLUCX_LINK_INTRA] = (glucx_link_cost_t){.alpha_ns = 300, .beta_ns_per_byte = 0.5};
+    t->cost[GLUCX_LINK_INTER] = (glucx_link_cost_t){.alpha_ns = 8000, .beta_ns_per_byte = 4};
+    glucx_phys_t *p;
+    assert_int_equal(glucx_phys_create(t, &p), GLUCX_OK);
+    assert_int_equal(p->nlinks, 7);
+    const struct {
+        int dim, ak, a, bk, b, announcer;
+    } want[7] = {
+        {0, GLUCX_NODE_RANK, 0, GLUCX_NODE_RANK, 2, 0},
+        {0, GLUCX_NODE_RANK, 0, GLUCX_NODE_RANK, 4, 0},
+        {0, GLUCX_NODE_RANK, 2, GLUCX_NODE_RANK, 4, 2},
+        {0, GLUCX_NODE_RANK, 1, GLUCX_NODE_RANK, 5, 1},
+        {1, GLUCX_NODE_PACKAGE, 0, GLUCX_NODE_SWITCH, 0, 0},
+        {1, GLUCX_NODE_PACKAGE, 1, GLUCX_NODE_SWITCH, 0, 1},
+        {1, GLUCX_NODE_PACKAGE, 2, GLUCX_NODE_SWITCH, 0, 3},
+    };
+    for (int i = 0; i < 7; i++) {
+        const glucx_net_link_t *l = &p->links[i];
+        assert_int_equal(l->id, i);
+        assert_int_equal(l->dim, want[i].dim);
+        assert_int_equal(l->a_kind, want[i].ak);
+        assert_int_equal(l->a, want[i].a);
+        assert_int_equal(l->b_kind, want[i].bk);
+        assert_int_equal(l->b, want[i].b);
+        assert_int_equal(glucx_phys_announcer(p, i), want[i].announcer);
+        /* 1e9 / beta bytes/s; latency alpha inside a package, alpha / 2 per uplink */
+        assert_true(p->bandwidth_Bps[i] == (want[i].dim == 0 ? 2e9 : 2.5e8));
+        assert_true(p->latency_ns[i] == (want[i].dim == 0 ? 300.0 : 4000.0));
+    }
+    int hops[8];
+    assert_int_equal(glucx_phys_route(p, 4, 2, hops, 8), 1);
+    assert_int_equal(hops[0], 2);
+    assert_int_equal(glucx_phys_route(p, 5, 1, hops, 8), 1);
+    assert_int_equal(hops[0], 3);
+    assert_int_equal(glucx_phys_route(p, 0, 3, hops, 8), 2);
+    assert_int_equal(hops[0], 4);
+    assert_int_equal(hops[1], 6);
+    assert_int_equal(glucx_phys_route(p, 3, 5, hops, 8), 2);
+    assert_int_equal(hops[0], 6);
+    assert_int_equal(hops[1], 5);
+    assert_int_equal(glucx_phys_route(p, 3, 3, hops, 8), 0);
+    assert_int_equal(glucx_phys_route(p, 0, 6, hops, 8), -1);
+    assert_int_equal(glucx_phys_announcer(p, 7), -1);
+    glucx_phys_destroy(p);
+    glucx_topo_destroy(t);
+}
+
+/* With a file: a ring of 4 packages of one rank, the communicator placed on file ranks 0 and 2
+ * only (ranks 0, 1). Links (Ring of 4): 0 = 0-1, 1 = 1-2, 2 = 2-3, 3 = 3-0 (a = the lower
+ * package). Rank 0 (file 0) announces 0 and 3, rank 1 (file 2) links 1 and 2; the route 0 -> 1
+ * (packages 0 -> 2, a tie: increasing coordinate) is [0, 1]. */
+static void test_phys_file(void **state)
+{
+    (void)state;
+    glucx_net_dim_t dims[2] = {{GLUCX_DIM_FULLY_CONNECTED, 1, 10, 100},
+                               {GLUCX_DIM_RING, 4, 0.5, 7000}};
+    glucx_net_t *net;
+    assert_int_equal(glucx_net_create(dims, 2, "", &net), GLUCX_OK);
+    const char *hosts[] = {"p0", "p2"};
+    glucx_topo_t *t;
+    assert_int_equal(glucx_topo_create(2, hosts, NULL, &t), GLUCX_OK);
+    const int net_ranks[] = {0, 2};
+    assert_int_equal(glucx_topo_place(t, net, net_ranks, hosts, 0), GLUCX_OK);
+    glucx_phys_t *p;
+    assert_int_equal(glucx_phys_create(t, &p), GLUCX_OK);
+    assert_int_equal(p->nlinks, 4);
+    const int announcer[4] = {0, 1, 1, 0};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(p->links[i].dim, 1);
+        assert_int_equal(p->links[i].a_kind, GLUCX_NODE_PACKAGE);
+        assert_int_equal(glucx_phys_announcer(p, i), announcer[i]);
+        assert_true(p->bandwidth_Bps[i] == 5e8);
+        assert_true(p->latency_ns[i] == 7000.0);
+    }
+    int hops[8];
+    assert_int_equal(glucx_phys_route(p, 0, 1, hops, 8), 2);
+    assert_int_equal(hops[0], 0);
+    assert_int_equal(hops[1], 1);
+    glucx_phys_destroy(p);
+    glucx_topo_destroy(t);
+    /* placed on file ranks 0 and 1: link 2 (packages 2-3) touches no rank of the communicator
+     * and is announced by rank 0; link 1 (1-2) by rank 1, link 3 (0-3) by rank 0 */
+    const int net_ranks2[] = {0, 1};
+    const char *hosts2[] = {"p0", "p1"};
+    assert_int_equal(glucx_topo_create(2, hosts2, NULL, &t), GLUCX_OK);
+    assert_int_equal(glucx_topo_place(t, net, net_ranks2, hosts2, 0), GLUCX_OK);
+    assert_int_equal(glucx_phys_create(t, &p), GLUCX_OK);
+    const int announcer2[4] = {0, 1, 0, 0};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(glucx_phys_announcer(p, i), announcer2[i]);
+    assert_int_equal(glucx_phys_route(p, 1, 0, hops, 8), 1);
+    assert_int_equal(hops[0], 0);
+    glucx_phys_destroy(p);
+    glucx_topo_destroy(t);
+    glucx_net_destroy(net);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_packages_from_hosts),
         cmocka_unit_test(test_uniform),
         cmocka_unit_test(test_calibration_round_trip),
+        cmocka_unit_test(test_phys_derived),
+        cmocka_unit_test(test_phys_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,6 +76,25 @@ enum {
 #undef GLUCX_TP_WAIT_ENUM_
 };
 
+/**
+ * What an endpoint of a physical link is (phys_link events). X(NAME, name, value).
+ * - RANK: a rank (dimension 0, inside a package).
+ * - PACKAGE: a package, i.e. a host (outer dimensions).
+ * - SWITCH: a switch (a Switch dimension, or the switch between hosts glucx assumes without a
+ *   topology file).
+ * Same values as glucx_node_kind_t (plugin/topo/topo.h).
+ */
+#define GLUCX_TP_NODE_MAP(X)                                                                       \
+    X(RANK, rank, 0)                                                                               \
+    X(PACKAGE, package, 1)                                                                         \
+    X(SWITCH, switch, 2)
+
+enum {
+#define GLUCX_TP_NODE_ENUM_(name, lname, value) GLUCX_TP_NODE_##name = (value),
+    GLUCX_TP_NODE_MAP(GLUCX_TP_NODE_ENUM_)
+#undef GLUCX_TP_NODE_ENUM_
+};
+
 /** seq of an event that belongs to no collective (e.g. a wait on plain point-to-point). */
 #define GLUCX_TP_SEQ_NONE UINT32_C(0xffffffff)
 
@@ -84,9 +103,9 @@ enum {
  * (their fields, when each is emitted, their order). Bumped with any change of meaning; readers
  * refuse a version newer than the one they know. The provider writes it into the trace's
  * metadata as the model.emf.uri attribute of every glucx event class:
- * GLUCX_TP_FORMAT_URI_PREFIX followed by the version in decimal ("glucx-trace-format:2").
+ * GLUCX_TP_FORMAT_URI_PREFIX followed by the version in decimal ("glucx-trace-format:3").
  */
-#define GLUCX_TP_FORMAT_VERSION 2
+#define GLUCX_TP_FORMAT_VERSION 3
 #define GLUCX_TP_FORMAT_URI_PREFIX "glucx-trace-format:"
 
 #endif

@@ -51,6 +51,8 @@ LTTNG_UST_TRACEPOINT_ENUM(glucx, decision_enum,
     LTTNG_UST_TP_ENUM_VALUES(GLUCX_TP_DECISION_MAP(GLUCX_TP_ENUM_ID_)))
 LTTNG_UST_TRACEPOINT_ENUM(glucx, wait_enum,
     LTTNG_UST_TP_ENUM_VALUES(GLUCX_TP_WAIT_MAP(GLUCX_TP_ENUM_ID_)))
+LTTNG_UST_TRACEPOINT_ENUM(glucx, node_enum,
+    LTTNG_UST_TP_ENUM_VALUES(GLUCX_TP_NODE_MAP(GLUCX_TP_ENUM_ID_)))
 
 /* ---- communicator creation ---------------------------------------------------------------- */
 
@@ -82,6 +84,32 @@ LTTNG_UST_TRACEPOINT_EVENT(glucx, link,
         lttng_ust_field_float(double, bandwidth_Bps, bandwidth_Bps)
         lttng_ust_field_float(double, latency_ns, latency_ns)
         lttng_ust_field_string(transport, transport)))
+
+LTTNG_UST_TRACEPOINT_EVENT(glucx, phys_link,
+    LTTNG_UST_TP_ARGS(uint64_t, comm_id, int32_t, rank, int32_t, phys_id, int32_t, dim,
+                      int, a_kind, int32_t, a, int, b_kind, int32_t, b, double, bandwidth_Bps,
+                      double, latency_ns),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer_hex(uint64_t, comm_id, comm_id)
+        lttng_ust_field_integer(int32_t, rank, rank)
+        lttng_ust_field_integer(int32_t, phys_id, phys_id)
+        lttng_ust_field_integer(int32_t, dim, dim)
+        lttng_ust_field_enum(glucx, node_enum, uint8_t, a_kind, a_kind)
+        lttng_ust_field_integer(int32_t, a, a)
+        lttng_ust_field_enum(glucx, node_enum, uint8_t, b_kind, b_kind)
+        lttng_ust_field_integer(int32_t, b, b)
+        lttng_ust_field_float(double, bandwidth_Bps, bandwidth_Bps)
+        lttng_ust_field_float(double, latency_ns, latency_ns)))
+
+LTTNG_UST_TRACEPOINT_EVENT(glucx, route,
+    LTTNG_UST_TP_ARGS(uint64_t, comm_id, int32_t, rank, int32_t, link, int32_t, dst,
+                      uint32_t, n_hops, const int32_t *, phys_ids),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer_hex(uint64_t, comm_id, comm_id)
+        lttng_ust_field_integer(int32_t, rank, rank)
+        lttng_ust_field_integer(int32_t, link, link)
+        lttng_ust_field_integer(int32_t, dst, dst)
+        lttng_ust_field_sequence(int32_t, phys_ids, phys_ids, uint32_t, n_hops)))
 
 LTTNG_UST_TRACEPOINT_EVENT(glucx, select_map,
     LTTNG_UST_TP_ARGS(uint64_t, comm_id, int32_t, rank, int, coll, uint32_t, n_ranges,
@@ -244,6 +272,8 @@ LTTNG_UST_TRACEPOINT_EVENT(glucx, error,
     LTTNG_UST_TRACEPOINT_MODEL_EMF_URI(glucx, event, GLUCX_TP_FORMAT_URI)
 GLUCX_TP_FORMAT_(comm_init)
 GLUCX_TP_FORMAT_(link)
+GLUCX_TP_FORMAT_(phys_link)
+GLUCX_TP_FORMAT_(route)
 GLUCX_TP_FORMAT_(select_map)
 GLUCX_TP_FORMAT_(coll_begin)
 GLUCX_TP_FORMAT_(coll_end)
