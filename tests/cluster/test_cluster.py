@@ -25,6 +25,15 @@ CASE:
              the host's own session daemon, with only that host's ranks and its hostname
   mpirun     (Switch topology) mpirun in host 0 with `glucx-cluster exec` as its rsh agent
              starts glucx-bench ranks in every host
+  accounting (trace + analysis) the report's bytes per physical link equal what the link's
+             interfaces counted less the TCP/IP headers, within 2%: a traced alltoall over all
+             hosts; per link, the payload is the two ends' transmitted bytes less 66 bytes per
+             packet (Ethernet 14 + IPv4 20 + TCP 32 with the timestamp option: the counters count
+             a GSO/TSO packet once, with one set of headers, so offloads need no correction;
+             pure ACKs are all headers), retransmitted segments (nstat TcpRetransSegs in every
+             host) are allowed for at one MSS each
+  bottleneck (trace + analysis) a link degraded to a quarter of its rate while a traced
+             alltoall runs is the bottleneck physical link the verdict names
   shaping    every link end has a tbf at the link's rate; degrade/restore change both ends; a
              link degraded to a quarter carries a stream slower than an untouched one (ratio
              only, never an absolute time); degrade/restore while a job runs; error messages of
@@ -550,6 +559,111 @@ def case_trace(args, c):
         shutil.rmtree(out, ignore_errors=True)
 
 
+# Ethernet (14) + IPv4 (20) + TCP with the timestamp option (32): the headers of every frame a
+# link end counts (one set per GSO/TSO packet: veth counts the packet before segmentation).
+FRAME_HEADERS = 66
+MSS = 1448
+
+
+def retrans_segs(c, topo):
+    """Sum over the hosts of the kernel's TcpRetransSegs (nstat's absolute counter)."""
+    total = 0
+    for q in range(topo["packages"]):
+        out = c.exec(topo_host(c, q), "nstat -az TcpRetransSegs", timeout=30).stdout
+        for line in out.splitlines():
+            if line.startswith("TcpRetransSegs"):
+                total += int(line.split()[1])
+    return total
+
+
+def traced_alltoall(args, c, topo, out, degrade=None):
+    """`run --trace out` of an alltoall over every host; with @p degrade = link id, that link is
+    degraded to a quarter of its rate right after the job started. @return the report."""
+    cmd = [c.tool, "run", "--name", c.name, "--trace", out, "--timeout", str(scaled(240)), "--",
+           args.bench, "--coll", "alltoall", "-b", "2M", "-e", "2M", "--iters", "6",
+           "--warmup", "1", "--timeout-ms", str(int(scaled(120) * 1000))]
+    job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if degrade is not None:
+            link = next(l for l in topo["links"] if l["id"] == degrade)
+            rate = link["bandwidth_GBps"] / 4
+            c("degrade", str(degrade), "--rate", f"{rate}", timeout=30)
+        so, se = job.communicate(timeout=scaled(300))
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.communicate()
+    check(job.returncode == 0 and "# wrong elements in total: 0 (OK)" in so,
+          f"traced alltoall: exit {job.returncode}\n{so}\n{se}")
+    analyze = args.analyze
+    rep = os.path.join(out, "report")
+    hosts = [os.path.join(out, h) for h in sorted(os.listdir(out))]
+    run([analyze, *hosts, "-o", rep, "--no-html", "--no-timeline", "--no-progress"], timeout=300)
+    with open(os.path.join(rep, "report.json")) as f:
+        return json.load(f)
+
+
+def case_accounting(args, c):
+    """Per physical link, the report's bytes equal the interfaces' payload within 2 %."""
+    if not shutil.which("babeltrace2"):
+        print("SKIP: babeltrace2 is not installed")
+        return 77
+    topo = model(args)
+    c.up()
+    out = tempfile.mkdtemp(prefix=f"{c.name}-acct.")
+    try:
+        before, r0 = c.links(), retrans_segs(c, topo)
+        report = traced_alltoall(args, c, topo, out)
+        after, r1 = c.links(), retrans_segs(c, topo)
+        retrans = r1 - r0
+        print(f"retransmitted segments during the job: {retrans}")
+        rep = {}
+        for l in report.get("physical_links", []):  # one entry per communicator and link
+            rep.setdefault(l["phys_id"], {"bytes": 0})["bytes"] += l["bytes"]
+        old = {l["id"]: l for l in before["links"]}
+        outer = [l for l in topo["links"] if l["dimension"] > 0]
+        check(len(outer) > 0 and all(l["id"] in rep for l in outer),
+              f"report lists outer links {sorted(rep)}; want every one of {[l['id'] for l in outer]}")
+        for l in after["links"]:
+            if l["id"] not in rep:
+                continue
+            payload = 0
+            for e_new, e_old in zip(l["ends"], old[l["id"]]["ends"]):
+                payload += (e_new["tx_bytes"] - e_old["tx_bytes"]) - \
+                    FRAME_HEADERS * (e_new["tx_packets"] - e_old["tx_packets"])
+            got = rep[l["id"]]["bytes"]
+            slack = 0.02 * max(got, payload) + retrans * MSS
+            print(f"link {l['id']} (dimension {l['dimension']}): report {got} bytes, "
+                  f"interfaces' payload {payload} bytes ({(payload - got) / max(got, 1):+.3%})")
+            check(got > 1 << 20, f"link {l['id']}: only {got} bytes in the report")
+            check(abs(payload - got) <= slack,
+                  f"link {l['id']}: report {got} bytes vs payload {payload} (slack {slack:.0f})")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def case_bottleneck(args, c):
+    """A link degraded to a quarter of its rate during the job is named by the verdict."""
+    if not shutil.which("babeltrace2"):
+        print("SKIP: babeltrace2 is not installed")
+        return 77
+    topo = model(args)
+    # the outer link with the highest id: ties between equally loaded links go to the lower id,
+    # so naming this one is the degrade's doing
+    victim = max(l["id"] for l in topo["links"] if l["dimension"] > 0)
+    c.up()
+    out = tempfile.mkdtemp(prefix=f"{c.name}-bn.")
+    try:
+        report = traced_alltoall(args, c, topo, out, degrade=victim)
+        v = report.get("verdict", {})
+        print(f"verdict: {v.get('sentence')}")
+        check(v.get("bottleneck") == "link", f"verdict {v.get('bottleneck')}, want link: {v}")
+        check((v.get("physical_link") or {}).get("phys_id") == victim,
+              f"verdict names physical link {v.get('physical_link')}, want {victim}")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def case_mpirun(args, c):
     """Open MPI's mpirun, started in host 0, launches ranks in every host through
     `glucx-cluster exec` as its rsh agent; glucx-bench runs on OMPI_COMM_WORLD_*."""
@@ -584,11 +698,12 @@ def case_mpirun(args, c):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=["plan", "lifecycle", "hosts", "run", "routes", "shaping",
-                                     "trace", "mpirun"])
+                                     "trace", "mpirun", "accounting", "bottleneck"])
     ap.add_argument("--tool", required=True)
     ap.add_argument("--topology", required=True, help="topology YAML file")
     ap.add_argument("--topology-json", help="(plan) hand-written JSON of the same topology")
     ap.add_argument("--bench")
+    ap.add_argument("--analyze", help="(accounting, bottleneck) glucx-analyze")
     ap.add_argument("--name", default=f"glxt{os.getpid() % 10000}")
     args = ap.parse_args()
     if args.case == "plan":
