@@ -296,8 +296,10 @@ static glucx_status_t check_record(glucx_comm_t *comm, int r, const void *raw, s
         return glucx_error(GLUCX_ERR_MISMATCH,
                            "comm_connect '%s': rank %d runs with %s but rank %d runs with %s "
                            "(glucx version, GLUCX_TUNE, GLUCX_CALIBRATION and GLUCX_TOPOLOGY "
-                           "must be the same on every rank)",
-                           comm->name, r, rec->digest, comm->rank, comm->digest);
+                           "must be the same on every rank; rank %d's GLUCX_TOPOLOGY: '%s', "
+                           "GLUCX_CALIBRATION: '%s')",
+                           comm->name, r, rec->digest, comm->rank, comm->digest, comm->rank,
+                           comm->context->config.topology, comm->context->config.calibration);
     return GLUCX_OK;
 }
 
@@ -580,7 +582,12 @@ static glucx_status_t place_on_net(glucx_comm_t *comm, const record_t *recs,
     if (map == NULL)
         return glucx_error(GLUCX_ERR_NO_MEMORY, "comm_connect: out of memory");
     glucx_status_t st = GLUCX_OK;
-    for (int r = 0; r < comm->size; r++) {
+    if (comm->size > net->nranks)
+        st = glucx_error(GLUCX_ERR_INVALID_ARG,
+                         "comm_connect '%s' on rank %d: GLUCX_TOPOLOGY %s describes %d ranks, the "
+                         "communicator has %d",
+                         comm->name, comm->rank, net->path, net->nranks, comm->size);
+    for (int r = 0; r < comm->size && st == GLUCX_OK; r++) {
         map[r] = comm->size == net->nranks ? r : atoi(recs[r].job);
         if (map[r] < 0) {
             st = glucx_error(GLUCX_ERR_INVALID_ARG,

@@ -87,13 +87,16 @@ glucx_status_t glucx_net_create(const glucx_net_dim_t *dims, int ndims, const ch
     long long ranks = 1;
     for (int d = 0; d < ndims; d++) {
         const glucx_net_dim_t *x = &dims[d];
-        if ((unsigned)x->kind >= GLUCX_DIM_KIND_COUNT || x->size < 1 || !(x->bandwidth_GBps > 0) ||
-            !(x->latency_ns >= 0) || x->bandwidth_GBps > 1e9 || x->latency_ns > 1e12)
+        if ((unsigned)x->kind >= GLUCX_DIM_KIND_COUNT || x->size < 1 ||
+            !(x->bandwidth_GBps >= GLUCX_NET_MIN_GBPS && x->bandwidth_GBps <= GLUCX_NET_MAX_GBPS) ||
+            !(x->latency_ns >= 0 && x->latency_ns <= GLUCX_NET_MAX_LATENCY_NS))
             return glucx_error(GLUCX_ERR_INVALID_ARG,
-                               "topology %s: dimension %d: kind %d, size %d, bandwidth %g GB/s, "
-                               "latency %g ns: need size >= 1, bandwidth > 0, latency >= 0",
-                               path ? path : "", d, (int)x->kind, x->size, x->bandwidth_GBps,
-                               x->latency_ns);
+                               "topology %s: dimension %d (%s): size %d, bandwidth %g GB/s, "
+                               "latency %g ns: need size >= 1, bandwidth %g to %g GB/s, latency "
+                               "0 to %g ns",
+                               path ? path : "", d, glucx_dim_kind_name(x->kind), x->size,
+                               x->bandwidth_GBps, x->latency_ns, GLUCX_NET_MIN_GBPS,
+                               GLUCX_NET_MAX_GBPS, GLUCX_NET_MAX_LATENCY_NS);
         ranks *= x->size;
         if (ranks > GLUCX_NET_MAX_RANKS)
             return glucx_error(GLUCX_ERR_INVALID_ARG,

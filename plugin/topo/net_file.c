@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,10 @@ static glucx_status_t parse_entry(const char *path, int field, const yaml_node_t
     }
     char *end;
     errno = 0;
+    if (strpbrk(s, "xX") != NULL) {
+        snprintf(what, sizeof(what), "'%.64s': write numbers in decimal", s);
+        return bad(path, item, field_names[field], what);
+    }
     if (field == F_NPUS) {
         long v = strtol(s, &end, 10);
         if (errno != 0 || end == s || *end != '\0' || v < 1 || v > GLUCX_NET_MAX_RANKS) {
@@ -70,6 +75,15 @@ static glucx_status_t parse_entry(const char *path, int field, const yaml_node_t
     if (!ok) {
         snprintf(what, sizeof(what), "'%.64s' is not a %s number", s,
                  field == F_BANDWIDTH ? "positive" : "non-negative");
+        return bad(path, item, field_names[field], what);
+    }
+    if (field == F_BANDWIDTH && (v < GLUCX_NET_MIN_GBPS || v > GLUCX_NET_MAX_GBPS)) {
+        snprintf(what, sizeof(what), "%g GB/s is outside %g to %g GB/s (GB/s = 1e9 bytes/s)", v,
+                 GLUCX_NET_MIN_GBPS, GLUCX_NET_MAX_GBPS);
+        return bad(path, item, field_names[field], what);
+    }
+    if (field == F_LATENCY && v > GLUCX_NET_MAX_LATENCY_NS) {
+        snprintf(what, sizeof(what), "%g ns is more than %g ns", v, GLUCX_NET_MAX_LATENCY_NS);
         return bad(path, item, field_names[field], what);
     }
     if (field == F_BANDWIDTH)
@@ -129,6 +143,7 @@ static glucx_status_t parse_document(const char *path, yaml_document_t *doc, glu
             snprintf(what, sizeof(what), "%d entries, but 'topology' has %d dimensions", n, ndims);
             return bad(path, seq, field_names[f], what);
         }
+        long long ranks = 1;
         for (int i = 0; i < n; i++) {
             yaml_node_t *item = yaml_document_get_node(doc, seq->data.sequence.items.start[i]);
             if (item == NULL)
@@ -136,6 +151,13 @@ static glucx_status_t parse_document(const char *path, yaml_document_t *doc, glu
             glucx_status_t st = parse_entry(path, f, item, &dims[i]);
             if (st != GLUCX_OK)
                 return st;
+            ranks *= f == F_NPUS ? dims[i].size : 1;
+            if (ranks > GLUCX_NET_MAX_RANKS) {
+                char what[96];
+                snprintf(what, sizeof(what), "more than %d ranks in all (up to dimension %d)",
+                         GLUCX_NET_MAX_RANKS, i);
+                return bad(path, item, field_names[f], what);
+            }
         }
     }
     *ndims_p = ndims;
@@ -150,6 +172,12 @@ glucx_status_t glucx_net_load(const char *path, glucx_net_t **net_p)
     if (f == NULL)
         return glucx_error(GLUCX_ERR_INVALID_ARG, "topology %s: cannot open: %s", path,
                            strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "topology %s: not a regular file%s", path,
+                           S_ISDIR(sb.st_mode) ? " (a directory)" : "");
+    }
     yaml_parser_t parser;
     yaml_document_t doc;
     glucx_status_t st;
@@ -177,6 +205,22 @@ glucx_status_t glucx_net_load(const char *path, glucx_net_t **net_p)
     else
         st = parse_document(path, &doc, dims, &ndims);
     yaml_document_delete(&doc);
+    if (st == GLUCX_OK) {
+        /* one document per file: a second one would be ignored silently */
+        size_t line = parser.mark.line + 1;
+        if (!yaml_parser_load(&parser, &doc)) {
+            st = glucx_error(GLUCX_ERR_INVALID_ARG, "topology %s:%zu: not valid YAML: %s", path,
+                             parser.problem_mark.line + 1,
+                             parser.problem ? parser.problem : "error");
+        } else {
+            if (yaml_document_get_root_node(&doc) != NULL)
+                st = glucx_error(GLUCX_ERR_INVALID_ARG,
+                                 "topology %s:%zu: field '(top level)': a second YAML document "
+                                 "(a topology file holds one)",
+                                 path, line);
+            yaml_document_delete(&doc);
+        }
+    }
     yaml_parser_delete(&parser);
     fclose(f);
     if (st != GLUCX_OK)

@@ -43,6 +43,11 @@ typedef enum glucx_dim_kind {
 #define GLUCX_NET_MAX_DIMS 8
 /** The most ranks a topology file may describe. */
 #define GLUCX_NET_MAX_RANKS (1 << 20)
+/** The range of a dimension's bandwidth, GB/s (1 kB/s to 1 PB/s), and the largest latency, ns
+ *  (1000 s): beyond them a value is a typo or a unit mistake. */
+#define GLUCX_NET_MIN_GBPS 1e-6
+#define GLUCX_NET_MAX_GBPS 1e6
+#define GLUCX_NET_MAX_LATENCY_NS 1e12
 
 /** One dimension of a topology file. */
 typedef struct glucx_net_dim {

@@ -264,10 +264,29 @@ static void test_file_errors(void **state)
     expect_error("- Ring\n- Ring\n", "(top level)", "mapping");
     expect_error("topology: [Ring, Ring]\nnpus_count: [2048, 1024]\nbandwidth: [1, 1]\n"
                  "latency: [1, 1]\n",
-                 "more than", "ranks");
+                 ":2: field 'npus_count'", "more than 1048576 ranks");
+    /* bandwidths and latencies beyond any real link: a unit mistake, said where */
+    expect_error("topology: [Ring]\nnpus_count: [2]\nbandwidth: [1e9]\nlatency: [1]\n",
+                 ":3: field 'bandwidth'", "outside");
+    expect_error("topology: [Ring]\nnpus_count: [2]\nbandwidth: [1e-300]\nlatency: [1]\n",
+                 ":3: field 'bandwidth'", "outside");
+    expect_error("topology: [Ring]\nnpus_count: [2]\nbandwidth: [1]\nlatency: [1e13]\n",
+                 ":4: field 'latency'", "more than");
+    expect_error("topology: [Ring]\nnpus_count: [2]\nbandwidth: [0x10]\nlatency: [1]\n",
+                 ":3: field 'bandwidth'", "decimal");
+    /* one document per file */
+    expect_error("topology: [Ring]\nnpus_count: [2]\nbandwidth: [1]\nlatency: [1]\n---\n"
+                 "topology: [Ring]\n",
+                 "second YAML document", NULL);
     glucx_net_t *net = NULL;
     assert_int_equal(glucx_net_load("/nonexistent/topo.yaml", &net), GLUCX_ERR_INVALID_ARG);
     assert_non_null(strstr(glucx_last_error(), "/nonexistent/topo.yaml"));
+    assert_int_equal(glucx_net_load("/tmp", &net), GLUCX_ERR_INVALID_ARG);
+    assert_non_null(strstr(glucx_last_error(), "a directory"));
+    /* glucx_net_create checks what it is given, too */
+    glucx_net_dim_t d = {.kind = GLUCX_DIM_RING, .size = 2, .bandwidth_GBps = 2e6};
+    assert_int_equal(glucx_net_create(&d, 1, "x", &net), GLUCX_ERR_INVALID_ARG);
+    assert_non_null(strstr(glucx_last_error(), "dimension 0 (Ring)"));
 }
 
 static void test_place(void **state)
