@@ -79,7 +79,7 @@ static const struct event_info {
     {"link", LEVEL_COLL, "comm_id rank link_id src dst dim bandwidth_Bps latency_ns transport"},
     {"phys_link", LEVEL_COLL,
      "comm_id rank phys_id dim a_kind a b_kind b bandwidth_Bps latency_ns"},
-    {"route", LEVEL_COLL, "comm_id rank link dst phys_ids[]"},
+    {"route", LEVEL_COLL, "comm_id rank link dst phys_ids[] dirs[]"},
     {"select_map", LEVEL_COLL, "comm_id rank coll lo[] hi[] alg[] forced[]"},
     {"coll_begin", LEVEL_COLL, "comm_id rank seq coll bytes dtype op root alg status"},
     {"coll_end", LEVEL_COLL, "comm_id rank seq coll bytes dtype op root alg status"},

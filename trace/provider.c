@@ -70,7 +70,7 @@
 /* Marker looked up with dlsym() by libglucx (glucx_tp_provider_loaded()) so it never loads the
  * probes twice. Its value is the version of the event set: bump it with any change of
  * EVENTS.md. */
-__attribute__((visibility("default"))) const int glucx_tp_provider_abi = 1;
+__attribute__((visibility("default"))) const int glucx_tp_provider_abi = 2;
 
 /* How fork() is guarded (see "Fork safety" above), set by the constructor: 1 = this library's
  * pthread_atfork() handlers, 0 = LTTng's fork helper is in the process (left to it), -1 =

@@ -220,6 +220,11 @@ static int buffer_event(glucx_an_engine_t *e, comm_st_t *c, const glucx_an_event
         b->hops = (const int32_t *)arena_dup(c, ev->hops, ev->nhops * sizeof(int32_t));
         if (!b->hops)
             return glucx_an_oom(e, "buffered events");
+        if (ev->dirs) {
+            b->dirs = (const uint8_t *)arena_dup(c, ev->dirs, ev->nhops);
+            if (!b->dirs)
+                return glucx_an_oom(e, "buffered events");
+        }
     }
     if (ev->nalt) {
         b->alt_ids = (const int32_t *)arena_dup(c, ev->alt_ids, ev->nalt * sizeof(int32_t));

@@ -31,7 +31,7 @@ static const char *const f_link[] = {
     F0, "link_id", "src", "dst", "dim", "bandwidth_Bps", "latency_ns", "transport", NULL};
 static const char *const f_phys_link[] = {F0,       "phys_id", "dim",           "a_kind",     "a",
                                           "b_kind", "b",       "bandwidth_Bps", "latency_ns", NULL};
-static const char *const f_route[] = {F0, "link", "dst", "phys_ids", NULL};
+static const char *const f_route[] = {F0, "link", "dst", "phys_ids", "dirs", NULL};
 static const char *const f_select_map[] = {F0, "coll", "lo", "hi", "alg", "forced", NULL};
 static const char *const f_coll[] = {F0,   "seq",  "coll", "bytes",  "dtype",
                                      "op", "root", "alg",  "status", NULL};

@@ -102,6 +102,7 @@ typedef struct glucx_an_event {
     /* route (link: the rank pair's link id, dst: the receiving end) */
     size_t nhops;
     const int32_t *hops; /**< [nhops] physical link ids */
+    const uint8_t *dirs; /**< [nhops] direction of each hop, 0: a to b, 1: b to a; or NULL */
     /* coll_begin/end, sched_decision, reduce, p2p, wait */
     uint32_t seq;
     int coll, dtype, op, alg, status;

@@ -138,8 +138,19 @@ typedef struct link_st {
     int tl_meta;
 } link_st_t;
 
+/* One direction of a physical link (0: from endpoint a to b, 1: from b to a): the bytes,
+ * messages and busy time of the messages that cross it that way. */
+typedef struct plink_dir {
+    uint64_t bytes, messages;
+    int64_t busy_committed, committed_until;
+    glucx_an_ivl_t busy; /* not yet committed */
+    int64_t busy_ns;     /* result: its busy time, set at the end of the input */
+} plink_dir_t;
+
 /* A physical link (METRICS.md, "Physical links"): what its phys_link event announced, and the
- * bytes, busy time and critical-path time of the messages whose route crosses it. */
+ * bytes, busy time and critical-path time of the messages whose route crosses it, in both
+ * directions together and per direction (dir[0]: a to b, dir[1]: b to a; a route without
+ * directions charges only the totals). */
 typedef struct plink_st {
     int32_t id, dim;
     int a_kind, b_kind; /* enum node (EVENTS.md), -1 before the announcement */
@@ -151,6 +162,7 @@ typedef struct plink_st {
     glucx_an_ivl_t busy; /* not yet committed */
     int64_t busy_ns;     /* result: total busy time, set at the end of the input */
     int64_t cp_ns;
+    plink_dir_t dir[2];
 } plink_st_t;
 
 /* The route of one ordered rank pair: the physical links a message crosses, in order. */
@@ -158,6 +170,7 @@ typedef struct route_st {
     int32_t src, dst;
     size_t n;
     int32_t *hops;
+    uint8_t *dirs; /* [n] 0: a to b, 1: b to a; NULL when the route event had none */
 } route_st_t;
 
 typedef struct comm_st {
@@ -530,21 +543,28 @@ int glucx_an_route_event(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
                          const glucx_an_event_t *ev);
 /* The route of src -> dst, or NULL when no route event named it. */
 const route_st_t *glucx_an_route(const comm_st_t *c, int32_t src, int32_t dst);
-/* A send of @p bytes from src to dst: the bytes and one message to every link of its route;
- * 0, or -1 when out of memory. */
+/* A send of @p bytes from src to dst: the bytes and one message to every link of its route,
+ * and to the direction the route crosses it; 0, or -1 when out of memory. */
 int glucx_an_route_send(glucx_an_engine_t *e, comm_st_t *c, int32_t src, int32_t dst,
                         uint64_t bytes);
-/* A matched message from src to dst in flight in [a, b): every link of its route is busy then;
- * 0, or -1 when out of memory. */
+/* A matched message from src to dst in flight in [a, b): every link of its route is busy then,
+ * in the direction the route crosses it; 0, or -1 when out of memory. */
 int glucx_an_route_busy(glucx_an_engine_t *e, comm_st_t *c, int32_t src, int32_t dst, int64_t a,
                         int64_t b);
 /* @p ns of a transfer from src to dst on a critical path: added to every link of its route
  * (links not yet known are created; out of memory leaves them out). */
 void glucx_an_route_cp(comm_st_t *c, int32_t src, int32_t dst, int64_t ns);
-/* End of input: each physical link's busy_ns. */
+/* End of input: each physical link's busy_ns, in total and per direction. */
 void glucx_an_plinks_finish(comm_st_t *c);
 /* Free @p c's physical links and routes. */
 void glucx_an_plinks_free(comm_st_t *c);
+/* Share of its nominal bandwidth per direction that link @p l reached in direction @p d
+ * (0 or 1) while that direction was busy: (bytes / busy) / bandwidth_Bps; NAN without a nominal
+ * bandwidth or busy time. Call after glucx_an_plinks_finish. */
+double glucx_an_plink_dir_of_nominal(const plink_st_t *l, int d);
+/* The link's of_nominal, the larger of its directions' (NAN when neither has one); @p dir, when
+ * not NULL, receives the direction it comes from (0 or 1; -1 with NAN). */
+double glucx_an_plink_of_nominal(const plink_st_t *l, int *dir);
 /* End of input: each link's busy_ns (and each physical link's). */
 void glucx_an_links_finish(glucx_an_engine_t *e);
 /* "package 0 - switch 0": the endpoints of physical link @p l into @p buf (report.c). */

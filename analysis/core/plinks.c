@@ -1,10 +1,12 @@
 /*
  * Physical links (METRICS.md, "Physical links"): one per (communicator, phys_link id), with what
  * its phys_link event announced, and the routes of the route events (the physical links each
- * ordered rank pair's messages cross). Every message is charged to every link of its route:
- * bytes and messages at its send, busy time when it is matched, critical-path time when one of
- * its transfer segments is on an iteration's critical path.
+ * ordered rank pair's messages cross, and which way). Every message is charged to every link of
+ * its route, in total and in the direction it crosses it: bytes and messages at its send, busy
+ * time when it is matched; critical-path time (in total only) when one of its transfer segments
+ * is on an iteration's critical path.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +29,7 @@ plink_st_t *glucx_an_plink_get(comm_st_t *c, int32_t id)
     l->a_kind = l->b_kind = -1;
     l->a = l->b = -1;
     l->committed_until = INT64_MIN;
+    l->dir[0].committed_until = l->dir[1].committed_until = INT64_MIN;
     c->plinks[c->nplinks++] = l;
     return l;
 }
@@ -75,8 +78,22 @@ int glucx_an_route_event(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
         return glucx_an_oom(e, "routes");
     if (ev->nhops)
         memcpy(h, ev->hops, ev->nhops * sizeof(int32_t));
+    /* directions: only when the event has them and each is 0 or 1 (else the route charges the
+     * links' totals only) */
+    uint8_t *d = NULL;
+    int dirs_ok = ev->nhops && ev->dirs != NULL;
+    for (size_t i = 0; dirs_ok && i < ev->nhops; i++)
+        dirs_ok = ev->dirs[i] <= 1;
+    if (dirs_ok && !(d = malloc(ev->nhops))) {
+        free(h);
+        return glucx_an_oom(e, "routes");
+    }
+    if (d)
+        memcpy(d, ev->dirs, ev->nhops);
     free(r->hops);
+    free(r->dirs);
     r->hops = h;
+    r->dirs = d;
     r->n = ev->nhops;
     return 0;
 }
@@ -101,6 +118,10 @@ int glucx_an_route_send(glucx_an_engine_t *e, comm_st_t *c, int32_t src, int32_t
             return glucx_an_oom(e, "physical links");
         l->bytes += bytes;
         l->messages++;
+        if (r->dirs) {
+            l->dir[r->dirs[i]].bytes += bytes;
+            l->dir[r->dirs[i]].messages++;
+        }
     }
     return 0;
 }
@@ -116,6 +137,9 @@ int glucx_an_route_busy(glucx_an_engine_t *e, comm_st_t *c, int32_t src, int32_t
         if (!l)
             return glucx_an_oom(e, "physical links");
         if (glucx_an_busy_add(&l->busy, &l->busy_committed, &l->committed_until, a, b) != 0)
+            return glucx_an_oom(e, "physical link intervals");
+        plink_dir_t *d = r->dirs ? &l->dir[r->dirs[i]] : NULL;
+        if (d && glucx_an_busy_add(&d->busy, &d->busy_committed, &d->committed_until, a, b) != 0)
             return glucx_an_oom(e, "physical link intervals");
     }
     return 0;
@@ -136,13 +160,41 @@ void glucx_an_plinks_finish(comm_st_t *c)
     for (size_t k = 0; k < c->nplinks; k++) {
         plink_st_t *l = c->plinks[k];
         l->busy_ns = l->busy_committed + glucx_an_ivl_len(&l->busy);
+        for (int d = 0; d < 2; d++)
+            l->dir[d].busy_ns = l->dir[d].busy_committed + glucx_an_ivl_len(&l->dir[d].busy);
     }
+}
+
+double glucx_an_plink_dir_of_nominal(const plink_st_t *l, int d)
+{
+    const plink_dir_t *x = &l->dir[d];
+    if (!(l->bw > 0) || x->busy_ns <= 0)
+        return NAN;
+    return (double)x->bytes / (double)x->busy_ns * 1e9 / l->bw;
+}
+
+double glucx_an_plink_of_nominal(const plink_st_t *l, int *dir)
+{
+    double best = NAN;
+    int at = -1;
+    for (int d = 0; d < 2; d++) {
+        double v = glucx_an_plink_dir_of_nominal(l, d);
+        if (!isnan(v) && (isnan(best) || v > best)) {
+            best = v;
+            at = d;
+        }
+    }
+    if (dir)
+        *dir = at;
+    return best;
 }
 
 void glucx_an_plinks_free(comm_st_t *c)
 {
     for (size_t i = 0; i < c->nplinks; i++) {
         glucx_an_ivl_free(&c->plinks[i]->busy);
+        glucx_an_ivl_free(&c->plinks[i]->dir[0].busy);
+        glucx_an_ivl_free(&c->plinks[i]->dir[1].busy);
         free(c->plinks[i]);
     }
     free(c->plinks);
@@ -151,6 +203,7 @@ void glucx_an_plinks_free(comm_st_t *c)
     glucx_an_map_free(&c->plink_map);
     for (size_t i = 0; i < c->nroutes; i++) {
         free(c->routes[i]->hops);
+        free(c->routes[i]->dirs);
         free(c->routes[i]);
     }
     free(c->routes);

@@ -296,6 +296,26 @@ static json_t *endpoint_json(int kind, int32_t index)
     return o;
 }
 
+/* One direction @p d (0: a to b, 1: b to a) of physical link @p l for its row's `directions`
+ * (METRICS.md, "Physical links"); @p dur is the analysed duration in ns. Returns a new object. */
+static json_t *plink_dir_json(const plink_st_t *l, int d, double dur)
+{
+    const plink_dir_t *x = &l->dir[d];
+    json_t *o = json_object();
+    json_object_set_new(o, "from", endpoint_json(d ? l->b_kind : l->a_kind, d ? l->b : l->a));
+    json_object_set_new(o, "to", endpoint_json(d ? l->a_kind : l->b_kind, d ? l->a : l->b));
+    json_object_set_new(o, "bytes", json_integer((json_int_t)x->bytes));
+    json_object_set_new(o, "messages", json_integer((json_int_t)x->messages));
+    json_object_set_new(o, "busy_ns", json_integer(x->busy_ns));
+    json_object_set_new(o, "achieved_Bps",
+                        jreal(x->busy_ns > 0 ? (double)x->bytes / (double)x->busy_ns * 1e9 : NAN));
+    json_object_set_new(o, "of_nominal", jreal(glucx_an_plink_dir_of_nominal(l, d)));
+    json_object_set_new(o, "utilisation",
+                        l->bw > 0 && dur > 0 ? jreal((double)x->bytes / (l->bw * dur / 1e9))
+                                             : json_null());
+    return o;
+}
+
 /* One physical link of report.json's physical_links (METRICS.md, "Physical links"); @p dur is
  * the analysed duration in ns. */
 static json_t *plink_json(glucx_an_engine_t *e, const comm_st_t *c, const plink_st_t *l, double dur)
@@ -304,6 +324,13 @@ static json_t *plink_json(glucx_an_engine_t *e, const comm_st_t *c, const plink_
     json_t *o = json_object();
     int64_t busy = l->busy_ns;
     double ach = busy > 0 ? (double)l->bytes / (double)busy * 1e9 : NAN;
+    /* utilisation: the larger of the directions' */
+    double util = NAN;
+    for (int d = 0; d < 2 && l->bw > 0 && dur > 0; d++) {
+        double u = (double)l->dir[d].bytes / (l->bw * dur / 1e9);
+        if (isnan(util) || u > util)
+            util = u;
+    }
     json_object_set_new(o, "phys_id", json_integer(l->id));
     json_object_set_new(o, "comm_id", json_string(glucx_an_comm_hex(c->id, hex)));
     json_object_set_new(o, "dim", json_integer(l->dim));
@@ -316,14 +343,16 @@ static json_t *plink_json(glucx_an_engine_t *e, const comm_st_t *c, const plink_
     json_object_set_new(o, "messages", json_integer((json_int_t)l->messages));
     json_object_set_new(o, "busy_ns", json_integer(busy));
     json_object_set_new(o, "achieved_Bps", jreal(ach));
-    json_object_set_new(o, "of_nominal", l->bw > 0 ? jreal(ach / l->bw) : json_null());
-    json_object_set_new(o, "utilisation",
-                        l->bw > 0 && dur > 0 ? jreal((double)l->bytes / (l->bw * dur / 1e9))
-                                             : json_null());
+    json_object_set_new(o, "of_nominal", jreal(glucx_an_plink_of_nominal(l, NULL)));
+    json_object_set_new(o, "utilisation", jreal(util));
     json_object_set_new(o, "busy_share", dur > 0 ? jreal((double)busy / dur) : json_null());
     json_object_set_new(o, "critical_path_ns", json_integer(l->cp_ns));
     json_object_set_new(o, "critical_path_share",
                         jreal(e->cp_sum > 0 ? (double)l->cp_ns / (double)e->cp_sum : 0.0));
+    json_t *dirs = json_array();
+    for (int d = 0; d < 2; d++)
+        json_array_append_new(dirs, plink_dir_json(l, d, dur));
+    json_object_set_new(o, "directions", dirs);
     return o;
 }
 
@@ -791,7 +820,9 @@ static int plink_cmp(const void *x, const void *y)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
-/* report.txt's physical links, most critical-path time first (then by id) per communicator */
+/* report.txt's physical links, most critical-path time first (then by id) per communicator:
+ * one row per link (bytes, busy time and achieved rate of both directions together; "of nom.":
+ * the larger of its directions'), then one row per direction that carried bytes */
 static void txt_plinks(const glucx_an_engine_t *e, FILE *f)
 {
     char b1[32], ends[96];
@@ -811,11 +842,29 @@ static void txt_plinks(const glucx_an_engine_t *e, FILE *f)
             glucx_an_plink_ends(l, ends, sizeof(ends));
             fprintf(f, "%-6d %4d %-24s %12" PRIu64 " %12s %9.3f GB/s", (int)l->id, (int)l->dim,
                     ends, l->bytes, glucx_an_fmt_ns((double)busy, b1, sizeof(b1)), ach / 1e9);
-            if (l->bw > 0 && ach > 0)
-                fprintf(f, " %7.1f%%", 100 * ach / l->bw);
+            double of = glucx_an_plink_of_nominal(l, NULL);
+            if (!isnan(of))
+                fprintf(f, " %7.1f%%", 100 * of);
             else
                 fprintf(f, " %8s", "-");
             fprintf(f, " %12s\n", glucx_an_fmt_ns((double)l->cp_ns, b1, sizeof(b1)));
+            for (int d = 0; d < 2; d++) {
+                const plink_dir_t *x = &l->dir[d];
+                if (!x->bytes)
+                    continue;
+                char way[96];
+                snprintf(way, sizeof(way), "%s %d -> %s %d",
+                         node_kind_name(d ? l->b_kind : l->a_kind), (int)(d ? l->b : l->a),
+                         node_kind_name(d ? l->a_kind : l->b_kind), (int)(d ? l->a : l->b));
+                double xa = x->busy_ns > 0 ? (double)x->bytes / (double)x->busy_ns * 1e9 : 0;
+                fprintf(f, "%-11s %-24s %12" PRIu64 " %12s %9.3f GB/s", "", way, x->bytes,
+                        glucx_an_fmt_ns((double)x->busy_ns, b1, sizeof(b1)), xa / 1e9);
+                double xo = glucx_an_plink_dir_of_nominal(l, d);
+                if (!isnan(xo))
+                    fprintf(f, " %7.1f%%\n", 100 * xo);
+                else
+                    fprintf(f, " %8s\n", "-");
+            }
         }
         free(v);
     }

@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "model.h"
@@ -139,10 +140,11 @@ void glucx_an_verdict(glucx_an_engine_t *e)
             glucx_an_plink_ends(pl, ends, sizeof(ends));
             snprintf(v->subject, sizeof(v->subject), "physical link %d (dimension %d, %s)",
                      (int)pl->id, (int)pl->dim, ends);
-            double ach = pl->busy_ns > 0 ? (double)pl->bytes / (double)pl->busy_ns * 1e9 : 0;
-            if (pl->bw > 0 && ach > 0)
-                snprintf(eff, sizeof(eff), " at %.0f%% of its nominal bandwidth",
-                         100 * ach / pl->bw);
+            /* per direction: the busier direction's share of the nominal bandwidth per
+             * direction (METRICS.md, "Physical links") */
+            double of = glucx_an_plink_of_nominal(pl, NULL);
+            if (!isnan(of) && of > 0)
+                snprintf(eff, sizeof(eff), " at %.0f%% of its nominal bandwidth", 100 * of);
             snprintf(e->verdict, sizeof(e->verdict),
                      "Communication is exposed for %s per iteration (%.0f%% of the %s "
                      "iteration); physical link %d (dimension %d, %s) carries %s of it on the "

@@ -919,7 +919,8 @@
   function physicalSection(r) {
     const s = section('physical-links', 'Physical links',
       'The network the run crossed (from the phys_link and route events): every message\u2019s bytes are charged ' +
-      'to each link on its route. Colour and width show how busy each link was.', 'Physical');
+      'to each link on its route, in the direction it crosses it. Links are full duplex: \u201cof nominal\u201d is the ' +
+      'busier direction\u2019s achieved rate against the nominal bandwidth per direction. Colour and width show how busy each link was.', 'Physical');
     const links = arr(r.physical_links);
     if (!links.length) {
       append(s, [emptyBox('physical-links', 'No physical links: the trace has no phys_link or route events (recorded before trace format 3, or made by hand).')]);
@@ -998,7 +999,9 @@
               ttRow(null, 'Latency', fmtNs(l.latency_ns)) +
               ttRow(null, 'Bytes', `${fmtBytes(l.bytes)} in ${plural(num(l.messages) || 0, 'message')}`) +
               ttRow(null, 'Busy', `${fmtNs(l.busy_ns)} (${fmtPct(l.busy_share)})`) +
-              ttRow(null, 'Achieved', `${fmtBw(l.achieved_Bps)} (${fmtPct(l.of_nominal)} of nominal)`) +
+              ttRow(null, 'Achieved', `${fmtBw(l.achieved_Bps)} both ways (${fmtPct(l.of_nominal)} of nominal, busier direction)`) +
+              arr(l.directions).map((d) => obj(d)).map((d) => ttRow(null, `${endName(d.from)} \u2192 ${endName(d.to)}`,
+                `${fmtBytes(d.bytes)}, ${fmtBw(d.achieved_Bps)} (${fmtPct(d.of_nominal)} of nominal)`)).join('') +
               ttRow(null, 'Utilisation', fmtPct(l.utilisation)) +
               ttRow(null, 'On the critical path', `${fmtNs(l.critical_path_ns)} (${fmtPct(l.critical_path_share)})`) +
               (l.announced === false ? '<div style="color:#b42318">on a route but never announced</div>' : '');

@@ -345,9 +345,15 @@ static void trace_phys(const glucx_comm_t *comm)
         GLUCX_TP(phys_link, comm->trace_id, comm->rank, id, l->dim, (int)l->a_kind, l->a,
                  (int)l->b_kind, l->b, phys->bandwidth_Bps[id], phys->latency_ns[id]);
     }
-    /* the longest route a network may have (GLUCX_NET_MAX_ROUTE links): on the heap, once */
+    /* the longest route a network may have (GLUCX_NET_MAX_ROUTE links) and the direction of
+     * each hop: on the heap, once */
     int32_t *hops = malloc(sizeof(int32_t) * GLUCX_NET_MAX_ROUTE);
-    if (hops == NULL) {
+    int *ids = malloc(sizeof(int) * GLUCX_NET_MAX_ROUTE);
+    uint8_t *dirs = malloc(GLUCX_NET_MAX_ROUTE);
+    if (hops == NULL || ids == NULL || dirs == NULL) {
+        free(hops);
+        free(ids);
+        free(dirs);
         glucx_warn("comm_create '%s' on rank %d of %d: the trace gets no routes: out of memory "
                    "for a route of %d links",
                    comm->name, comm->rank, comm->size, GLUCX_NET_MAX_ROUTE);
@@ -357,15 +363,27 @@ static void trace_phys(const glucx_comm_t *comm)
     for (int dst = 0; dst < comm->size; dst++) {
         if (dst == comm->rank)
             continue;
-        int n = glucx_phys_route(phys, comm->rank, dst, hops, GLUCX_NET_MAX_ROUTE);
+        int n = glucx_phys_route(phys, comm->rank, dst, ids, GLUCX_NET_MAX_ROUTE);
         if (n < 0)
             n = 0;
         if (n > GLUCX_NET_MAX_ROUTE)
             n = GLUCX_NET_MAX_ROUTE;
+        if (glucx_phys_directions(phys, comm->rank, ids, n, dirs) != 0) {
+            /* not a walk from this rank: a bug of the route; leave the pair without a route
+             * (the analysis then charges its messages to no physical link) */
+            glucx_warn("comm_create '%s' on rank %d of %d: the trace gets no route to rank %d: "
+                       "its %d links are not a walk from this rank",
+                       comm->name, comm->rank, comm->size, dst, n);
+            continue;
+        }
+        for (int i = 0; i < n; i++)
+            hops[i] = (int32_t)ids[i];
         GLUCX_TP(route, comm->trace_id, comm->rank, glucx_topo_link_id(comm->topo, comm->rank, dst),
-                 dst, (uint32_t)n, hops);
+                 dst, (uint32_t)n, hops, dirs);
     }
     free(hops);
+    free(ids);
+    free(dirs);
     glucx_phys_destroy(phys);
 }
 

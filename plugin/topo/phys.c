@@ -205,6 +205,41 @@ int glucx_phys_route(const glucx_phys_t *p, int src, int dst, int *links, int ma
     return 2;
 }
 
+int glucx_phys_directions(const glucx_phys_t *p, int src, const int *links, int n, uint8_t *dirs)
+{
+    const glucx_topo_t *t = p->topo;
+    if (src < 0 || src >= t->size || n < 0 || (n > 0 && (links == NULL || dirs == NULL)))
+        return -1;
+    int file = p->own_links == NULL;
+    /* where the message is, in the links' numbering: the sender's rank, until it leaves the
+     * package through an outer link (whose endpoint is the sender's package) */
+    glucx_node_kind_t kind = GLUCX_NODE_RANK;
+    int at = file ? t->net_rank[src] : src;
+    int pkg = file ? at / t->net->ranks_per_package : t->package_of[src];
+    for (int i = 0; i < n; i++) {
+        if (links[i] < 0 || links[i] >= p->nlinks)
+            return -1;
+        const glucx_net_link_t *l = &p->links[links[i]];
+        if (kind == GLUCX_NODE_RANK && l->a_kind != GLUCX_NODE_RANK &&
+            l->b_kind != GLUCX_NODE_RANK) {
+            kind = GLUCX_NODE_PACKAGE; /* leaving the host: from the sender's package */
+            at = pkg;
+        }
+        if (l->a_kind == kind && l->a == at) {
+            dirs[i] = 0;
+            kind = l->b_kind;
+            at = l->b;
+        } else if (l->b_kind == kind && l->b == at) {
+            dirs[i] = 1;
+            kind = l->a_kind;
+            at = l->a;
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int glucx_phys_announcer(const glucx_phys_t *p, int id)
 {
     if (id < 0 || id >= p->nlinks)

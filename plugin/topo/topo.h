@@ -267,6 +267,21 @@ void glucx_phys_destroy(glucx_phys_t *phys);
 int glucx_phys_route(const glucx_phys_t *phys, int src, int dst, int *links, int max);
 
 /**
+ * The direction a message from communicator rank @p src crosses each link of its route, by
+ * walking the route from the sender's node: its rank for a dimension-0 link, its package for the
+ * first outer link; each hop moves to the link's other endpoint (a Switch hop: member to switch,
+ * then switch to member).
+ * @param links the route, @p n link ids as glucx_phys_route wrote them (borrowed).
+ * @param dirs  receives @p n values (caller's array): 0 when the message goes from endpoint `a`
+ *              to `b`, 1 from `b` to `a`.
+ * @return 0; -1 for @p src out of range, a link id out of range or a route that is not a walk
+ *         from the sender (a link that does not touch the node the message is at), with
+ *         @p dirs undefined.
+ */
+int glucx_phys_directions(const glucx_phys_t *phys, int src, const int *links, int n,
+                          uint8_t *dirs);
+
+/**
  * The communicator rank that announces physical link @p id in the trace: the lowest rank at
  * one of its endpoints (a rank endpoint, or a rank of a package endpoint), else rank 0 (a link
  * between packages that hold no rank of the communicator). -1 for an id out of range.

@@ -37,13 +37,15 @@ Physical links (analysis/METRICS.md, "Physical links"; need --bench), 4 ranks st
 separate processes (RANK, WORLD_SIZE, GLUCX_STORE) each with its own GLUCX_HOSTID, running a
 ring allgather of S bytes per rank set (4 calls: 1 warm-up, 3 timed; ring pairs r -> r+1 carry
 3/4 S per call) plus glucx-bench's own small collectives (timings, barrier):
-  phys_torus  GLUCX_TOPOLOGY: a 2x2 torus of 1-rank packages. The routes of every ordered pair,
-              derived here by hand from docs/topology.md, are the trace's route events; per
-              physical link the report's bytes equal the sum of the report's rank-pair bytes over
-              the pairs whose hand route crosses it, and lie between the ring's volume over those
-              pairs and that plus the bench's small traffic; link endpoints, dimensions and
-              nominal values are the file's; busy time lies between the largest and the sum of
-              the crossing pairs' busy times.
+  phys_torus  GLUCX_TOPOLOGY: a 2x2 torus of 1-rank packages. The routes of every ordered pair
+              and the direction of each hop, derived here by hand from docs/topology.md, are the
+              trace's route events; per physical link, and per direction of it, the report's
+              bytes equal the sum of the report's rank-pair bytes over the pairs whose hand route
+              crosses it (that way), and lie between the ring's volume over those pairs and that
+              plus the bench's small traffic; link endpoints, dimensions and nominal values are
+              the file's; busy time lies between the largest and the sum of the crossing pairs'
+              busy times; of_nominal per direction is its bytes / busy / nominal, the link's the
+              larger direction's (the ring crosses links 0 and 2 both ways).
   phys_hosts  no file, two hosts of two ranks: the model glucx assumes (a link per rank pair of
               a host, an uplink per host to one switch; docs/topology.md), checked the same way.
 Every report.json is validated against the schema. Exit 0 pass, 77 skip.
@@ -221,6 +223,14 @@ TORUS_NOMINAL = {1: (1e9, 10000.0), 2: (2e9, 20000.0)}  # dim: (bytes/s, ns)
 TORUS_ROUTES = {(0, 1): [0], (1, 0): [0], (2, 3): [1], (3, 2): [1],
                 (0, 2): [2], (2, 0): [2], (1, 3): [3], (3, 1): [3],
                 (0, 3): [0, 3], (3, 0): [1, 2], (1, 2): [0, 2], (2, 1): [1, 3]}
+# the direction of each hop (0: from the link's package a to b, 1: from b to a), walking from
+# the sender's package: 0 -> 3 goes 0 to 1 on link 0 (a to b), 1 to 3 on link 3 (a to b);
+# 3 -> 0 goes 3 to 2 on link 1 (b to a), 2 to 0 on link 2 (b to a); 1 -> 2 goes 1 to 0 on
+# link 0 (b to a), 0 to 2 on link 2 (a to b); 2 -> 1 goes 2 to 3 on link 1 (a to b), 3 to 1 on
+# link 3 (b to a). One hop: a to b from the lower package.
+TORUS_DIRS = {(0, 1): [0], (1, 0): [1], (2, 3): [0], (3, 2): [1],
+              (0, 2): [0], (2, 0): [1], (1, 3): [0], (3, 1): [1],
+              (0, 3): [0, 0], (3, 0): [1, 1], (1, 2): [1, 0], (2, 1): [0, 1]}
 
 
 def phys_record(a, name, hosts, topology=None):
@@ -245,10 +255,11 @@ def phys_record(a, name, hosts, topology=None):
 
 
 def trace_routes(trace):
-    """{(src, dst): [physical link ids]} from the route events of the recorded command (bt2)."""
+    """({(src, dst): [physical link ids]}, {(src, dst): [directions]}) from the route events of
+    the recorded command (bt2)."""
     import bt2
     pids = trace_pids(trace)
-    out = {}
+    out, dirs = {}, {}
     for msg in bt2.TraceCollectionMessageIterator(trace):
         if type(msg) is bt2._EventMessageConst and msg.event.name == "glucx:route" and \
                 int(msg.event.common_context_field["vpid"]) in pids:
@@ -256,13 +267,14 @@ def trace_routes(trace):
             key = (int(f["rank"]), int(f["dst"]))
             check(key not in out, "two route events for %s" % (key,))
             out[key] = [int(x) for x in f["phys_ids"]]
-    return out
+            dirs[key] = [int(x) for x in f["dirs"]]
+    return out, dirs
 
 
-def check_physical(rep, name, routes, ends, nominal):
+def check_physical(rep, name, routes, dirs, ends, nominal):
     """The report's physical links of communicator `name` against the hand-derived `routes`
-    ({(src, dst): [ids]}), `ends` ({id: (dim, (kind, index), (kind, index))}) and `nominal`
-    ({id: (bytes/s, ns)})."""
+    ({(src, dst): [ids]}), their directions `dirs` ({(src, dst): [0 a to b, 1 b to a]}), `ends`
+    ({id: (dim, (kind, index), (kind, index))}) and `nominal` ({id: (bytes/s, ns)})."""
     comm = [c for c in rep["trace"]["comms"] if c["name"] == name][0]["comm_id"]
     pairs = {(l["src"], l["dst"]): l for l in rep["links"] if l["comm_id"] == comm}
     phys = {l["phys_id"]: l for l in rep["physical_links"] if l["comm_id"] == comm}
@@ -291,9 +303,52 @@ def check_physical(rep, name, routes, ends, nominal):
         check(max(busy + [0]) <= l["busy_ns"] <= sum(busy),
               "physical link %d busy %d ns, its pairs' busy times %s" % (pid, l["busy_ns"], busy))
         if l["busy_ns"] > 0:
-            check(abs(l["achieved_Bps"] - l["bytes"] / l["busy_ns"] * 1e9) <= 1e-6 * l["achieved_Bps"] and
-                  abs(l["of_nominal"] - l["achieved_Bps"] / bw) <= 1e-9 + 1e-6 * l["of_nominal"],
-                  "physical link %d: achieved %s, of nominal %s" % (pid, l["achieved_Bps"], l["of_nominal"]))
+            check(abs(l["achieved_Bps"] - l["bytes"] / l["busy_ns"] * 1e9) <= 1e-6 * l["achieved_Bps"],
+                  "physical link %d: achieved %s" % (pid, l["achieved_Bps"]))
+        # per direction: the pairs whose hand route crosses the link that way
+        check(len(l["directions"]) == 2, "physical link %d: directions %s" % (pid, l["directions"]))
+        dir_of = []
+        dur = rep["trace"]["duration_ns"]
+        for d, x in enumerate(l["directions"]):
+            fr, to = (ea, eb) if d == 0 else (eb, ea)
+            check((x["from"]["kind"], x["from"]["index"]) == fr and (x["to"]["kind"], x["to"]["index"]) == to,
+                  "physical link %d direction %d: %s -> %s, expected %s -> %s" % (pid, d, x["from"], x["to"], fr, to))
+            way = [k for k, hops in routes.items() for h, dd in zip(hops, dirs[k]) if h == pid and dd == d]
+            want = sum(pairs[k]["bytes"] for k in way if k in pairs)
+            check(x["bytes"] == want, "physical link %d direction %d carried %d bytes; its pairs %s carried %d"
+                  % (pid, d, x["bytes"], way, want))
+            low = per_pair * len([k for k in way if k in ring])
+            check(low <= x["bytes"] <= low + PHYS_AUX * len(way),
+                  "physical link %d direction %d carried %d bytes; the ring allgather puts %d on it (pairs %s)"
+                  % (pid, d, x["bytes"], low, way))
+            check(x["messages"] == sum(pairs[k]["messages"] for k in way if k in pairs),
+                  "physical link %d direction %d: %d messages" % (pid, d, x["messages"]))
+            busy = [pairs[k]["busy_ns"] for k in way if k in pairs]
+            check(max(busy + [0]) <= x["busy_ns"] <= min(sum(busy), l["busy_ns"]),
+                  "physical link %d direction %d busy %d ns, its pairs' busy times %s, the link's %d"
+                  % (pid, d, x["busy_ns"], busy, l["busy_ns"]))
+            if x["busy_ns"] > 0:
+                ach = x["bytes"] / x["busy_ns"] * 1e9
+                check(abs(x["achieved_Bps"] - ach) <= 1e-6 * ach and
+                      abs(x["of_nominal"] - ach / bw) <= 1e-9 + 1e-6 * ach / bw,
+                      "physical link %d direction %d: achieved %s, of nominal %s"
+                      % (pid, d, x["achieved_Bps"], x["of_nominal"]))
+                dir_of.append(ach / bw)
+            else:
+                check(x["of_nominal"] is None, "physical link %d direction %d: of_nominal %s without busy time"
+                      % (pid, d, x["of_nominal"]))
+            check(abs(x["utilisation"] - x["bytes"] / (bw * dur / 1e9)) <= 1e-9 + 1e-6 * x["utilisation"],
+                  "physical link %d direction %d: utilisation %s" % (pid, d, x["utilisation"]))
+        check(l["bytes"] == sum(x["bytes"] for x in l["directions"]) and
+              l["messages"] == sum(x["messages"] for x in l["directions"]),
+              "physical link %d: totals %d B, %d messages; directions %s" % (pid, l["bytes"], l["messages"], l["directions"]))
+        if dir_of:
+            check(abs(l["of_nominal"] - max(dir_of)) <= 1e-9 + 1e-6 * max(dir_of),
+                  "physical link %d: of_nominal %s, its directions' %s" % (pid, l["of_nominal"], dir_of))
+        else:
+            check(l["of_nominal"] is None, "physical link %d: of_nominal %s, no busy direction" % (pid, l["of_nominal"]))
+        check(abs(l["utilisation"] - max(x["utilisation"] for x in l["directions"])) <= 1e-12,
+              "physical link %d: utilisation %s, not its directions' larger" % (pid, l["utilisation"]))
     v = rep["verdict"]
     if v["bottleneck"] == "link":
         top = max(phys.values(), key=lambda l: l["critical_path_ns"])
@@ -309,15 +364,24 @@ def case_phys_torus(a):
     with open(topo, "w") as f:
         f.write(TORUS_YAML)
     d = phys_record(a, "phys_torus", ["torus-host-%d" % r for r in range(PHYS_N)], topo)
-    got = trace_routes(d)
+    got, got_dirs = trace_routes(d)
     check(got == TORUS_ROUTES, "routes in the trace %s, derived by hand %s" % (got, TORUS_ROUTES))
+    check(got_dirs == TORUS_DIRS, "directions in the trace %s, derived by hand %s" % (got_dirs, TORUS_DIRS))
     _, rep = analyze(a, d, "phys_torus")
     ends = {i: (dim, ("package", x), ("package", y)) for i, (dim, x, y) in TORUS_LINKS.items()}
     nominal = {i: TORUS_NOMINAL[dim] for i, (dim, _, _) in TORUS_LINKS.items()}
-    phys = check_physical(rep, "phys_torus", TORUS_ROUTES, ends, nominal)
+    phys = check_physical(rep, "phys_torus", TORUS_ROUTES, TORUS_DIRS, ends, nominal)
     check(phys[3]["bytes"] < phys[0]["bytes"] // 100,
           "link 3 (packages 1-3) is on no ring pair's route but carried %d bytes" % phys[3]["bytes"])
-    print("phys_torus: %s" % {i: l["bytes"] for i, l in sorted(phys.items())})
+    # the ring's pairs cross link 0 both ways (0 -> 1 a to b, 1 -> 2 b to a), link 1 (2 -> 3,
+    # 3 -> 0) and link 2 (1 -> 2, 3 -> 0) too: each direction carries one pair's share
+    per_pair = PHYS_CALLS * (PHYS_N - 1) * PHYS_S // PHYS_N
+    for pid in (0, 1, 2):
+        for x in phys[pid]["directions"]:
+            check(per_pair <= x["bytes"] <= per_pair + 2 * PHYS_AUX,
+                  "link %d: direction %s -> %s carried %d bytes, expected one ring pair's %d"
+                  % (pid, x["from"], x["to"], x["bytes"], per_pair))
+    print("phys_torus: %s" % {i: [x["bytes"] for x in l["directions"]] for i, l in sorted(phys.items())})
 
 
 def case_phys_hosts(a):
@@ -327,13 +391,17 @@ def case_phys_hosts(a):
     # receiver's.
     d = phys_record(a, "phys_hosts", ["phys-host-A", "phys-host-A", "phys-host-B", "phys-host-B"])
     pkg = [0, 0, 1, 1]
-    routes = {}
+    # Directions: a pair's link from the lower rank (a) to the higher (b) is 0; between hosts out
+    # of the sender's package to the switch (a to b, 0), then in from the switch (b to a, 1).
+    routes, dirs = {}, {}
     for s in range(PHYS_N):
         for t in range(PHYS_N):
             if s != t:
                 routes[(s, t)] = [pkg[s]] if pkg[s] == pkg[t] else [2 + pkg[s], 2 + pkg[t]]
-    got = trace_routes(d)
+                dirs[(s, t)] = [0 if s < t else 1] if pkg[s] == pkg[t] else [0, 1]
+    got, got_dirs = trace_routes(d)
     check(got == routes, "routes in the trace %s, expected %s" % (got, routes))
+    check(got_dirs == dirs, "directions in the trace %s, expected %s" % (got_dirs, dirs))
     _, rep = analyze(a, d, "phys_hosts")
     comm = [c for c in rep["trace"]["comms"] if c["name"] == "phys_hosts"][0]["comm_id"]
     pairs = {(l["src"], l["dst"]): l for l in rep["links"] if l["comm_id"] == comm}
@@ -346,8 +414,8 @@ def case_phys_hosts(a):
                3: (inter["bandwidth_Bps"], inter["latency_ns"] / 2)}
     ends = {0: (0, ("rank", 0), ("rank", 1)), 1: (0, ("rank", 2), ("rank", 3)),
             2: (1, ("package", 0), ("switch", 0)), 3: (1, ("package", 1), ("switch", 0))}
-    phys = check_physical(rep, "phys_hosts", routes, ends, nominal)
-    print("phys_hosts: %s" % {i: l["bytes"] for i, l in sorted(phys.items())})
+    phys = check_physical(rep, "phys_hosts", routes, dirs, ends, nominal)
+    print("phys_hosts: %s" % {i: [x["bytes"] for x in l["directions"]] for i, l in sorted(phys.items())})
 
 
 STATUS = {0: "OK", -1: "ERR_INVALID_ARG", -2: "ERR_NO_MEMORY", -3: "ERR_TRANSPORT",

@@ -333,15 +333,30 @@ static void phys_uplink(int64_t ts, int rank, int id, int dim, int pkg, double b
     feed(e);
 }
 
-/* A route event: the route of rank -> dst in a comm of @p size ranks. */
-static void route(int64_t ts, int rank, int dst, int size, size_t n, const int32_t *hops)
+/* A route event: the route of rank -> dst in a comm of @p size ranks, its @p n links @p hops
+ * crossed in directions @p dirs (0: a to b, 1: b to a; borrowed for the call). */
+static void route(int64_t ts, int rank, int dst, int size, size_t n, const int32_t *hops,
+                  const uint8_t *dirs)
 {
     glucx_an_event_t e = ev(GLUCX_AN_EV_ROUTE, ts, rank);
     e.link = rank * size + dst;
     e.dst = dst;
     e.nhops = n;
     e.hops = hops;
+    e.dirs = dirs;
     feed(e);
+}
+
+/* Direction @p d (0: a to b, 1: b to a) of physical link row @p l, checking its endpoints:
+ * `from` is a for direction 0, b for 1. */
+static json_t *plink_dir(json_t *l, int d)
+{
+    json_t *dirs = json_object_get(l, "directions");
+    assert_int_equal(json_array_size(dirs), 2);
+    json_t *x = json_array_get(dirs, (size_t)d);
+    assert_true(json_equal(json_object_get(x, "from"), json_object_get(l, d ? "b" : "a")));
+    assert_true(json_equal(json_object_get(x, "to"), json_object_get(l, d ? "a" : "b")));
+    return x;
 }
 
 /* The physical link @p id of report.json's physical_links. */
@@ -355,13 +370,18 @@ static json_t *plink_of(json_t *rep, int id)
 }
 
 /* Physical links: three packages of one rank on a switch; uplinks 0 and 1 announced (10 GB/s),
- * uplink 2 only named by a route. Routes 0->1 = [0, 1], 2->1 = [2, 1], 1->0 = [1, 0].
+ * uplink 2 only named by a route. Uplink k is package k (a) - switch 0 (b): a message leaves
+ * its package a -> b (0) and enters the receiver's b -> a (1). Routes 0->1 = [0, 1] dirs
+ * [0, 1], 2->1 = [2, 1] dirs [0, 1], 1->0 = [1, 0] dirs [0, 1].
  * Message A 0->1, 1000 B: rb 50, sb 100, re 300 -> in flight [100, 300).
  * Message B 2->1, 500 B: rb 200, sb 250, re 400 -> in flight [250, 400).
  * Message C 1->0, 24 B, sent but never received (unmatched: bytes, no busy time).
- * Link 0 (A, C): 1024 B, 2 messages, busy 200. Link 1 (A, B, C): 1524 B, 3 messages, busy
- * |[100,300) u [250,400)| = 300, achieved 1524 B / 300 ns = 5.08e9 B/s, of nominal 0.508.
- * Link 2 (B): 500 B, busy 150, not announced (no nominal, of_nominal null). */
+ * Link 0 (A, C): 1024 B, 2 messages, busy 200; a->b: A (1000 B, busy 200, 5e9 B/s, 0.5 of
+ * nominal); b->a: C (24 B, no busy time, of_nominal null). Link 1 (A, B, C): 1524 B,
+ * 3 messages, busy |[100,300) u [250,400)| = 300, achieved 1524 B / 300 ns = 5.08e9 B/s; a->b:
+ * C (24 B, no busy time); b->a: A and B, 1500 B over the same 300 ns, 5e9 B/s, 0.5 of nominal:
+ * the link's of_nominal (the larger direction's; both directions together would be 0.508).
+ * Link 2 (B): 500 B, busy 150, a->b only, not announced (no nominal, of_nominal null). */
 static void test_physical_links(void **state)
 {
     (void)state;
@@ -371,9 +391,10 @@ static void test_physical_links(void **state)
     phys_uplink(1, 0, 0, 1, 0, 1e10);
     phys_uplink(1, 1, 1, 1, 1, 1e10);
     const int32_t r01[] = {0, 1}, r21[] = {2, 1}, r10[] = {1, 0};
-    route(2, 0, 1, 3, 2, r01);
-    route(2, 2, 1, 3, 2, r21);
-    route(2, 1, 0, 3, 2, r10);
+    const uint8_t out_in[] = {0, 1};
+    route(2, 0, 1, 3, 2, r01, out_in);
+    route(2, 2, 1, 3, 2, r21, out_in);
+    route(2, 1, 0, 3, 2, r10, out_in);
     p2p(GLUCX_AN_EV_RECV_BEGIN, 50, 1, 0, 0, 0, 1000);
     p2p(GLUCX_AN_EV_SEND_BEGIN, 100, 0, 1, 0, 0, 1000);
     p2p(GLUCX_AN_EV_SEND_BEGIN, 150, 1, 0, 7, 0, 24);
@@ -404,10 +425,108 @@ static void test_physical_links(void **state)
     assert_true(json_is_true(json_object_get(l1, "announced")));
     double ach = json_real_value(json_object_get(l1, "achieved_Bps"));
     assert_true(fabs(ach - 1524 / 300e-9) < 1);
-    assert_true(fabs(json_real_value(json_object_get(l1, "of_nominal")) - 0.508) < 1e-9);
+    assert_true(fabs(json_real_value(json_object_get(l1, "of_nominal")) - 0.5) < 1e-9);
+    /* per direction */
+    json_t *d00 = plink_dir(l0, 0), *d01 = plink_dir(l0, 1);
+    json_t *d10 = plink_dir(l1, 0), *d11 = plink_dir(l1, 1);
+    assert_int_equal(geti(d00, "bytes"), 1000);
+    assert_int_equal(geti(d00, "messages"), 1);
+    assert_int_equal(geti(d00, "busy_ns"), 200);
+    assert_true(fabs(json_real_value(json_object_get(d00, "achieved_Bps")) - 1000 / 200e-9) < 1);
+    assert_true(fabs(json_real_value(json_object_get(d00, "of_nominal")) - 0.5) < 1e-9);
+    assert_int_equal(geti(d01, "bytes"), 24);
+    assert_int_equal(geti(d01, "messages"), 1);
+    assert_int_equal(geti(d01, "busy_ns"), 0);
+    assert_true(json_is_null(json_object_get(d01, "of_nominal")));
+    assert_true(fabs(json_real_value(json_object_get(l0, "of_nominal")) - 0.5) < 1e-9);
+    assert_int_equal(geti(d10, "bytes"), 24);
+    assert_int_equal(geti(d10, "busy_ns"), 0);
+    assert_int_equal(geti(d11, "bytes"), 1500);
+    assert_int_equal(geti(d11, "messages"), 2);
+    assert_int_equal(geti(d11, "busy_ns"), 300);
+    assert_true(fabs(json_real_value(json_object_get(d11, "of_nominal")) - 0.5) < 1e-9);
+    assert_int_equal(geti(plink_dir(l2, 0), "bytes"), 500);
+    assert_int_equal(geti(plink_dir(l2, 0), "busy_ns"), 150);
+    assert_int_equal(geti(plink_dir(l2, 1), "bytes"), 0);
     assert_true(json_is_false(json_object_get(l2, "announced")));
     assert_true(json_is_null(json_object_get(l2, "of_nominal")));
     assert_true(json_is_null(json_object_get(l2, "a")));
+    json_decref(rep);
+}
+
+/* Both directions busy at once: two packages of one rank, uplinks 0 (package 0 - switch 0) and
+ * 1 (package 1 - switch 0) at 1e9 B/s per direction. In one iteration both ranks start
+ * collective 0 at 10, post their receives at 20, wait from 30, send at 40 (0->1 1000 B, 1->0
+ * 500 B; send_end 50) and receive at 1040: both messages are in flight [40, 1040), 1000 ns.
+ * Link 0: a->b (package 0 -> switch) 1000 B in 1000 ns = 1e9 B/s, 1.0 of nominal; b->a 500 B,
+ * 0.5; together 1500 B in 1000 ns, 1.5 of the per-direction nominal, which no direction can
+ * reach: the link's of_nominal is the larger direction's, 1.0. Link 1 the mirror image (a->b
+ * 500 B, b->a 1000 B). Utilisation per direction: bytes / (1e9 B/s x duration); the link's,
+ * the larger. The verdict names link 0 (a tie with link 1 on critical-path time and bytes,
+ * the lower id) at 100% of its nominal bandwidth (150% both directions together). */
+static void test_physical_duplex(void **state)
+{
+    (void)state;
+    start("physical_duplex");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    phys_uplink(0, 0, 0, 1, 0, 1e9);
+    phys_uplink(0, 1, 1, 1, 1, 1e9);
+    const int32_t r01[] = {0, 1}, r10[] = {1, 0};
+    const uint8_t out_in[] = {0, 1};
+    route(0, 0, 1, 2, 2, r01, out_in);
+    route(0, 1, 0, 2, 2, r10, out_in);
+    for (int r = 0; r < 2; r++) {
+        iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, r, 0);
+        coll(GLUCX_AN_EV_COLL_BEGIN, 10, r, 0, 0, 1000, 0);
+    }
+    p2p(GLUCX_AN_EV_RECV_BEGIN, 20, 1, 0, 0, 0, 1000);
+    p2p(GLUCX_AN_EV_RECV_BEGIN, 20, 0, 1, 0, 0, 500);
+    simple(GLUCX_AN_EV_WAIT_BEGIN, 30, 0);
+    simple(GLUCX_AN_EV_WAIT_BEGIN, 30, 1);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, 40, 0, 1, 0, 0, 1000);
+    p2p(GLUCX_AN_EV_SEND_BEGIN, 40, 1, 0, 0, 0, 500);
+    p2p(GLUCX_AN_EV_SEND_END, 50, 0, 1, 0, 0, 1000);
+    p2p(GLUCX_AN_EV_SEND_END, 50, 1, 0, 0, 0, 500);
+    p2p(GLUCX_AN_EV_RECV_END, 1040, 1, 0, 0, 0, 1000);
+    p2p(GLUCX_AN_EV_RECV_END, 1040, 0, 1, 0, 0, 500);
+    for (int r = 0; r < 2; r++) {
+        simple(GLUCX_AN_EV_WAIT_END, 1040, r);
+        coll(GLUCX_AN_EV_COLL_END, 1040, r, 0, 0, 1000, 0);
+        iter(GLUCX_AN_EV_ITERATION_END, 1040, r, 0);
+    }
+    json_t *rep = finish();
+    double dur = (double)geti(json_object_get(rep, "trace"), "duration_ns");
+    assert_true(dur == 1040);
+    for (int id = 0; id < 2; id++) {
+        json_t *l = plink_of(rep, id);
+        /* the direction of the 1000-byte message 0 -> 1: out of package 0, into package 1 */
+        int big = id == 0 ? 0 : 1;
+        json_t *hi = plink_dir(l, big), *lo = plink_dir(l, 1 - big);
+        assert_int_equal(geti(l, "bytes"), 1500);
+        assert_int_equal(geti(l, "messages"), 2);
+        assert_int_equal(geti(l, "busy_ns"), 1000);
+        assert_true(fabs(json_real_value(json_object_get(l, "achieved_Bps")) - 1.5e9) < 1);
+        assert_int_equal(geti(hi, "bytes"), 1000);
+        assert_int_equal(geti(hi, "messages"), 1);
+        assert_int_equal(geti(hi, "busy_ns"), 1000);
+        assert_int_equal(geti(lo, "bytes"), 500);
+        assert_int_equal(geti(lo, "busy_ns"), 1000);
+        assert_true(fabs(json_real_value(json_object_get(hi, "achieved_Bps")) - 1e9) < 1e-3);
+        assert_true(fabs(json_real_value(json_object_get(hi, "of_nominal")) - 1.0) < 1e-9);
+        assert_true(fabs(json_real_value(json_object_get(lo, "of_nominal")) - 0.5) < 1e-9);
+        double of = json_real_value(json_object_get(l, "of_nominal"));
+        assert_true(fabs(of - 1.0) < 1e-9);
+        assert_true(of <= 1.0 + 1e-12); /* no more than one direction can do */
+        assert_true(fabs(json_real_value(json_object_get(hi, "utilisation")) - 1000 / dur) < 1e-9);
+        assert_true(fabs(json_real_value(json_object_get(lo, "utilisation")) - 500 / dur) < 1e-9);
+        assert_true(fabs(json_real_value(json_object_get(l, "utilisation")) - 1000 / dur) < 1e-9);
+    }
+    json_t *v = json_object_get(rep, "verdict");
+    assert_string_equal(json_string_value(json_object_get(v, "bottleneck")), "link");
+    assert_int_equal(geti(json_object_get(v, "physical_link"), "phys_id"), 0);
+    assert_non_null(strstr(json_string_value(json_object_get(v, "sentence")),
+                           "at 100% of its nominal bandwidth"));
     json_decref(rep);
 }
 
@@ -430,8 +549,9 @@ static void test_physical_cp(void **state)
     phys_uplink(0, 0, 0, 1, 0, 1e9);
     phys_uplink(0, 0, 2, 2, 0, 1e9);
     const int32_t r01[] = {0, 1}, r10[] = {2};
-    route(0, 0, 1, 2, 2, r01);
-    route(0, 1, 0, 2, 1, r10);
+    const uint8_t d01[] = {0, 1}, d10[] = {0};
+    route(0, 0, 1, 2, 2, r01, d01);
+    route(0, 1, 0, 2, 1, r10, d10);
     iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 0, 0);
     iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, 1, 0);
     coll(GLUCX_AN_EV_COLL_BEGIN, 10, 0, 0, 0, 8, 0);
@@ -1353,6 +1473,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_straggler),
         cmocka_unit_test(test_link),
         cmocka_unit_test(test_physical_links),
+        cmocka_unit_test(test_physical_duplex),
         cmocka_unit_test(test_physical_cp),
         cmocka_unit_test(test_decision),
         cmocka_unit_test(test_inferred),

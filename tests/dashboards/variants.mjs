@@ -94,22 +94,32 @@ export function makeLarge(report, iterations = 150, calls = 3000) {
   // physical links: the model without a topology file for hosts a (ranks 0-7) and b (8-15):
   // a dimension-0 link per pair of ranks of a host, then one uplink per host to switch 0
   const pproto = report.physical_links[0];
+  // per direction: a to b carries 60% of the bytes at the link's of_nominal (the larger), b to a
+  // the rest at half of it; utilisation scales with the bytes, the link's the larger
+  const dirs = (a, b, bytes, ofn, util) => [
+    { from: a, to: b, bytes: Math.round(0.6 * bytes), messages: 3, busy_ns: pproto.busy_ns,
+      achieved_Bps: ofn * pproto.bandwidth_Bps, of_nominal: ofn, utilisation: util },
+    { from: b, to: a, bytes: bytes - Math.round(0.6 * bytes), messages: 2, busy_ns: pproto.busy_ns,
+      achieved_Bps: ofn / 2 * pproto.bandwidth_Bps, of_nominal: ofn / 2, utilisation: util * 2 / 3 },
+  ];
   r.physical_links = [];
   let pid = 0;
   for (let h = 0; h < 2; h++) {
     for (let a = 8 * h; a < 8 * h + 8; a++) {
       for (let b = a + 1; b < 8 * h + 8; b++) {
         const u = ((a * 5 + b) % 9) / 10;
+        const ea = { kind: 'rank', index: a }, eb = { kind: 'rank', index: b };
         r.physical_links.push(Object.assign({}, pproto, { phys_id: pid++, dim: 0,
-          a: { kind: 'rank', index: a }, b: { kind: 'rank', index: b }, utilisation: u,
-          busy_share: u, of_nominal: u / 2, bytes: Math.round(u * 1e8), critical_path_share: u / 8 }));
+          a: ea, b: eb, utilisation: u, busy_share: u, of_nominal: u / 2, bytes: Math.round(u * 1e8),
+          messages: 5, critical_path_share: u / 8, directions: dirs(ea, eb, Math.round(u * 1e8), u / 2, u) }));
       }
     }
   }
   for (let h = 0; h < 2; h++) {
+    const ea = { kind: 'package', index: h }, eb = { kind: 'switch', index: 0 };
     r.physical_links.push(Object.assign({}, pproto, { phys_id: pid++, dim: 1,
-      a: { kind: 'package', index: h }, b: { kind: 'switch', index: 0 }, utilisation: 0.95,
-      busy_share: 0.95, of_nominal: 0.8, bytes: 9e8, critical_path_share: 0.3 }));
+      a: ea, b: eb, utilisation: 0.95, busy_share: 0.95, of_nominal: 0.8, bytes: 9e8, messages: 5,
+      critical_path_share: 0.3, directions: dirs(ea, eb, 9e8, 0.8, 0.95) }));
   }
   const comm = r.trace.comms[0];
   comm.size = n;

@@ -78,11 +78,13 @@ static void emit_all(int r, int n)
     GLUCX_TP(comm_init, c, r, n, r % 2, n < 2 ? n : 2, COMM_NAME, host,
              UINT64_C(0x1234567890abcdef) ^ (uint64_t)r);
     GLUCX_TP(link, c, r, r * n + next, r, next, 1, 1.25e9 * (double)k, 1500.5 + r, "posix");
-    /* physical link 7 + r: package r to switch 3; route to next: links 20 + r, 7 + r, 30 */
+    /* physical link 7 + r: package r to switch 3; route to next: links 20 + r, 7 + r, 30,
+     * crossed b to a, a to b, b to a */
     GLUCX_TP(phys_link, c, r, 7 + r, 2, GLUCX_TP_NODE_PACKAGE, r, GLUCX_TP_NODE_SWITCH, 3,
              2.5e9 * (double)k, 250.25 + r);
     const int32_t hops[3] = {20 + r, 7 + r, 30};
-    GLUCX_TP(route, c, r, r * n + next, next, 3, hops);
+    const uint8_t dirs[3] = {1, 0, 1};
+    GLUCX_TP(route, c, r, r * n + next, next, 3, hops, dirs);
 
     const uint64_t lo[3] = {0, 4096, UINT64_C(1) << 20};
     const uint64_t hi[3] = {4096, UINT64_C(1) << 20, UINT64_MAX};

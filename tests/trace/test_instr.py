@@ -96,7 +96,8 @@ def check_physical(ev, cid, n):
     """One host, no topology file: the physical model of EVENTS.md ("phys_link") is one package,
     fully connected: a link per pair of ranks, ids in pair order (0,1), (0,2), .., (1,2), ..,
     announced once by the lower rank with the link class's nominal values, and the route of
-    every ordered pair is its pair's link alone."""
+    every ordered pair is its pair's link alone, crossed from the lower rank (endpoint a) to the
+    higher (direction 0) or back (1)."""
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     phys = sorted((e for e in ev["phys_link"] if e["comm_id"] == cid), key=lambda e: e["phys_id"])
     check([e["phys_id"] for e in phys] == list(range(len(pairs))),
@@ -115,7 +116,8 @@ def check_physical(ev, cid, n):
     check(set(routes) == want and len([e for e in ev["route"] if e["comm_id"] == cid]) == len(want),
           "routes of %x: %s, expected one per ordered pair" % (cid, sorted(routes)))
     for (s, t), e in routes.items():
-        check(e["link"] == s * n + t and e["phys_ids"] == [pairs.index((min(s, t), max(s, t)))],
+        check(e["link"] == s * n + t and e["phys_ids"] == [pairs.index((min(s, t), max(s, t)))]
+              and e["dirs"] == [0 if s < t else 1],
               "route %d->%d of %x: %s" % (s, t, cid, e))
 
 

@@ -56,6 +56,7 @@ typedef struct sink {
     uint64_t *alt_cost;
     size_t altcap;
     int32_t *hops; /* route: the last event's physical link ids */
+    uint8_t *dirs; /* route: the last event's directions, [hopcap] */
     size_t hopcap;
     /* process-list filter (ctl->pidsets): input index by bt_trace, the last one cached */
     glucx_an_map_t trace_input; /* trace pointer -> input index + 1, UINTPTR_MAX: none */
@@ -117,8 +118,8 @@ void glucx_an_html_or_warn(const char *dir, const char *explicit_template)
 static int type_ok(const char *name, bt_field_class_type t)
 {
     static const char *const strs[] = {"name", "host", "transport", "reason", "phase", "text"};
-    static const char *const seqs[] = {"lo",      "hi",          "alg",     "forced",
-                                       "alt_ids", "alt_cost_ns", "phys_ids"};
+    static const char *const seqs[] = {"lo",      "hi",          "alg",      "forced",
+                                       "alt_ids", "alt_cost_ns", "phys_ids", "dirs"};
     static const char *const reals[] = {"bandwidth_Bps", "latency_ns"};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
         if (strcmp(name, strs[i]) == 0)
@@ -425,20 +426,31 @@ static int convert(sink_t *s, const evc_t *c, const bt_message *msg, const bt_ev
     case GLUCX_AN_EV_ROUTE: {
         o->link = (int32_t)FI(2);
         o->dst = (int32_t)FI(3);
-        const bt_field *hops = FLD(4);
+        const bt_field *hops = FLD(4), *dirs = FLD(5);
         uint64_t n = bt_field_array_get_length(hops);
         if (n > s->hopcap) {
             int32_t *h = realloc(s->hops, n * sizeof(int32_t));
-            if (!h)
+            if (h)
+                s->hops = h;
+            uint8_t *d = realloc(s->dirs, n);
+            if (d)
+                s->dirs = d;
+            if (!h || !d)
                 return -1;
-            s->hops = h;
             s->hopcap = n;
         }
         for (uint64_t i = 0; i < n; i++)
             s->hops[i] =
                 (int32_t)f_int(bt_field_array_borrow_element_field_by_index_const(hops, i));
+        /* EVENTS.md: parallel to phys_ids; of another length, the route has no directions */
+        int with_dirs = bt_field_array_get_length(dirs) == n;
+        for (uint64_t i = 0; with_dirs && i < n; i++) {
+            int64_t d = f_int(bt_field_array_borrow_element_field_by_index_const(dirs, i));
+            s->dirs[i] = d >= 0 && d <= 255 ? (uint8_t)d : 255; /* 255: not a direction */
+        }
         o->nhops = n;
         o->hops = s->hops;
+        o->dirs = with_dirs && n ? s->dirs : NULL;
         break;
     }
     case GLUCX_AN_EV_COLL_BEGIN:
@@ -635,6 +647,12 @@ static json_t *dump_field(const glucx_an_event_t *e, const char *f)
         json_t *a = json_array();
         for (size_t i = 0; a && i < e->nhops; i++)
             json_array_append_new(a, json_integer(e->hops[i]));
+        return a;
+    }
+    if (DUMP_IS("dirs")) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && e->dirs && i < e->nhops; i++)
+            json_array_append_new(a, json_integer(e->dirs[i]));
         return a;
     }
     if (DUMP_IS("alt_ids") || DUMP_IS("alt_cost_ns")) {
@@ -977,6 +995,7 @@ void glucx_an_sink_finalize(bt_self_component_sink *self)
     free(s->alt_ids);
     free(s->alt_cost);
     free(s->hops);
+    free(s->dirs);
     free(s->pids.pids);
     free(s->out_dir);
     free(s->template_path);

@@ -1,5 +1,5 @@
 /* Unit tests: packages from host identity, link classes, calibration files, the physical links
- * a trace announces without a topology file. */
+ * a trace announces (without and with a topology file) and the direction a route crosses each. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -151,6 +151,31 @@ static void test_phys_derived(void **state)
     assert_int_equal(glucx_phys_route(p, 3, 5, hops, 8), 2);
     assert_int_equal(hops[0], 6);
     assert_int_equal(hops[1], 5);
+    /* directions (0: a to b): 4 -> 2 crosses link 2 (2-4) from b; 5 -> 1 link 3 (1-5) from b;
+     * 0 -> 2 link 0 (0-2) from a; between packages out of the sender's package to the switch
+     * (a -> b), then from the switch into the receiver's (b -> a) */
+    uint8_t dirs[8];
+    const struct {
+        int src, dst, n, d0, d1;
+    } way[] = {{4, 2, 1, 1, -1}, {5, 1, 1, 1, -1}, {0, 2, 1, 0, -1},
+               {0, 3, 2, 0, 1},  {3, 5, 2, 0, 1},  {5, 0, 2, 0, 1}};
+    for (size_t i = 0; i < sizeof(way) / sizeof(way[0]); i++) {
+        assert_int_equal(glucx_phys_route(p, way[i].src, way[i].dst, hops, 8), way[i].n);
+        memset(dirs, 7, sizeof(dirs));
+        assert_int_equal(glucx_phys_directions(p, way[i].src, hops, way[i].n, dirs), 0);
+        assert_int_equal(dirs[0], way[i].d0);
+        if (way[i].n > 1)
+            assert_int_equal(dirs[1], way[i].d1);
+    }
+    /* not a walk from the sender: rank 0 does not touch link 3 (1-5), nor does package 0 */
+    hops[0] = 3;
+    assert_int_equal(glucx_phys_directions(p, 0, hops, 1, dirs), -1);
+    /* uplink 5 (package 1) from rank 0 of package 0 */
+    hops[0] = 5;
+    assert_int_equal(glucx_phys_directions(p, 0, hops, 1, dirs), -1);
+    hops[0] = 7; /* out of range */
+    assert_int_equal(glucx_phys_directions(p, 0, hops, 1, dirs), -1);
+    assert_int_equal(glucx_phys_directions(p, 6, hops, 0, dirs), -1);
     assert_int_equal(glucx_phys_route(p, 3, 3, hops, 8), 0);
     assert_int_equal(glucx_phys_route(p, 0, 6, hops, 8), -1);
     assert_int_equal(glucx_phys_announcer(p, 7), -1);
@@ -186,9 +211,22 @@ static void test_phys_file(void **state)
         assert_true(p->latency_ns[i] == 7000.0);
     }
     int hops[8];
+    uint8_t dirs[8];
     assert_int_equal(glucx_phys_route(p, 0, 1, hops, 8), 2);
     assert_int_equal(hops[0], 0);
     assert_int_equal(hops[1], 1);
+    /* package 0 -> 1 over link 0 (0-1), then 1 -> 2 over link 1 (1-2): both a to b */
+    assert_int_equal(glucx_phys_directions(p, 0, hops, 2, dirs), 0);
+    assert_int_equal(dirs[0], 0);
+    assert_int_equal(dirs[1], 0);
+    /* and back (a tie again: increasing coordinates, 2 -> 3 -> 0): link 2 (2-3) a to b, link 3
+     * (3-0: a = 0, b = 3) from b to a */
+    assert_int_equal(glucx_phys_route(p, 1, 0, hops, 8), 2);
+    assert_int_equal(hops[0], 2);
+    assert_int_equal(hops[1], 3);
+    assert_int_equal(glucx_phys_directions(p, 1, hops, 2, dirs), 0);
+    assert_int_equal(dirs[0], 0);
+    assert_int_equal(dirs[1], 1);
     glucx_phys_destroy(p);
     glucx_topo_destroy(t);
     /* placed on file ranks 0 and 1: link 2 (packages 2-3) touches no rank of the communicator
@@ -203,6 +241,149 @@ static void test_phys_file(void **state)
         assert_int_equal(glucx_phys_announcer(p, i), announcer2[i]);
     assert_int_equal(glucx_phys_route(p, 1, 0, hops, 8), 1);
     assert_int_equal(hops[0], 0);
+    assert_int_equal(glucx_phys_directions(p, 1, hops, 1, dirs), 0);
+    assert_int_equal(dirs[0], 1); /* package 1 -> 0 over link 0 (0-1) */
+    glucx_phys_destroy(p);
+    glucx_topo_destroy(t);
+    glucx_net_destroy(net);
+}
+
+/* The communicator on every rank of network @p dims (@p ndims dimensions, @p per ranks a
+ * package), in the file's order; the caller destroys the three objects. */
+static void place_all(const glucx_net_dim_t *dims, int ndims, int size, int per, glucx_net_t **net,
+                      glucx_topo_t **t, glucx_phys_t **p)
+{
+    assert_int_equal(glucx_net_create(dims, ndims, "", net), GLUCX_OK);
+    char names[64][8];
+    const char *hosts[64];
+    int net_ranks[64];
+    assert_true(size <= 64);
+    for (int r = 0; r < size; r++) {
+        snprintf(names[r], sizeof(names[r]), "h%d", r / per);
+        hosts[r] = names[r];
+        net_ranks[r] = r;
+    }
+    assert_int_equal(glucx_topo_create(size, hosts, NULL, t), GLUCX_OK);
+    assert_int_equal(glucx_topo_place(*t, *net, net_ranks, hosts, 0), GLUCX_OK);
+    assert_int_equal(glucx_phys_create(*t, p), GLUCX_OK);
+}
+
+/* Every ordered pair of @p p's ranks: the directions turn the route into a chain of (from, to)
+ * endpoints that starts at the sender (its rank, or its package when the first link is not a
+ * rank's), ends at the receiver (rank or package) and where each hop starts where the last
+ * ended. Checked on the endpoints the directions select, not by walking. */
+static void check_chains(const glucx_phys_t *p, int size, int per)
+{
+    int hops[64];
+    uint8_t dirs[64];
+    for (int s = 0; s < size; s++)
+        for (int d = 0; d < size; d++) {
+            int n = glucx_phys_route(p, s, d, hops, 64);
+            assert_true(n >= 0 && n <= 64);
+            assert_int_equal(glucx_phys_directions(p, s, hops, n, dirs), 0);
+            int pk = -1, pi = -1; /* previous hop's "to" endpoint */
+            for (int i = 0; i < n; i++) {
+                const glucx_net_link_t *l = &p->links[hops[i]];
+                assert_true(dirs[i] <= 1);
+                int fk = dirs[i] ? (int)l->b_kind : (int)l->a_kind, fi = dirs[i] ? l->b : l->a;
+                int tk = dirs[i] ? (int)l->a_kind : (int)l->b_kind, ti = dirs[i] ? l->a : l->b;
+                if (i == 0) {
+                    int rank_start = fk == GLUCX_NODE_RANK && fi == s;
+                    int pkg_start = fk == GLUCX_NODE_PACKAGE && fi == s / per;
+                    if (!rank_start && !pkg_start)
+                        fail_msg("%d -> %d: hop 0 (link %d) starts at kind %d, %d", s, d, hops[i],
+                                 fk, fi);
+                } else if (fk != pk || fi != pi) {
+                    fail_msg("%d -> %d: hop %d (link %d) starts at kind %d, %d, not where hop "
+                             "%d ended (kind %d, %d)",
+                             s, d, i, hops[i], fk, fi, i - 1, pk, pi);
+                }
+                pk = tk;
+                pi = ti;
+            }
+            if (n > 0 && !(pk == GLUCX_NODE_RANK && pi == d) &&
+                !(pk == GLUCX_NODE_PACKAGE && pi == d / per))
+                fail_msg("%d -> %d: the route ends at kind %d, %d", s, d, pk, pi);
+        }
+}
+
+/* The 2x2 torus of docs/topology.md: packages of 2 ranks (link 0-3: dimension 0 of packages
+ * 0-3), links 4 (packages 0-1) and 5 (2-3) of dimension 1, 6 (0-2) and 7 (1-3) of
+ * dimension 2. Package 0 -> 3 (rank 0 -> 6): link 4 from package 0 (a) to 1 (b), then link 7
+ * from 1 (a) to 3 (b): 0, 0. Package 3 -> 0 (rank 7 -> 1): link 5 from 3 (b) to 2 (a), then
+ * link 6 from 2 (b) to 0 (a): 1, 1. Rank 1 -> 0: link 0 (0-1) from b: 1. */
+static void test_phys_directions_torus(void **state)
+{
+    (void)state;
+    glucx_net_dim_t dims[3] = {{GLUCX_DIM_FULLY_CONNECTED, 2, 50, 500},
+                               {GLUCX_DIM_RING, 2, 0.125, 10000},
+                               {GLUCX_DIM_RING, 2, 0.125, 10000}};
+    glucx_net_t *net;
+    glucx_topo_t *t;
+    glucx_phys_t *p;
+    place_all(dims, 3, 8, 2, &net, &t, &p);
+    int hops[8];
+    uint8_t dirs[8];
+    assert_int_equal(glucx_phys_route(p, 0, 6, hops, 8), 2);
+    assert_int_equal(hops[0], 4);
+    assert_int_equal(hops[1], 7);
+    assert_int_equal(glucx_phys_directions(p, 0, hops, 2, dirs), 0);
+    assert_int_equal(dirs[0], 0);
+    assert_int_equal(dirs[1], 0);
+    assert_int_equal(glucx_phys_route(p, 7, 1, hops, 8), 2);
+    assert_int_equal(hops[0], 5);
+    assert_int_equal(hops[1], 6);
+    assert_int_equal(glucx_phys_directions(p, 7, hops, 2, dirs), 0);
+    assert_int_equal(dirs[0], 1);
+    assert_int_equal(dirs[1], 1);
+    assert_int_equal(glucx_phys_route(p, 1, 0, hops, 8), 1);
+    assert_int_equal(hops[0], 0);
+    assert_int_equal(glucx_phys_directions(p, 1, hops, 1, dirs), 0);
+    assert_int_equal(dirs[0], 1);
+    /* link 7 (packages 1-3) does not touch rank 0's package */
+    hops[0] = 7;
+    assert_int_equal(glucx_phys_directions(p, 0, hops, 1, dirs), -1);
+    check_chains(p, 8, 2);
+    glucx_phys_destroy(p);
+    glucx_topo_destroy(t);
+    glucx_net_destroy(net);
+}
+
+/* Switch dimensions: member to switch (a -> b, 0), then switch to member (b -> a, 1). Outer:
+ * packages of one rank on one switch (links 0, 1, 2: package k - switch 0): 2 -> 0 crosses
+ * link 2 then link 0. Dimension 0: packages of two ranks on their switch (package 0: links 0
+ * and 1; 1 -> 0 crosses link 1 then link 0), then a Ring of 3 packages; every pair of both
+ * networks makes a chain. */
+static void test_phys_directions_switch(void **state)
+{
+    (void)state;
+    glucx_net_dim_t outer[2] = {{GLUCX_DIM_FULLY_CONNECTED, 1, 10, 100},
+                                {GLUCX_DIM_SWITCH, 3, 1, 1000}};
+    glucx_net_t *net;
+    glucx_topo_t *t;
+    glucx_phys_t *p;
+    place_all(outer, 2, 3, 1, &net, &t, &p);
+    int hops[8];
+    uint8_t dirs[8];
+    assert_int_equal(glucx_phys_route(p, 2, 0, hops, 8), 2);
+    assert_int_equal(hops[0], 2);
+    assert_int_equal(hops[1], 0);
+    assert_int_equal(glucx_phys_directions(p, 2, hops, 2, dirs), 0);
+    assert_int_equal(dirs[0], 0);
+    assert_int_equal(dirs[1], 1);
+    check_chains(p, 3, 1);
+    glucx_phys_destroy(p);
+    glucx_topo_destroy(t);
+    glucx_net_destroy(net);
+    glucx_net_dim_t inner[2] = {{GLUCX_DIM_SWITCH, 2, 10, 100}, {GLUCX_DIM_RING, 3, 1, 1000}};
+    place_all(inner, 2, 6, 2, &net, &t, &p);
+    assert_int_equal(glucx_phys_route(p, 1, 0, hops, 8), 2);
+    assert_int_equal(hops[0], 1);
+    assert_int_equal(hops[1], 0);
+    assert_int_equal(glucx_phys_directions(p, 1, hops, 2, dirs), 0);
+    assert_int_equal(dirs[0], 0);
+    assert_int_equal(dirs[1], 1);
+    check_chains(p, 6, 2);
     glucx_phys_destroy(p);
     glucx_topo_destroy(t);
     glucx_net_destroy(net);
@@ -216,6 +397,8 @@ int main(void)
         cmocka_unit_test(test_calibration_round_trip),
         cmocka_unit_test(test_phys_derived),
         cmocka_unit_test(test_phys_file),
+        cmocka_unit_test(test_phys_directions_torus),
+        cmocka_unit_test(test_phys_directions_switch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,13 +103,14 @@ LTTNG_UST_TRACEPOINT_EVENT(glucx, phys_link,
 
 LTTNG_UST_TRACEPOINT_EVENT(glucx, route,
     LTTNG_UST_TP_ARGS(uint64_t, comm_id, int32_t, rank, int32_t, link, int32_t, dst,
-                      uint32_t, n_hops, const int32_t *, phys_ids),
+                      uint32_t, n_hops, const int32_t *, phys_ids, const uint8_t *, dirs),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer_hex(uint64_t, comm_id, comm_id)
         lttng_ust_field_integer(int32_t, rank, rank)
         lttng_ust_field_integer(int32_t, link, link)
         lttng_ust_field_integer(int32_t, dst, dst)
-        lttng_ust_field_sequence(int32_t, phys_ids, phys_ids, uint32_t, n_hops)))
+        lttng_ust_field_sequence(int32_t, phys_ids, phys_ids, uint32_t, n_hops)
+        lttng_ust_field_sequence(uint8_t, dirs, dirs, uint32_t, n_hops)))
 
 LTTNG_UST_TRACEPOINT_EVENT(glucx, select_map,
     LTTNG_UST_TP_ARGS(uint64_t, comm_id, int32_t, rank, int, coll, uint32_t, n_ranges,
