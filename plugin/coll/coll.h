@@ -56,8 +56,15 @@
 /** Everything an algorithm needs to run one collective (built by the core, read-only to them). */
 typedef struct glucx_coll_ctx {
     glucx_tx_t *tx;
+    /** This rank and the number of ranks of the group the algorithm runs on: the communicator,
+     *  or a subgroup of it (glucx_coll_subgroup). Peers an algorithm passes to the helpers are
+     *  group ranks. */
     int rank;
     int size;
+    /** group rank -> communicator rank, [size]; NULL: the group is the communicator. */
+    const int *group;
+    int comm_rank;                 /**< this rank in the communicator (traces, messages) */
+    int comm_size;                 /**< ranks of the communicator */
     const glucx_coll_args_t *args; /**< validated; sendbuf already resolved (see below) */
     /**
      * Resolved input: never GLUCX_IN_PLACE. For in-place calls, the core points sendbuf at the
@@ -177,12 +184,30 @@ glucx_status_t glucx_coll_sendrecv(glucx_coll_ctx_t *ctx, int dst, const void *s
 static inline void glucx_coll_reduce(const glucx_coll_ctx_t *ctx, void *dst, const void *a,
                                      const void *b, size_t count)
 {
-    GLUCX_TP(reduce_begin, ctx->trace_comm, ctx->rank, ctx->trace_seq, count * ctx->esize,
+    GLUCX_TP(reduce_begin, ctx->trace_comm, ctx->comm_rank, ctx->trace_seq, count * ctx->esize,
              (int)ctx->args->dtype, (int)ctx->args->op);
     ctx->reduce(dst, a, b, count);
-    GLUCX_TP(reduce_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, count * ctx->esize,
+    GLUCX_TP(reduce_end, ctx->trace_comm, ctx->comm_rank, ctx->trace_seq, count * ctx->esize,
              (int)ctx->args->dtype, (int)ctx->args->op);
 }
+
+/** The communicator rank of group rank @p peer of @p ctx. */
+static inline int glucx_coll_comm_rank(const glucx_coll_ctx_t *ctx, int peer)
+{
+    return ctx->group != NULL ? ctx->group[peer] : peer;
+}
+
+/**
+ * Make @p sub a context for running an algorithm's engine on a subgroup of @p parent's
+ * communicator: the same collective (arguments, buffers, signature, sequence number, deadline,
+ * kernel), with rank @p index among the @p n communicator ranks @p members (e.g. the ranks of
+ * one package in rank order). Messages of the subgroup are ordinary messages of the collective
+ * between communicator ranks, so the caller gives each phase its own step range (a pair of ranks
+ * may meet in several phases). @p members is borrowed and must outlive @p sub; @p parent may
+ * itself be a subgroup (members are always communicator ranks). Purely local.
+ */
+void glucx_coll_subgroup(const glucx_coll_ctx_t *parent, const int *members, int n, int index,
+                         glucx_coll_ctx_t *sub);
 
 /** memmove of @p bytes when dst != src. */
 void glucx_coll_copy(void *dst, const void *src, size_t bytes);

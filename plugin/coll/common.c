@@ -60,14 +60,15 @@ glucx_status_t glucx_coll_isend(glucx_coll_ctx_t *ctx, int peer, unsigned step, 
     glucx_tx_req_init(req);
     if (st != GLUCX_OK)
         return st;
-    GLUCX_TP(send_begin, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
-             glucx_topo_link_id(ctx->topo, ctx->rank, peer), glucx_coll_tag(ctx, step), bytes);
-    st = ctx->tx->ops->isend(ctx->tx, peer, glucx_coll_tag(ctx, step), buf, bytes, req);
+    const int me = ctx->comm_rank, to = glucx_coll_comm_rank(ctx, peer);
+    GLUCX_TP(send_begin, ctx->trace_comm, me, ctx->trace_seq, step, to,
+             glucx_topo_link_id(ctx->topo, me, to), glucx_coll_tag(ctx, step), bytes);
+    st = ctx->tx->ops->isend(ctx->tx, to, glucx_coll_tag(ctx, step), buf, bytes, req);
     if (st != GLUCX_OK)
-        GLUCX_TP(send_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
-                 glucx_topo_link_id(ctx->topo, ctx->rank, peer), glucx_coll_tag(ctx, step), bytes);
+        GLUCX_TP(send_end, ctx->trace_comm, me, ctx->trace_seq, step, to,
+                 glucx_topo_link_id(ctx->topo, me, to), glucx_coll_tag(ctx, step), bytes);
     if (st != GLUCX_OK)
-        return glucx_coll_fail(ctx, st, "cannot send %zu bytes to rank %d: %s", bytes, peer,
+        return glucx_coll_fail(ctx, st, "cannot send %zu bytes to rank %d: %s", bytes, to,
                                glucx_error_text());
     return GLUCX_OK;
 }
@@ -79,23 +80,33 @@ glucx_status_t glucx_coll_irecv(glucx_coll_ctx_t *ctx, int peer, unsigned step, 
     glucx_tx_req_init(req);
     if (st != GLUCX_OK)
         return st;
-    GLUCX_TP(recv_begin, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
-             glucx_topo_link_id(ctx->topo, peer, ctx->rank), glucx_coll_tag(ctx, step), bytes);
+    const int me = ctx->comm_rank;
+    int from = glucx_coll_comm_rank(ctx, peer);
+    GLUCX_TP(recv_begin, ctx->trace_comm, me, ctx->trace_seq, step, from,
+             glucx_topo_link_id(ctx->topo, from, me), glucx_coll_tag(ctx, step), bytes);
     /* The signature is matched exactly when the transport can look for unexpected messages: a
      * message of another collective (or dtype, op, count) then never takes this receive's
      * place, and check_foreign finds it within CHECK_FOREIGN_NS. Without probe, a receive
      * takes any signature and the completion check names the difference. */
-    st = ctx->tx->ops->irecv(ctx->tx, &peer, 1, glucx_coll_tag(ctx, step),
+    st = ctx->tx->ops->irecv(ctx->tx, &from, 1, glucx_coll_tag(ctx, step),
                              ctx->tx->ops->probe != NULL ? 0 : GLUCX_COLL_TAG_SIG_MASK, buf, bytes,
                              req);
     if (st != GLUCX_OK)
-        GLUCX_TP(recv_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, peer,
-                 glucx_topo_link_id(ctx->topo, peer, ctx->rank), glucx_coll_tag(ctx, step),
-                 (uint64_t)0);
+        GLUCX_TP(recv_end, ctx->trace_comm, me, ctx->trace_seq, step, from,
+                 glucx_topo_link_id(ctx->topo, from, me), glucx_coll_tag(ctx, step), (uint64_t)0);
     if (st != GLUCX_OK)
-        return glucx_coll_fail(ctx, st, "cannot receive %zu bytes from rank %d: %s", bytes, peer,
+        return glucx_coll_fail(ctx, st, "cannot receive %zu bytes from rank %d: %s", bytes, from,
                                glucx_error_text());
     return GLUCX_OK;
+}
+
+void glucx_coll_subgroup(const glucx_coll_ctx_t *parent, const int *members, int n, int index,
+                         glucx_coll_ctx_t *sub)
+{
+    *sub = *parent;
+    sub->group = members;
+    sub->size = n;
+    sub->rank = index;
 }
 
 /* Formats "<coll> (seq S, algorithm A) on rank R: <text>", fails the transport with it (first
@@ -106,7 +117,7 @@ static glucx_status_t fail_v(glucx_coll_ctx_t *ctx, glucx_status_t status, const
     char text[sizeof(ctx->tx->failure)];
     int n = snprintf(text, sizeof(text),
                      "%s (seq %u, algorithm %s) on rank %d: ", glucx_coll_name(ctx->args->coll),
-                     ctx->seq, ctx->alg_name, ctx->rank);
+                     ctx->seq, ctx->alg_name, ctx->comm_rank);
     if (n > 0 && (size_t)n < sizeof(text))
         vsnprintf(text + n, sizeof(text) - (size_t)n, fmt, ap);
     ctx->tx->ops->fail(ctx->tx, status, text);
@@ -168,11 +179,11 @@ static void trace_xfer_ends(const glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, i
         const uint64_t tag = r->tag & TRACE_TAG_MASK;
         const uint32_t step = (uint32_t)((tag >> GLUCX_COLL_TAG_STEP_SHIFT) & GLUCX_COLL_STEP_MAX);
         if (r->is_recv)
-            GLUCX_TP(recv_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, r->peer,
-                     glucx_topo_link_id(ctx->topo, r->peer, ctx->rank), tag, r->bytes);
+            GLUCX_TP(recv_end, ctx->trace_comm, ctx->comm_rank, ctx->trace_seq, step, r->peer,
+                     glucx_topo_link_id(ctx->topo, r->peer, ctx->comm_rank), tag, r->bytes);
         else
-            GLUCX_TP(send_end, ctx->trace_comm, ctx->rank, ctx->trace_seq, step, r->peer,
-                     glucx_topo_link_id(ctx->topo, ctx->rank, r->peer), tag, r->posted);
+            GLUCX_TP(send_end, ctx->trace_comm, ctx->comm_rank, ctx->trace_seq, step, r->peer,
+                     glucx_topo_link_id(ctx->topo, ctx->comm_rank, r->peer), tag, r->posted);
     }
 }
 
@@ -191,9 +202,9 @@ static glucx_status_t check_foreign(glucx_coll_ctx_t *ctx)
 {
     const uint64_t ignore =
         GLUCX_COLL_TAG_SIG_MASK | ((uint64_t)GLUCX_COLL_STEP_MAX << GLUCX_COLL_TAG_STEP_SHIFT);
-    for (int p = 0; p < ctx->size; p++) {
+    for (int p = 0; p < ctx->comm_size; p++) {
         uint64_t tag = 0;
-        if (p != ctx->rank &&
+        if (p != ctx->comm_rank &&
             ctx->tx->ops->probe(ctx->tx, p, glucx_coll_tag(ctx, 0), ignore, &tag) &&
             (tag & GLUCX_COLL_TAG_SIG_MASK) != ctx->sig)
             return sig_mismatch(ctx, p, (uint16_t)(tag & GLUCX_COLL_TAG_SIG_MASK));
@@ -209,13 +220,13 @@ glucx_status_t glucx_coll_waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, i
     const int blocks = (GLUCX_TP_ON(wait_begin) || GLUCX_TP_ON(wait_end)) &&
                        glucx_tx_would_block(ctx->tx, reqs, n);
     if (blocks)
-        GLUCX_TP(wait_begin, ctx->trace_comm, ctx->rank, GLUCX_TP_WAIT_COLL, ctx->trace_seq, 0,
+        GLUCX_TP(wait_begin, ctx->trace_comm, ctx->comm_rank, GLUCX_TP_WAIT_COLL, ctx->trace_seq, 0,
                  (uint32_t)n, GLUCX_INPROGRESS);
     glucx_status_t st = waitall(ctx, reqs, n);
     if (GLUCX_TP_ON(send_end) || GLUCX_TP_ON(recv_end))
         trace_xfer_ends(ctx, reqs, n);
     if (blocks)
-        GLUCX_TP(wait_end, ctx->trace_comm, ctx->rank, GLUCX_TP_WAIT_COLL, ctx->trace_seq, 0,
+        GLUCX_TP(wait_end, ctx->trace_comm, ctx->comm_rank, GLUCX_TP_WAIT_COLL, ctx->trace_seq, 0,
                  (uint32_t)n, st);
     return st;
 }
@@ -548,8 +559,9 @@ glucx_status_t glucx_coll_ctx_init(glucx_coll_ctx_t *ctx, glucx_tx_t *tx, const 
     const glucx_coll_table_t *table = glucx_coll_tables[args->coll];
     memset(ctx, 0, sizeof(*ctx));
     ctx->tx = tx;
-    ctx->rank = tx->rank;
-    ctx->size = tx->size;
+    ctx->rank = ctx->comm_rank = tx->rank;
+    ctx->size = ctx->comm_size = tx->size;
+    ctx->group = NULL;
     ctx->args = args;
     ctx->topo = topo;
     ctx->seq = seq & GLUCX_COLL_TAG_SEQ_MASK;

@@ -38,6 +38,23 @@ static glucx_topo_t *topo_alloc(int size)
     return t;
 }
 
+/* package_size: the common size of the packages, or 0 */
+static glucx_status_t topo_finish(glucx_topo_t *t)
+{
+    int *count = calloc((size_t)t->npackages, sizeof(int));
+    if (count == NULL)
+        return glucx_error(GLUCX_ERR_NO_MEMORY, "topology: cannot allocate for %d packages",
+                           t->npackages);
+    for (int r = 0; r < t->size; r++)
+        count[t->package_of[r]]++;
+    t->package_size = count[0];
+    for (int k = 1; k < t->npackages; k++)
+        if (count[k] != count[0])
+            t->package_size = 0;
+    free(count);
+    return GLUCX_OK;
+}
+
 glucx_status_t glucx_topo_create(int size, const char *const *hostids, const glucx_topo_t *costs,
                                  glucx_topo_t **topo_p)
 {
@@ -64,6 +81,11 @@ glucx_status_t glucx_topo_create(int size, const char *const *hostids, const glu
         t->copy_ns_per_byte = costs->copy_ns_per_byte;
         memcpy(t->dim_cost, costs->dim_cost, sizeof(t->dim_cost));
     }
+    glucx_status_t st = topo_finish(t);
+    if (st != GLUCX_OK) {
+        glucx_topo_destroy(t);
+        return st;
+    }
     *topo_p = t;
     return GLUCX_OK;
 }
@@ -79,6 +101,11 @@ glucx_status_t glucx_topo_create_uniform(int size, int npackages, glucx_topo_t *
     t->npackages = npackages;
     for (int r = 0; r < size; r++)
         t->package_of[r] = (int)((long)r * npackages / size);
+    glucx_status_t st = topo_finish(t);
+    if (st != GLUCX_OK) {
+        glucx_topo_destroy(t);
+        return st;
+    }
     *topo_p = t;
     return GLUCX_OK;
 }
@@ -190,7 +217,7 @@ glucx_status_t glucx_topo_place(glucx_topo_t *t, const glucx_net_t *net, const i
                 t->cost[GLUCX_LINK_INTER] = worst;
         }
     }
-    return GLUCX_OK;
+    return topo_finish(t);
 }
 
 glucx_link_cost_t glucx_topo_dim_cost(const glucx_topo_t *t, int dim)

@@ -147,10 +147,11 @@ int glucx_net_package_route(const glucx_net_t *net, int src_pkg, int dst_pkg, in
 uint64_t glucx_net_digest(const glucx_net_t *net);
 
 typedef struct glucx_topo {
-    int size;        /**< ranks */
-    int npackages;   /**< distinct packages */
-    int *package_of; /**< [size]: package index of each rank, 0..npackages-1, numbered in
-                          order of first appearance by rank */
+    int size;         /**< ranks */
+    int npackages;    /**< distinct packages */
+    int *package_of;  /**< [size]: package index of each rank, 0..npackages-1, numbered in
+                           order of first appearance by rank */
+    int package_size; /**< ranks per package when every package has as many, else 0 */
     glucx_link_cost_t cost[GLUCX_LINK_CLASS_COUNT];
     double gamma_ns_per_byte; /**< local reduction cost, ns per byte of one operand */
     double copy_ns_per_byte;  /**< local memcpy cost, ns per byte */

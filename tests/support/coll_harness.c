@@ -557,7 +557,8 @@ static void case_free(case_run_t *run, int n)
             free(run->rk[r].displs);
         }
     free(run->rk);
-    glucx_topo_destroy(run->topo);
+    if (run->c->topo == NULL)
+        glucx_topo_destroy(run->topo);
 }
 
 /* Fill inputs and outputs of every rank for one run. */
@@ -731,7 +732,15 @@ int glucx_test_run_case(glucx_test_case_t *c)
         return 1;
     }
     run.rk = calloc((size_t)n, sizeof(*run.rk));
-    if (run.rk == NULL || glucx_topo_create_uniform(n, 1, &run.topo) != GLUCX_OK ||
+    if (c->topo != NULL && c->topo->size != n) {
+        fprintf(stderr, "test case: topology of %d ranks for %d\n", c->topo->size, n);
+        free(run.rk);
+        return 1;
+    }
+    if (c->topo != NULL)
+        run.topo = (glucx_topo_t *)c->topo; /* borrowed: not destroyed below */
+    if (run.rk == NULL ||
+        (c->topo == NULL && glucx_topo_create_uniform(n, 1, &run.topo) != GLUCX_OK) ||
         glucx_fake_world_create(n, &w) != GLUCX_OK)
         goto out;
     const int runs = c->expect == GLUCX_OK && c->kill_rank < 0 ? 2 : 1;
@@ -749,6 +758,7 @@ int glucx_test_run_case(glucx_test_case_t *c)
                 for (int q = 0; q < n; q++) {
                     c->msgs_sent[r] += msgs[q];
                     c->bytes_sent[r] += bytes[q];
+                    c->pair_bytes[r][q] = bytes[q];
                 }
             }
         /* statuses: all equal to expect (or all UNSUPPORTED) */

@@ -108,6 +108,9 @@ typedef struct glucx_test_case {
                      every rank's bytes equal rank 0's */
     uint64_t seed;
     int64_t timeout_ms; /**< default (0): glucx_test_ms(20000) */
+    /** The topology every rank runs on (borrowed; its size must be c->size); NULL: one package
+     *  of c->size ranks (glucx_topo_create_uniform). */
+    const glucx_topo_t *topo;
     /* faults: bad_rank >= 0 runs with bad_count / bad_dtype / bad_counts instead */
     int bad_rank; /**< -1 (set by glucx_test_case_init) for none */
     size_t bad_count;
@@ -117,10 +120,11 @@ typedef struct glucx_test_case {
     glucx_status_t expect;     /**< status every (surviving) rank must return (default GLUCX_OK) */
     glucx_status_t expect_alt; /**< also accepted (default: same as expect) */
     /* outputs */
-    uint64_t bytes_sent[64]; /**< per rank: bytes sent in the (first) run */
-    uint64_t msgs_sent[64];  /**< per rank: messages sent in the (first) run */
-    glucx_status_t status;   /**< the status all ranks agreed on */
-    int n_expect;            /**< how many ranks returned exactly c->expect */
+    uint64_t bytes_sent[64];     /**< per rank: bytes sent in the (first) run */
+    uint64_t msgs_sent[64];      /**< per rank: messages sent in the (first) run */
+    uint64_t pair_bytes[64][64]; /**< [src][dst]: bytes src sent to dst in the (first) run */
+    glucx_status_t status;       /**< the status all ranks agreed on */
+    int n_expect;                /**< how many ranks returned exactly c->expect */
 } glucx_test_case_t;
 
 /** Defaults: no fault, OK expected, seed 1. */

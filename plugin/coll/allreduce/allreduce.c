@@ -17,6 +17,16 @@ static const glucx_coll_alg_t algs[GLUCX_ALLREDUCE_ALG_COUNT] = {
                                       "allgather, for medium/large messages (Rabenseifner 2004)",
                                       glucx_allreduce_rabenseifner_cost,
                                       glucx_allreduce_rabenseifner_run},
+    [GLUCX_ALLREDUCE_HIERARCHICAL] = {"hierarchical",
+                                      "reduce-scatter inside the package, allreduce of each "
+                                      "rank's share along each outer dimension, allgather inside "
+                                      "(two-level allreduce, Horovod/NCCL hierarchical)",
+                                      glucx_allreduce_hierarchical_cost,
+                                      glucx_allreduce_hierarchical_run},
+    [GLUCX_ALLREDUCE_TORUS] = {"torus",
+                               "reduce-scatter along every dimension in turn, allgather back "
+                               "(2D/3D-torus allreduce, Mikami et al. 2018)",
+                               glucx_allreduce_torus_cost, glucx_allreduce_torus_run},
 };
 
 const glucx_coll_table_t glucx_allreduce_table = {algs, GLUCX_ALLREDUCE_ALG_COUNT};

@@ -14,6 +14,8 @@ typedef enum glucx_allreduce_alg {
     GLUCX_ALLREDUCE_RECURSIVE_DOUBLING,
     GLUCX_ALLREDUCE_RING,
     GLUCX_ALLREDUCE_RABENSEIFNER,
+    GLUCX_ALLREDUCE_HIERARCHICAL,
+    GLUCX_ALLREDUCE_TORUS,
     GLUCX_ALLREDUCE_ALG_COUNT
 } glucx_allreduce_alg_t;
 
@@ -32,6 +34,12 @@ glucx_status_t glucx_allreduce_ring_run(glucx_coll_ctx_t *ctx);
  * send the whole input to rank r+1 at step 0, then receive the final result from it at
  * @p last_step. In place (in == out) the receive is posted only after the send completed.
  */
+/* plugin/coll/allreduce/hierarchical.c: topology-aware (INFINITY on one package) */
+double glucx_allreduce_hierarchical_cost(const glucx_topo_t *topo, size_t bytes);
+glucx_status_t glucx_allreduce_hierarchical_run(glucx_coll_ctx_t *ctx);
+double glucx_allreduce_torus_cost(const glucx_topo_t *topo, size_t bytes);
+glucx_status_t glucx_allreduce_torus_run(glucx_coll_ctx_t *ctx);
+
 glucx_status_t glucx_allreduce_fold_out(glucx_coll_ctx_t *ctx, const void *in, void *out,
                                         size_t bytes, unsigned last_step);
 

@@ -14,6 +14,7 @@
 
 #include "support/coll_harness.h"
 #include "support/fake_tx.h"
+#include "topo/topo.h"
 
 enum { MAXN = 8, COUNT = 1001 };
 
@@ -24,6 +25,8 @@ typedef struct job {
     size_t shift; /* recvbuf = buffer + shift elements; sendbuf = buffer (shift 0: same pointer) */
     int32_t *buf[MAXN];
     int32_t *want[MAXN];
+    glucx_topo_t *topo; /* two packages for an even n (the hierarchical rows then run their
+                           phases), else one */
 } job_t;
 
 static int32_t value(int rank, size_t i)
@@ -94,7 +97,7 @@ static int rank_fn(glucx_fake_world_t *w, int r, void *arg)
                            .count = COUNT,
                            .dtype = GLUCX_DTYPE_I32,
                            .op = GLUCX_OP_SUM};
-    glucx_status_t st = glucx_test_coll(glucx_fake_tx(w, r), NULL, &a, j->alg, 1, 20000);
+    glucx_status_t st = glucx_test_coll(glucx_fake_tx(w, r), j->topo, &a, j->alg, 1, 20000);
     GLUCX_TEST_CHECK(st == GLUCX_OK, "%s: %s", glucx_status_string(st), glucx_last_error());
     size_t out = j->coll == GLUCX_COLL_ALLTOALL || j->coll == GLUCX_COLL_ALLGATHER
                      ? COUNT * (size_t)j->n
@@ -118,10 +121,12 @@ static void run_all(glucx_coll_t coll, size_t shift)
             job_t j = {.coll = coll, .alg = alg, .n = n, .shift = shift};
             for (int r = 0; r < n; r++)
                 prepare(&j, r);
+            assert_int_equal(glucx_topo_create_uniform(n, n % 2 ? 1 : 2, &j.topo), GLUCX_OK);
             glucx_fake_world_t *w;
             assert_int_equal(glucx_fake_world_create(n, &w), GLUCX_OK);
             int rc = glucx_fake_run(w, rank_fn, &j);
             glucx_fake_world_destroy(w);
+            glucx_topo_destroy(j.topo);
             for (int r = 0; r < n; r++) {
                 free(j.buf[r]);
                 free(j.want[r]);

@@ -1,0 +1,246 @@
+/*
+ * The shape of the network for the topology-aware algorithms, each rank's lines through it, and
+ * the direct (full-mesh) engines. See hier.h.
+ */
+#include "coll/hier.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/allgather/ring.h"
+#include "coll/reduce_scatter/ring.h"
+
+/* With a topology file the communicator covers exactly, its outer dimensions; else none. */
+static const glucx_net_t *covered_net(const glucx_topo_t *t)
+{
+    return t->net != NULL && t->net_rank != NULL && t->net->nranks == t->size ? t->net : NULL;
+}
+
+int glucx_coll_shape(const glucx_topo_t *t, glucx_coll_shape_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (t->package_size < 1)
+        return 0;
+    const int p = t->package_size;
+    const glucx_net_t *net = covered_net(t);
+    s->ndims = 1;
+    s->size[0] = p;
+    s->flows[0] = 1;
+    if (net != NULL) {
+        s->engine[0] = net->dim[0].kind == GLUCX_DIM_RING ? GLUCX_ENGINE_RING : GLUCX_ENGINE_DIRECT;
+        s->link[0] = glucx_topo_dim_cost(t, 0);
+        for (int d = 1; d < net->ndims; d++) {
+            if (net->dim[d].size < 2)
+                continue;
+            const int k = s->ndims++;
+            s->size[k] = net->dim[d].size;
+            s->engine[k] =
+                net->dim[d].kind == GLUCX_DIM_RING ? GLUCX_ENGINE_RING : GLUCX_ENGINE_DIRECT;
+            s->link[k] = glucx_topo_dim_cost(t, d);
+            s->flows[k] = p;
+        }
+        return 1;
+    }
+    /* without a file: shared memory inside a host, a switch between hosts */
+    s->engine[0] = GLUCX_ENGINE_DIRECT;
+    s->link[0] = t->cost[GLUCX_LINK_INTRA];
+    if (t->npackages > 1) {
+        s->ndims = 2;
+        s->size[1] = t->npackages;
+        s->engine[1] = GLUCX_ENGINE_DIRECT;
+        s->link[1] = t->cost[GLUCX_LINK_INTER];
+        s->flows[1] = p;
+    }
+    return 1;
+}
+
+double glucx_coll_dim_cost(const glucx_coll_shape_t *s, int d, double bytes, double gamma)
+{
+    const double n = s->size[d];
+    if (n <= 1)
+        return 0;
+    const glucx_link_cost_t l = s->link[d];
+    const double steps = s->engine[d] == GLUCX_ENGINE_DIRECT ? 1 : n - 1;
+    return steps * l.alpha_ns + (n - 1) / n * bytes * (l.beta_ns_per_byte * s->flows[d] + gamma);
+}
+
+glucx_status_t glucx_coll_layout_init(glucx_coll_ctx_t *ctx, glucx_coll_layout_t *layout)
+{
+    memset(layout, 0, sizeof(*layout));
+    const glucx_topo_t *t = ctx->topo;
+    if (t == NULL || t->size != ctx->size || !glucx_coll_shape(t, &layout->shape))
+        return GLUCX_ERR_UNSUPPORTED;
+    const glucx_coll_shape_t *s = &layout->shape;
+    const int n = t->size, P = t->npackages, p = t->package_size;
+    const glucx_net_t *net = covered_net(t);
+    size_t nline = 0;
+    for (int d = 0; d < s->ndims; d++)
+        nline += (size_t)s->size[d];
+    glucx_status_t st;
+    int *mem = glucx_coll_malloc(ctx, sizeof(int) * ((size_t)P * 2 + (size_t)n + nline), &st);
+    if (mem == NULL)
+        return st;
+    layout->storage_ = mem;
+    layout->pkg_pos = mem;
+    int *fill = mem + P;
+    layout->ranks = mem + 2 * (size_t)P;
+    int *lines = layout->ranks + n;
+
+    /* a package's position: its file package index (outer coordinates, innermost fastest) */
+    for (int k = 0; k < P; k++)
+        layout->pkg_pos[k] = -1;
+    for (int r = 0; r < n; r++) {
+        const int k = t->package_of[r];
+        if (layout->pkg_pos[k] < 0)
+            layout->pkg_pos[k] = net != NULL ? t->net_rank[r] / net->ranks_per_package : k;
+    }
+    /* ranks[pos * p + l]: package at position pos, local rank l (rank order inside it) */
+    memset(fill, 0, sizeof(int) * (size_t)P);
+    int me_local = 0;
+    for (int r = 0; r < n; r++) {
+        const int k = t->package_of[r], l = fill[k]++;
+        layout->ranks[layout->pkg_pos[k] * p + l] = r;
+        if (r == ctx->rank)
+            me_local = l;
+    }
+    const int me_pos = layout->pkg_pos[t->package_of[ctx->rank]];
+
+    /* lines: dimension 0 is the package; an outer one varies one coordinate of the position */
+    layout->line[0] = lines;
+    layout->index[0] = me_local;
+    for (int l = 0; l < p; l++)
+        lines[l] = layout->ranks[me_pos * p + l];
+    lines += p;
+    int k = 1;
+    for (int d = 1; k < s->ndims; d++) {
+        int stride = 1, size = P;
+        if (net != NULL) {
+            if (net->dim[d].size < 2)
+                continue;
+            stride = net->pkg_stride[d];
+            size = net->dim[d].size;
+        }
+        const int c = (me_pos / stride) % size;
+        layout->line[k] = lines;
+        layout->index[k] = c;
+        for (int i = 0; i < size; i++)
+            lines[i] = layout->ranks[(me_pos + (i - c) * stride) * p + me_local];
+        lines += size;
+        k++;
+    }
+    return GLUCX_OK;
+}
+
+void glucx_coll_layout_fini(glucx_coll_layout_t *layout)
+{
+    free(layout->storage_);
+    layout->storage_ = NULL;
+}
+
+glucx_status_t glucx_coll_direct_reduce_scatter_blocks(glucx_coll_ctx_t *ctx, const char *in,
+                                                       const size_t *in_off, const size_t *len,
+                                                       char *out, unsigned step)
+{
+    const int n = ctx->size, r = ctx->rank;
+    const size_t es = ctx->esize, mine = len[r] * es;
+    const char *own = in + in_off[r] * es;
+    if (n == 1) {
+        glucx_coll_copy(out, own, mine);
+        return GLUCX_OK;
+    }
+    /* the own contribution is read after the first combine wrote out: keep a copy if they
+     * alias and the own rank is not among the first two operands */
+    const int keep_own = out == own && r >= 2;
+    glucx_status_t st;
+    char *scratch = glucx_coll_malloc(ctx, ((size_t)n - 1 + (size_t)keep_own) * mine, &st);
+    if (scratch == NULL)
+        return st;
+    glucx_tx_req_t *reqs = glucx_coll_malloc(ctx, sizeof(*reqs) * 2 * ((size_t)n - 1), &st);
+    if (reqs == NULL) {
+        free(scratch);
+        return st;
+    }
+    int nr = 0;
+    for (int g = 0; g < n && st == GLUCX_OK; g++)
+        if (g != r)
+            st = glucx_coll_irecv(ctx, g, step, scratch + (size_t)(g < r ? g : g - 1) * mine, mine,
+                                  &reqs[nr++]);
+    for (int k = 1; k < n && st == GLUCX_OK; k++) { /* r+1 first: spread the load */
+        const int g = (r + k) % n;
+        st = glucx_coll_isend(ctx, g, step, in + in_off[g] * es, len[g] * es, &reqs[nr++]);
+    }
+    if (st == GLUCX_OK)
+        st = glucx_coll_waitall(ctx, reqs, nr);
+    if (st == GLUCX_OK) {
+        if (keep_own) {
+            char *copy = scratch + (size_t)(n - 1) * mine;
+            memcpy(copy, own, mine);
+            own = copy;
+        }
+#define CONTRIB(g) ((g) == r ? own : scratch + (size_t)((g) < r ? (g) : (g)-1) * mine)
+        glucx_coll_reduce(ctx, out, CONTRIB(0), CONTRIB(1), len[r]);
+        for (int g = 2; g < n; g++)
+            glucx_coll_reduce(ctx, out, out, CONTRIB(g), len[r]);
+#undef CONTRIB
+    }
+    /* on failure the transport completed every outstanding request: both may go */
+    free(reqs);
+    free(scratch);
+    return st;
+}
+
+glucx_status_t glucx_coll_direct_allgather_blocks(glucx_coll_ctx_t *ctx, char *buf,
+                                                  const size_t *off, const size_t *len,
+                                                  unsigned step, const void *own)
+{
+    const int n = ctx->size, r = ctx->rank;
+    const size_t es = ctx->esize;
+    const char *src = own != NULL ? (const char *)own : buf + off[r] * es;
+    if (n > 1) {
+        glucx_status_t st;
+        glucx_tx_req_t *reqs = glucx_coll_malloc(ctx, sizeof(*reqs) * 2 * ((size_t)n - 1), &st);
+        if (reqs == NULL)
+            return st;
+        int nr = 0;
+        for (int g = 0; g < n && st == GLUCX_OK; g++)
+            if (g != r)
+                st = glucx_coll_irecv(ctx, g, step, buf + off[g] * es, len[g] * es, &reqs[nr++]);
+        for (int k = 1; k < n && st == GLUCX_OK; k++)
+            st = glucx_coll_isend(ctx, (r + k) % n, step, src, len[r] * es, &reqs[nr++]);
+        if (st == GLUCX_OK)
+            st = glucx_coll_waitall(ctx, reqs, nr);
+        free(reqs);
+        if (st != GLUCX_OK)
+            return st;
+    }
+    glucx_coll_copy(buf + off[r] * es, src, len[r] * es);
+    return GLUCX_OK;
+}
+
+glucx_status_t glucx_coll_dim_reduce_scatter(glucx_coll_ctx_t *ctx, glucx_coll_engine_t engine,
+                                             const char *in, char *work, const size_t *off,
+                                             const size_t *len, char *out, unsigned *step)
+{
+    if (engine == GLUCX_ENGINE_DIRECT) {
+        glucx_status_t st = glucx_coll_direct_reduce_scatter_blocks(ctx, in, off, len, out, *step);
+        *step += 1;
+        return st;
+    }
+    glucx_status_t st = glucx_coll_ring_reduce_scatter_blocks(ctx, in, off, len, work, out, *step);
+    *step += (unsigned)(ctx->size > 1 ? ctx->size - 1 : 0);
+    return st;
+}
+
+glucx_status_t glucx_coll_dim_allgather(glucx_coll_ctx_t *ctx, glucx_coll_engine_t engine,
+                                        char *buf, const size_t *off, const size_t *len,
+                                        unsigned *step)
+{
+    if (engine == GLUCX_ENGINE_DIRECT) {
+        glucx_status_t st = glucx_coll_direct_allgather_blocks(ctx, buf, off, len, *step, NULL);
+        *step += 1;
+        return st;
+    }
+    glucx_status_t st = glucx_coll_ring_allgather_blocks(ctx, buf, off, len, *step, NULL);
+    *step += (unsigned)(ctx->size > 1 ? ctx->size - 1 : 0);
+    return st;
+}

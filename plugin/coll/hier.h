@@ -1,0 +1,128 @@
+/**
+ * Internal: what the topology-aware algorithms know of the network (glucx_coll_shape, pure, for
+ * the cost functions) and of this rank's place in it (glucx_coll_layout, for the run functions),
+ * and the direct (full-mesh) engines they compose with the ring engines.
+ *
+ * The network is seen as dimensions, innermost first. Dimension 0 is the package: the p ranks of
+ * one package (host), in communicator rank order, member l being the package's "local rank" l.
+ * The outer dimensions connect packages. With a topology file that the communicator covers
+ * exactly (every rank of the file present, GLUCX_TOPOLOGY), they are the file's outer dimensions
+ * of size > 1, a package's coordinate along each being its file coordinate; otherwise there is
+ * one outer dimension of all packages in package order (the switch between hosts that glucx
+ * assumes without a file). A "line" along dimension d through a rank is the ranks with its local
+ * rank whose packages differ from its own in coordinate d only, ordered by that coordinate: the
+ * group a phase of a hierarchical algorithm runs on.
+ *
+ * Packages must be of equal size; otherwise there is no shape and the hierarchical algorithms
+ * return GLUCX_ERR_UNSUPPORTED (the core then runs the next algorithm by cost). A package of one
+ * rank is a dimension 0 of size 1, which every algorithm handles (its phases there are copies).
+ */
+#ifndef GLUCX_COLL_HIER_H
+#define GLUCX_COLL_HIER_H
+
+#include "coll/coll.h"
+
+/** How a phase moves data along one dimension. */
+typedef enum glucx_coll_engine {
+    GLUCX_ENGINE_DIRECT, /**< every member to every member at once: a FullyConnected dimension */
+    GLUCX_ENGINE_RING    /**< pipelined ring along the line: a Ring or a Switch dimension */
+} glucx_coll_engine_t;
+
+/** The dimensions of a topology as the hierarchical algorithms and their costs see them. */
+typedef struct glucx_coll_shape {
+    int ndims;                    /**< dimension 0 (the package) and the outer ones */
+    int size[GLUCX_NET_MAX_DIMS]; /**< members along each dimension; product = ranks */
+    glucx_coll_engine_t engine[GLUCX_NET_MAX_DIMS];
+    glucx_link_cost_t link[GLUCX_NET_MAX_DIMS]; /**< cost of one link of the dimension */
+    /** Flows that share one link of the dimension when every local rank runs its line's phase
+     *  at once: 1 inside the package, ranks per package outside it (their messages cross the same
+     *  links between two packages). */
+    int flows[GLUCX_NET_MAX_DIMS];
+} glucx_coll_shape_t;
+
+/**
+ * The shape of @p topo (see above). Link costs: with a file, glucx_topo_dim_cost (calibrated
+ * where measured, else nominal); without, the link-class costs (INTRA inside, INTER between).
+ * @return 1 with @p shape filled, 0 when packages are of unequal size (no shape). Pure.
+ */
+int glucx_coll_shape(const glucx_topo_t *topo, glucx_coll_shape_t *shape);
+
+/** This rank's place in the shape: its line (group) along every dimension. */
+typedef struct glucx_coll_layout {
+    glucx_coll_shape_t shape;
+    int index[GLUCX_NET_MAX_DIMS]; /**< this rank's position in each line */
+    int *line[GLUCX_NET_MAX_DIMS]; /**< communicator ranks of each line, [shape.size[d]] */
+    /** For every package: its position in the outer dimensions' order (outer coordinates,
+     *  dimension 1 fastest), [npackages]; and each package's ranks in rank order,
+     *  ranks[k * p + l] (k: that position, l: local rank). */
+    int *pkg_pos;
+    int *ranks;
+    int *storage_; /* private */
+} glucx_coll_layout_t;
+
+/**
+ * Build this rank's layout (ctx->rank of ctx->topo; ctx must be the communicator's context, not
+ * a subgroup's). @return GLUCX_OK; GLUCX_ERR_UNSUPPORTED when there is no shape (before any
+ * traffic: the same on every rank); GLUCX_ERR_NO_MEMORY (collective failed, peers notified).
+ * Release with glucx_coll_layout_fini.
+ */
+glucx_status_t glucx_coll_layout_init(glucx_coll_ctx_t *ctx, glucx_coll_layout_t *layout);
+void glucx_coll_layout_fini(glucx_coll_layout_t *layout);
+
+/** Run dimension @p d's phase on the subgroup of this rank's line: fills @p sub. */
+static inline void glucx_coll_layout_line(const glucx_coll_ctx_t *ctx,
+                                          const glucx_coll_layout_t *layout, int d,
+                                          glucx_coll_ctx_t *sub)
+{
+    glucx_coll_subgroup(ctx, layout->line[d], layout->shape.size[d], layout->index[d], sub);
+}
+
+/* ---- direct (full-mesh) engines, on ctx's group ---- */
+
+/**
+ * Direct reduce-scatter: block b (len[b] elements at element offset in_off[b] of @p in) goes
+ * straight to group rank b, all at once (one step); this rank receives its block from every
+ * other member and reduces the n contributions in group rank order (the lowest first, coll.h's
+ * canonical order) into @p out (len[rank] elements). @p out may equal in + in_off[rank] exactly
+ * (in place); no other overlap. Scratch: (n-1) received blocks. Uses step @p step.
+ * Cost on a full mesh: alpha + (n-1)/n m beta + (n-1)/n m gamma (m: all blocks).
+ * Source: the direct (pairwise, one-shot) reduce-scatter of fully connected packages, as NCCL
+ * uses inside an NVLink/NVSwitch domain.
+ * @return GLUCX_OK or the failure status (the transport is failed then).
+ */
+glucx_status_t glucx_coll_direct_reduce_scatter_blocks(glucx_coll_ctx_t *ctx, const char *in,
+                                                       const size_t *in_off, const size_t *len,
+                                                       char *out, unsigned step);
+
+/**
+ * Direct allgather inside @p buf: block b is len[b] elements at element offset off[b]; this
+ * rank's block is sent from @p own (NULL: its place in buf) to every other member at once and
+ * copied into place at the end; the others' blocks are received straight into place. One step
+ * (@p step). Blocks must not overlap. Cost on a full mesh: alpha + (n-1)/n m beta.
+ * @return GLUCX_OK or the failure status (the transport is failed then).
+ */
+glucx_status_t glucx_coll_direct_allgather_blocks(glucx_coll_ctx_t *ctx, char *buf,
+                                                  const size_t *off, const size_t *len,
+                                                  unsigned step, const void *own);
+
+/**
+ * Reduce-scatter of ctx's group along one dimension with @p engine: as
+ * glucx_coll_direct_reduce_scatter_blocks (DIRECT) or glucx_coll_ring_reduce_scatter_blocks
+ * (RING: partial results of block b go to @p work at element offset off[b]; @p work may equal
+ * @p in). Advances *step by the steps it used.
+ */
+glucx_status_t glucx_coll_dim_reduce_scatter(glucx_coll_ctx_t *ctx, glucx_coll_engine_t engine,
+                                             const char *in, char *work, const size_t *off,
+                                             const size_t *len, char *out, unsigned *step);
+
+/** Allgather of ctx's group along one dimension with @p engine (blocks in @p buf, own in
+ *  place); advances *step by the steps it used. */
+glucx_status_t glucx_coll_dim_allgather(glucx_coll_ctx_t *ctx, glucx_coll_engine_t engine,
+                                        char *buf, const size_t *off, const size_t *len,
+                                        unsigned *step);
+
+/** Predicted time of one dimension's reduce-scatter (@p gamma: the reduction's cost per byte; 0
+ *  for an allgather) of @p bytes in total over that dimension's @p d links. */
+double glucx_coll_dim_cost(const glucx_coll_shape_t *s, int d, double bytes, double gamma);
+
+#endif
