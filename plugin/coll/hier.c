@@ -54,14 +54,15 @@ int glucx_coll_shape(const glucx_topo_t *t, glucx_coll_shape_t *s)
     return 1;
 }
 
-double glucx_coll_dim_cost(const glucx_coll_shape_t *s, int d, double bytes, double gamma)
+double glucx_coll_dim_cost(const glucx_coll_shape_t *s, int d, double bytes, double gamma,
+                           int flows)
 {
     const double n = s->size[d];
     if (n <= 1)
         return 0;
     const glucx_link_cost_t l = s->link[d];
     const double steps = s->engine[d] == GLUCX_ENGINE_DIRECT ? 1 : n - 1;
-    return steps * l.alpha_ns + (n - 1) / n * bytes * (l.beta_ns_per_byte * s->flows[d] + gamma);
+    return steps * l.alpha_ns + (n - 1) / n * bytes * (l.beta_ns_per_byte * flows + gamma);
 }
 
 glucx_status_t glucx_coll_layout_init(glucx_coll_ctx_t *ctx, glucx_coll_layout_t *layout)

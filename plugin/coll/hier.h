@@ -122,7 +122,9 @@ glucx_status_t glucx_coll_dim_allgather(glucx_coll_ctx_t *ctx, glucx_coll_engine
                                         unsigned *step);
 
 /** Predicted time of one dimension's reduce-scatter (@p gamma: the reduction's cost per byte; 0
- *  for an allgather) of @p bytes in total over that dimension's @p d links. */
-double glucx_coll_dim_cost(const glucx_coll_shape_t *s, int d, double bytes, double gamma);
+ *  for an allgather) of @p bytes in total over that dimension's @p d links, with @p flows such
+ *  phases sharing each link (s->flows[d] when every local rank runs one). */
+double glucx_coll_dim_cost(const glucx_coll_shape_t *s, int d, double bytes, double gamma,
+                           int flows);
 
 #endif

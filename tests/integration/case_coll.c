@@ -23,7 +23,7 @@
 #define MAX_ALGS 8
 static const char *const alg_names[GLUCX_COLL_COUNT][MAX_ALGS] = {
     [GLUCX_COLL_ALLREDUCE] = {"ring", "recursive_doubling", "rabenseifner", "hierarchical", "torus",
-                              NULL},
+                              "torus_rotated", NULL},
     [GLUCX_COLL_ALLGATHER] = {"ring", "recursive_doubling", "bruck", NULL},
     [GLUCX_COLL_ALLGATHERV] = {"ring", "bruck", NULL},
     [GLUCX_COLL_REDUCE_SCATTER] = {"ring", "halving", NULL},

@@ -27,6 +27,12 @@ static const glucx_coll_alg_t algs[GLUCX_ALLREDUCE_ALG_COUNT] = {
                                "reduce-scatter along every dimension in turn, allgather back "
                                "(2D/3D-torus allreduce, Mikami et al. 2018)",
                                glucx_allreduce_torus_cost, glucx_allreduce_torus_run},
+    [GLUCX_ALLREDUCE_TORUS_ROTATED] = {"torus_rotated",
+                                       "the torus allreduce with each package rank's share "
+                                       "starting in a different dimension, so all dimensions' "
+                                       "links work at once (after Themis, ISCA 2022)",
+                                       glucx_allreduce_torus_rotated_cost,
+                                       glucx_allreduce_torus_rotated_run},
 };
 
 const glucx_coll_table_t glucx_allreduce_table = {algs, GLUCX_ALLREDUCE_ALG_COUNT};

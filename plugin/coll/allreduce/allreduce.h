@@ -16,6 +16,7 @@ typedef enum glucx_allreduce_alg {
     GLUCX_ALLREDUCE_RABENSEIFNER,
     GLUCX_ALLREDUCE_HIERARCHICAL,
     GLUCX_ALLREDUCE_TORUS,
+    GLUCX_ALLREDUCE_TORUS_ROTATED,
     GLUCX_ALLREDUCE_ALG_COUNT
 } glucx_allreduce_alg_t;
 
@@ -39,6 +40,8 @@ double glucx_allreduce_hierarchical_cost(const glucx_topo_t *topo, size_t bytes)
 glucx_status_t glucx_allreduce_hierarchical_run(glucx_coll_ctx_t *ctx);
 double glucx_allreduce_torus_cost(const glucx_topo_t *topo, size_t bytes);
 glucx_status_t glucx_allreduce_torus_run(glucx_coll_ctx_t *ctx);
+double glucx_allreduce_torus_rotated_cost(const glucx_topo_t *topo, size_t bytes);
+glucx_status_t glucx_allreduce_torus_rotated_run(glucx_coll_ctx_t *ctx);
 
 glucx_status_t glucx_allreduce_fold_out(glucx_coll_ctx_t *ctx, const void *in, void *out,
                                         size_t bytes, unsigned last_step);

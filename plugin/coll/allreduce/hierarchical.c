@@ -1,5 +1,5 @@
 /*
- * Allreduce on a hierarchical network: "hierarchical" and "torus".
+ * Allreduce on a hierarchical network: "hierarchical", "torus" and "torus_rotated".
  *
  * Both run phases on the lines of plugin/coll/hier.h (the package, then one line per outer
  * dimension through this rank), each phase with the engine of its dimension (direct on a
@@ -26,6 +26,18 @@
  * back), generalised to any number of dimensions as in Sack & Gropp's multi-dimensional
  * collectives.
  *
+ * torus_rotated: the torus with each package rank's share taking the outer dimensions in its own
+ * order, local rank l starting at outer dimension 1 + l mod D (D outer dimensions): while the
+ * shares of some ranks cross dimension 1's links, others cross dimension 2's, so every
+ * dimension's links carry data in every phase instead of one dimension at a time. The shares
+ * are the chunks; the lines of different local ranks are disjoint, so no rank runs two phases
+ * at once. Cost: phase j takes the longest of its rotations, each rotation's ranks sharing the
+ * links of the dimension it is on. On the 2x2 torus of packages of 2 this halves the bytes per
+ * link and phase against the torus (0.75 m / B per link against 1.5 m / B; flat ring 1.75).
+ * Source: the multi-dimensional, load-balanced collectives of Themis (Rashidi et al., ISCA
+ * 2022), which split the data into chunks scheduled on the dimensions in different orders; here
+ * the chunks and their orders are fixed by the local rank, so every rank derives the same plan.
+ *
  * Every element is reduced once, on the rank that owns it at the deepest reduce-scatter, and then
  * only copied: every rank ends with bitwise the same vector. Unequal packages: no shape,
  * GLUCX_ERR_UNSUPPORTED before any traffic.
@@ -37,33 +49,67 @@
 #include "coll/allreduce/allreduce.h"
 #include "coll/hier.h"
 
-/* The two share the cost terms; torus != 0 for the torus. */
-static double dims_cost(const glucx_topo_t *topo, size_t bytes, int torus)
+/* The three variants (run_dims's mode) */
+enum { HIERARCHICAL, TORUS, TORUS_ROTATED };
+
+/* The outer dimension (shape index) local rank @p l visits at phase @p j: in order, or for
+ * TORUS_ROTATED starting at dimension 1 + l mod (outer dimensions). */
+static int outer_dim(const glucx_coll_shape_t *s, int mode, int l, int j)
+{
+    const int nout = s->ndims - 1;
+    return 1 + (j + (mode == TORUS_ROTATED ? l % nout : 0)) % nout;
+}
+
+static double dims_cost(const glucx_topo_t *topo, size_t bytes, int mode)
 {
     glucx_coll_shape_t s;
     if (!glucx_coll_shape(topo, &s) || s.ndims < 2)
         return INFINITY; /* one package: the flat algorithms */
     const double g = topo->gamma_ns_per_byte;
-    double m = (double)bytes, c = 0;
-    for (int d = 0; d < s.ndims; d++) {
-        c += glucx_coll_dim_cost(&s, d, m, g) + glucx_coll_dim_cost(&s, d, m, 0);
-        if (torus || d == 0)
-            m /= s.size[d];
+    const int p = s.size[0], nout = s.ndims - 1;
+    /* inside the package: reduce-scatter and allgather of everything */
+    double c = glucx_coll_dim_cost(&s, 0, (double)bytes, g, 1) +
+               glucx_coll_dim_cost(&s, 0, (double)bytes, 0, 1);
+    /* outside: phase j of every local rank at once; the ranks of one rotation share the links
+     * of the dimension they are on (the rotations are on different dimensions) */
+    const int nrot = mode == TORUS_ROTATED ? (p < nout ? p : nout) : 1;
+    for (int rs = 1; rs >= 0; rs--) {
+        for (int j = 0; j < nout; j++) {
+            double phase = 0;
+            for (int rot = 0; rot < nrot; rot++) {
+                const int flows = mode == TORUS_ROTATED ? (p - rot + nout - 1) / nout : p;
+                double m = (double)bytes / p; /* the share, down to phase j */
+                for (int k = 0; k < j && mode != HIERARCHICAL; k++)
+                    m /= s.size[outer_dim(&s, mode, rot, k)];
+                const int d = outer_dim(&s, mode, rot, j);
+                double t = glucx_coll_dim_cost(&s, d, m, rs ? g : 0, flows);
+                if (mode == HIERARCHICAL) /* an allreduce along each dimension in turn */
+                    t += glucx_coll_dim_cost(&s, d, m, rs ? 0 : g, flows);
+                if (t > phase)
+                    phase = t;
+            }
+            c += mode == HIERARCHICAL && !rs ? 0 : phase;
+        }
     }
     return c;
 }
 
 double glucx_allreduce_hierarchical_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    return dims_cost(topo, bytes, 0);
+    return dims_cost(topo, bytes, HIERARCHICAL);
 }
 
 double glucx_allreduce_torus_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    return dims_cost(topo, bytes, 1);
+    return dims_cost(topo, bytes, TORUS);
 }
 
-static glucx_status_t run_dims(glucx_coll_ctx_t *ctx, int torus)
+double glucx_allreduce_torus_rotated_cost(const glucx_topo_t *topo, size_t bytes)
+{
+    return dims_cost(topo, bytes, TORUS_ROTATED);
+}
+
+static glucx_status_t run_dims(glucx_coll_ctx_t *ctx, int mode)
 {
     glucx_coll_layout_t lay;
     glucx_status_t st = glucx_coll_layout_init(ctx, &lay);
@@ -80,38 +126,42 @@ static glucx_status_t run_dims(glucx_coll_ctx_t *ctx, int torus)
         glucx_coll_layout_fini(&lay);
         return st;
     }
+    /* per phase j (the package, then the outer dimensions in this rank's order): its dimension,
+     * its blocks and where its span starts */
+    int dim[GLUCX_NET_MAX_DIMS];
     size_t *off[GLUCX_NET_MAX_DIMS], *len[GLUCX_NET_MAX_DIMS], base[GLUCX_NET_MAX_DIMS];
     size_t *next = mem;
     glucx_coll_ctx_t sub[GLUCX_NET_MAX_DIMS];
     unsigned step = 0;
     size_t at = 0, cnt = ctx->args->count; /* the span this rank works on: elements [at, +cnt) */
-    for (int d = 0; d < s->ndims && st == GLUCX_OK; d++) {
+    for (int j = 0; j < s->ndims && st == GLUCX_OK; j++) {
+        const int d = dim[j] = j == 0 ? 0 : outer_dim(s, mode, lay.index[0], j - 1);
         const int n = s->size[d], i = lay.index[d];
-        off[d] = next;
-        len[d] = next + n;
+        off[j] = next;
+        len[j] = next + n;
         next += 2 * (size_t)n;
         for (int b = 0; b < n; b++)
-            off[d][b] = glucx_coll_split(cnt, (size_t)n, (size_t)b, &len[d][b]);
-        glucx_coll_layout_line(ctx, &lay, d, &sub[d]);
-        base[d] = at;
+            off[j][b] = glucx_coll_split(cnt, (size_t)n, (size_t)b, &len[j][b]);
+        glucx_coll_layout_line(ctx, &lay, d, &sub[j]);
+        base[j] = at;
         char *span = out + at * es;
-        const char *in = d == 0 ? (const char *)ctx->sendbuf : span;
-        st = glucx_coll_dim_reduce_scatter(&sub[d], s->engine[d], in, span, off[d], len[d],
-                                           span + off[d][i] * es, &step);
+        const char *in = j == 0 ? (const char *)ctx->sendbuf : span;
+        st = glucx_coll_dim_reduce_scatter(&sub[j], s->engine[d], in, span, off[j], len[j],
+                                           span + off[j][i] * es, &step);
         if (st != GLUCX_OK)
             break;
-        if (torus || d == 0) { /* go down into this rank's block */
-            at += off[d][i];
-            cnt = len[d][i];
+        if (mode != HIERARCHICAL || j == 0) { /* go down into this rank's block */
+            at += off[j][i];
+            cnt = len[j][i];
         } else { /* hierarchical: allreduce of the share along this dimension */
-            st = glucx_coll_dim_allgather(&sub[d], s->engine[d], span, off[d], len[d], &step);
+            st = glucx_coll_dim_allgather(&sub[j], s->engine[d], span, off[j], len[j], &step);
         }
     }
-    /* allgather back what is still reduce-scattered (torus: every dimension; hierarchical: the
-     * package), innermost last */
-    for (int d = (torus ? s->ndims : 1) - 1; d >= 0 && st == GLUCX_OK; d--)
-        st = glucx_coll_dim_allgather(&sub[d], s->engine[d], out + base[d] * es, off[d], len[d],
-                                      &step);
+    /* allgather back what is still reduce-scattered (torus: every phase; hierarchical: the
+     * package), the package last */
+    for (int j = (mode != HIERARCHICAL ? s->ndims : 1) - 1; j >= 0 && st == GLUCX_OK; j--)
+        st = glucx_coll_dim_allgather(&sub[j], s->engine[dim[j]], out + base[j] * es, off[j],
+                                      len[j], &step);
     free(mem);
     glucx_coll_layout_fini(&lay);
     return st;
@@ -119,10 +169,15 @@ static glucx_status_t run_dims(glucx_coll_ctx_t *ctx, int torus)
 
 glucx_status_t glucx_allreduce_hierarchical_run(glucx_coll_ctx_t *ctx)
 {
-    return run_dims(ctx, 0);
+    return run_dims(ctx, HIERARCHICAL);
 }
 
 glucx_status_t glucx_allreduce_torus_run(glucx_coll_ctx_t *ctx)
 {
-    return run_dims(ctx, 1);
+    return run_dims(ctx, TORUS);
+}
+
+glucx_status_t glucx_allreduce_torus_rotated_run(glucx_coll_ctx_t *ctx)
+{
+    return run_dims(ctx, TORUS_ROTATED);
 }

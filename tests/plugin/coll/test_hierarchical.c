@@ -177,21 +177,27 @@ static void dim_volume(const shape_case_t *s, int r, int k, size_t cnt, size_t e
 /* Allreduce: torus (down through every dimension) or hierarchical (down through the package,
  * then an allreduce of the share along each outer dimension). */
 static void allreduce_volume(const shape_case_t *s, int r, size_t count, size_t es, int torus,
-                             uint64_t *vol)
+                             int rotated, uint64_t *vol)
 {
     size_t cnt = count, spans[GLUCX_NET_MAX_DIMS];
-    for (int k = 0; k < s->ndims; k++) {
-        spans[k] = cnt;
+    int order[GLUCX_NET_MAX_DIMS]; /* dimensions in the order this rank visits them */
+    const int nout = s->ndims - 1, rot = rotated && nout > 0 ? s->index[r][0] % nout : 0;
+    order[0] = 0;
+    for (int j = 1; j < s->ndims; j++)
+        order[j] = 1 + (j - 1 + rot) % nout;
+    for (int j = 0; j < s->ndims; j++) {
+        const int k = order[j];
+        spans[j] = cnt;
         dim_volume(s, r, k, cnt, es, 1, vol);
         if (torus || k == 0) {
             size_t o;
-            split(spans[k], s->size[k], s->index[r][k], &o, &cnt);
+            split(spans[j], s->size[k], s->index[r][k], &o, &cnt);
         } else {
             dim_volume(s, r, k, cnt, es, 0, vol);
         }
     }
-    for (int k = (torus ? s->ndims : 1) - 1; k >= 0; k--) /* allgather back */
-        dim_volume(s, r, k, spans[k], es, 0, vol);
+    for (int j = (torus ? s->ndims : 1) - 1; j >= 0; j--) /* allgather back */
+        dim_volume(s, r, order[j], spans[j], es, 0, vol);
 }
 
 /* ---- running ---- */
@@ -227,10 +233,11 @@ static int run_allreduce(const shape_case_t *s, const char *alg, size_t count, i
         fprintf(stderr, "%s on %s: status %s\n", alg, s->name, glucx_status_string(c.status));
         return 1;
     }
-    const int torus = strcmp(alg, "torus") == 0;
+    const int rotated = strcmp(alg, "torus_rotated") == 0;
+    const int torus = rotated || strcmp(alg, "torus") == 0;
     for (int r = 0; r < s->n; r++) {
         uint64_t vol[64] = {0};
-        allreduce_volume(s, r, count, glucx_dtype_size(dt), torus, vol);
+        allreduce_volume(s, r, count, glucx_dtype_size(dt), torus, rotated, vol);
         for (int q = 0; q < s->n; q++)
             if (vol[q] != c.pair_bytes[r][q]) {
                 fprintf(stderr,
@@ -244,7 +251,8 @@ static int run_allreduce(const shape_case_t *s, const char *alg, size_t count, i
     return 0;
 }
 
-static const char *const allreduce_algs[] = {"hierarchical", "torus"};
+static const char *const allreduce_algs[] = {"hierarchical", "torus", "torus_rotated"};
+#define NALGS (sizeof(allreduce_algs) / sizeof(allreduce_algs[0]))
 
 /* Every shape the tests use; returns how many (at most max). */
 static int all_shapes(shape_case_t *s, int max)
@@ -295,7 +303,7 @@ static void test_allreduce_shapes(void **state)
     const int ns = all_shapes(s, 32);
     int fails = 0;
     for (int i = 0; i < ns; i++)
-        for (size_t a = 0; a < 2; a++) {
+        for (size_t a = 0; a < NALGS; a++) {
             const size_t n = (size_t)s[i].n;
             const size_t counts[] = {0, 1, n - 1, n + 1, 17, 1000, 100003};
             for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
@@ -319,7 +327,7 @@ static void test_allreduce_dtypes_random(void **state)
     const int ns = all_shapes(s, 32);
     int fails = 0;
     for (int i = 0; i < ns; i++)
-        for (size_t a = 0; a < 2; a++) {
+        for (size_t a = 0; a < NALGS; a++) {
             fails += run_allreduce(&s[i], allreduce_algs[a], 100003, i % 2, GLUCX_DTYPE_F32,
                                    GLUCX_OP_SUM, 1);
             fails +=
@@ -330,7 +338,7 @@ static void test_allreduce_dtypes_random(void **state)
     for (int dt = 0; dt < GLUCX_DTYPE_COUNT; dt++)
         for (int op = 0; op < GLUCX_OP_COUNT; op++)
             if (glucx_op_supported((glucx_op_t)op, (glucx_dtype_t)dt))
-                for (size_t a = 0; a < 2; a++)
+                for (size_t a = 0; a < NALGS; a++)
                     fails += run_allreduce(&s[torus], allreduce_algs[a], 37, (dt + op) % 2,
                                            (glucx_dtype_t)dt, (glucx_op_t)op, 0);
     for (int i = 0; i < ns; i++)
@@ -407,6 +415,13 @@ static void test_costs(void **state)
     assert_true(fabs(t->algs[to].cost(s.topo, (size_t)m) - want_t) < 1e-6 * want_t);
     assert_true(fabs(t->algs[h].cost(s.topo, (size_t)m) - want_h) < 1e-6 * want_h);
     assert_true(t->algs[to].cost(s.topo, (size_t)m) < t->algs[h].cost(s.topo, (size_t)m));
+    /* rotated: local rank 0 on dimension 1 while local rank 1 is on dimension 2, one flow per
+     * link and phase */
+    const int rt = glucx_test_alg_index(GLUCX_COLL_ALLREDUCE, "torus_rotated");
+    const double want_r = rs0 + ag0 + (10000 + 0.5 * (m / 2) * (10 + g)) +
+                          (10000 + 0.5 * (m / 2) * 10) + (10000 + 0.5 * (m / 4) * (10 + g)) +
+                          (10000 + 0.5 * (m / 4) * 10);
+    assert_true(fabs(t->algs[rt].cost(s.topo, (size_t)m) - want_r) < 1e-6 * want_r);
     assert_true(t->algs[to].cost(s.topo, (size_t)m) < t->algs[ring].cost(s.topo, (size_t)m));
     shape_free(&s);
 }

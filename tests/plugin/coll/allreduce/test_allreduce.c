@@ -25,7 +25,7 @@ static void test_rows(void **state)
 {
     (void)state;
     const glucx_coll_table_t *t = glucx_coll_tables[GLUCX_COLL_ALLREDUCE];
-    assert_int_equal(t->count, 5);
+    assert_int_equal(t->count, 6);
     assert_true(glucx_test_alg_index(GLUCX_COLL_ALLREDUCE, "hierarchical") > 0);
     assert_true(glucx_test_alg_index(GLUCX_COLL_ALLREDUCE, "torus") > 0);
     assert_int_equal(glucx_test_alg_index(GLUCX_COLL_ALLREDUCE, "recursive_doubling"), 0);
