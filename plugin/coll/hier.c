@@ -104,7 +104,8 @@ glucx_status_t glucx_coll_layout_init(glucx_coll_ctx_t *ctx, glucx_coll_layout_t
         if (r == ctx->rank)
             me_local = l;
     }
-    const int me_pos = layout->pkg_pos[t->package_of[ctx->rank]];
+    const int me_pos = layout->pos = layout->pkg_pos[t->package_of[ctx->rank]];
+    layout->npackages = P;
 
     /* lines: dimension 0 is the package; an outer one varies one coordinate of the position */
     layout->line[0] = lines;

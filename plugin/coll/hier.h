@@ -57,6 +57,8 @@ typedef struct glucx_coll_layout {
      *  ranks[k * p + l] (k: that position, l: local rank). */
     int *pkg_pos;
     int *ranks;
+    int pos;       /**< this rank's package's position */
+    int npackages; /**< P */
     int *storage_; /* private */
 } glucx_coll_layout_t;
 
@@ -68,6 +70,18 @@ typedef struct glucx_coll_layout {
  */
 glucx_status_t glucx_coll_layout_init(glucx_coll_ctx_t *ctx, glucx_coll_layout_t *layout);
 void glucx_coll_layout_fini(glucx_coll_layout_t *layout);
+
+/**
+ * Positions a line's member covers once dimensions 1..k-1 are gathered: the product of their
+ * sizes (positions vary dimension 1 fastest, so that is also dimension k's stride).
+ */
+static inline int glucx_coll_layout_group(const glucx_coll_layout_t *layout, int k)
+{
+    int g = 1;
+    for (int j = 1; j < k; j++)
+        g *= layout->shape.size[j];
+    return g;
+}
 
 /** Run dimension @p d's phase on the subgroup of this rank's line: fills @p sub. */
 static inline void glucx_coll_layout_line(const glucx_coll_ctx_t *ctx,

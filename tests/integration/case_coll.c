@@ -24,9 +24,9 @@
 static const char *const alg_names[GLUCX_COLL_COUNT][MAX_ALGS] = {
     [GLUCX_COLL_ALLREDUCE] = {"ring", "recursive_doubling", "rabenseifner", "hierarchical", "torus",
                               "torus_rotated", NULL},
-    [GLUCX_COLL_ALLGATHER] = {"ring", "recursive_doubling", "bruck", NULL},
+    [GLUCX_COLL_ALLGATHER] = {"ring", "recursive_doubling", "bruck", "hierarchical", NULL},
     [GLUCX_COLL_ALLGATHERV] = {"ring", "bruck", NULL},
-    [GLUCX_COLL_REDUCE_SCATTER] = {"ring", "halving", NULL},
+    [GLUCX_COLL_REDUCE_SCATTER] = {"ring", "halving", "hierarchical", NULL},
     [GLUCX_COLL_ALLTOALL] = {"pairwise", "bruck", NULL},
     [GLUCX_COLL_ALLTOALLV] = {"pairwise", "linear", NULL},
     [GLUCX_COLL_BROADCAST] = {"binomial", "scatter_allgather", NULL},

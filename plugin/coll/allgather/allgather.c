@@ -15,6 +15,12 @@ static const glucx_coll_alg_t algs[GLUCX_ALLGATHER_ALG_COUNT] = {
                               "pipelined ring, n-1 steps, bandwidth-optimal for large messages "
                               "(Patarasuk & Yuan 2009)",
                               glucx_allgather_ring_cost, glucx_allgather_ring_run},
+    [GLUCX_ALLGATHER_HIERARCHICAL] = {"hierarchical",
+                                      "gather along the outer dimensions (each block crosses "
+                                      "each slow link once), then fan out inside the package "
+                                      "(two-level allgather, BlueConnect)",
+                                      glucx_allgather_hierarchical_cost,
+                                      glucx_allgather_hierarchical_run},
 };
 
 const glucx_coll_table_t glucx_allgather_table = {algs, GLUCX_ALLGATHER_ALG_COUNT};

@@ -11,6 +11,12 @@ static const glucx_coll_alg_t algs[GLUCX_REDUCE_SCATTER_ALG_COUNT] = {
                                    "pipelined ring, n-1 steps, bandwidth-optimal for large "
                                    "messages (Patarasuk & Yuan 2009)",
                                    glucx_reduce_scatter_ring_cost, glucx_reduce_scatter_ring_run},
+    [GLUCX_REDUCE_SCATTER_HIERARCHICAL] = {"hierarchical",
+                                           "reduce inside the package over its links, then "
+                                           "reduce-scatter along the outer dimensions (each "
+                                           "partial crosses each slow link once; BlueConnect)",
+                                           glucx_reduce_scatter_hierarchical_cost,
+                                           glucx_reduce_scatter_hierarchical_run},
 };
 
 const glucx_coll_table_t glucx_reduce_scatter_table = {algs, GLUCX_REDUCE_SCATTER_ALG_COUNT};

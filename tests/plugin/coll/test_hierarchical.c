@@ -200,20 +200,35 @@ static void allreduce_volume(const shape_case_t *s, int r, size_t count, size_t 
         dim_volume(s, r, order[j], spans[j], es, 0, vol);
 }
 
+/* Hierarchical allgather (rs = 0) or reduce-scatter (rs = 1) of count elements per block: along
+ * each outer dimension k blocks of G_k = n_1 ... n_(k-1) ranks' data, inside the package blocks of
+ * the P packages' data. */
+static void offload_volume(const shape_case_t *s, int r, size_t count, size_t es, int rs,
+                           uint64_t *vol)
+{
+    size_t G = 1;
+    for (int k = 1; k < s->ndims; k++) {
+        dim_volume(s, r, k, (size_t)s->size[k] * G * count, es, rs, vol);
+        G *= (size_t)s->size[k];
+    }
+    dim_volume(s, r, 0, (size_t)s->size[0] * G * count, es, rs, vol);
+}
+
 /* ---- running ---- */
 
 /* One case on shape s: results (harness), then the volume of every (rank, peer) pair. */
-static int run_allreduce(const shape_case_t *s, const char *alg, size_t count, int in_place,
-                         glucx_dtype_t dt, glucx_op_t op, int random)
+static int run_coll(const shape_case_t *s, glucx_coll_t coll, const char *alg, size_t count,
+                    int in_place, glucx_dtype_t dt, glucx_op_t op, int random)
 {
     glucx_test_case_t c;
-    glucx_test_case_init(&c, GLUCX_COLL_ALLREDUCE, alg, s->n, count, dt, op);
+    glucx_test_case_init(&c, coll, alg, s->n, count, dt, op);
     c.topo = s->topo;
     c.in_place = in_place;
     c.random = random;
     c.seed = (uint64_t)(count * 7 + (size_t)in_place + (size_t)s->n * 1000);
     if (glucx_test_run_case(&c) != 0) {
-        fprintf(stderr, "  (%s on %s, count %zu, in_place %d)\n", alg, s->name, count, in_place);
+        fprintf(stderr, "  (%s %s on %s, count %zu, in_place %d)\n", glucx_coll_name(coll), alg,
+                s->name, count, in_place);
         return 1;
     }
     if (s->ndims == 0) { /* unequal packages: refused by every rank, nothing sent */
@@ -237,14 +252,18 @@ static int run_allreduce(const shape_case_t *s, const char *alg, size_t count, i
     const int torus = rotated || strcmp(alg, "torus") == 0;
     for (int r = 0; r < s->n; r++) {
         uint64_t vol[64] = {0};
-        allreduce_volume(s, r, count, glucx_dtype_size(dt), torus, rotated, vol);
+        if (coll == GLUCX_COLL_ALLREDUCE)
+            allreduce_volume(s, r, count, glucx_dtype_size(dt), torus, rotated, vol);
+        else
+            offload_volume(s, r, count, glucx_dtype_size(dt), coll == GLUCX_COLL_REDUCE_SCATTER,
+                           vol);
         for (int q = 0; q < s->n; q++)
             if (vol[q] != c.pair_bytes[r][q]) {
                 fprintf(stderr,
-                        "%s on %s, count %zu: rank %d sent %llu bytes to rank %d, the algorithm's "
-                        "volume is %llu\n",
-                        alg, s->name, count, r, (unsigned long long)c.pair_bytes[r][q], q,
-                        (unsigned long long)vol[q]);
+                        "%s %s on %s, count %zu: rank %d sent %llu bytes to rank %d, the "
+                        "algorithm's volume is %llu\n",
+                        glucx_coll_name(coll), alg, s->name, count, r,
+                        (unsigned long long)c.pair_bytes[r][q], q, (unsigned long long)vol[q]);
                 return 1;
             }
     }
@@ -308,8 +327,8 @@ static void test_allreduce_shapes(void **state)
             const size_t counts[] = {0, 1, n - 1, n + 1, 17, 1000, 100003};
             for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
                 for (int ip = 0; ip < 2; ip++)
-                    fails += run_allreduce(&s[i], allreduce_algs[a], counts[ci], ip,
-                                           GLUCX_DTYPE_F32, GLUCX_OP_SUM, 0);
+                    fails += run_coll(&s[i], GLUCX_COLL_ALLREDUCE, allreduce_algs[a], counts[ci],
+                                      ip, GLUCX_DTYPE_F32, GLUCX_OP_SUM, 0);
         }
     for (int i = 0; i < ns; i++)
         shape_free(&s[i]);
@@ -328,10 +347,10 @@ static void test_allreduce_dtypes_random(void **state)
     int fails = 0;
     for (int i = 0; i < ns; i++)
         for (size_t a = 0; a < NALGS; a++) {
-            fails += run_allreduce(&s[i], allreduce_algs[a], 100003, i % 2, GLUCX_DTYPE_F32,
-                                   GLUCX_OP_SUM, 1);
-            fails +=
-                run_allreduce(&s[i], allreduce_algs[a], 1001, 0, GLUCX_DTYPE_BF16, GLUCX_OP_AVG, 1);
+            fails += run_coll(&s[i], GLUCX_COLL_ALLREDUCE, allreduce_algs[a], 100003, i % 2,
+                              GLUCX_DTYPE_F32, GLUCX_OP_SUM, 1);
+            fails += run_coll(&s[i], GLUCX_COLL_ALLREDUCE, allreduce_algs[a], 1001, 0,
+                              GLUCX_DTYPE_BF16, GLUCX_OP_AVG, 1);
         }
     const int torus = 12; /* "2x2 torus of packages of 2" */
     assert_string_equal(s[torus].name, "2x2 torus of packages of 2");
@@ -339,8 +358,39 @@ static void test_allreduce_dtypes_random(void **state)
         for (int op = 0; op < GLUCX_OP_COUNT; op++)
             if (glucx_op_supported((glucx_op_t)op, (glucx_dtype_t)dt))
                 for (size_t a = 0; a < NALGS; a++)
-                    fails += run_allreduce(&s[torus], allreduce_algs[a], 37, (dt + op) % 2,
-                                           (glucx_dtype_t)dt, (glucx_op_t)op, 0);
+                    fails += run_coll(&s[torus], GLUCX_COLL_ALLREDUCE, allreduce_algs[a], 37,
+                                      (dt + op) % 2, (glucx_dtype_t)dt, (glucx_op_t)op, 0);
+    for (int i = 0; i < ns; i++)
+        shape_free(&s[i]);
+    free(s);
+    assert_int_equal(fails, 0);
+}
+
+/* Hierarchical allgather and reduce-scatter on every shape: results, volume per pair. */
+static void test_offload_shapes(void **state)
+{
+    (void)state;
+    shape_case_t *s = calloc(32, sizeof(*s));
+    assert_non_null(s);
+    const int ns = all_shapes(s, 32);
+    int fails = 0;
+    for (int i = 0; i < ns; i++) {
+        const size_t n = (size_t)s[i].n;
+        const size_t counts[] = {0, 1, n - 1, 17, 1000, 30001};
+        for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+            for (int ip = 0; ip < 2; ip++) {
+                fails += run_coll(&s[i], GLUCX_COLL_ALLGATHER, "hierarchical", counts[ci], ip,
+                                  GLUCX_DTYPE_I32, GLUCX_OP_SUM, 0);
+                fails += run_coll(&s[i], GLUCX_COLL_REDUCE_SCATTER, "hierarchical", counts[ci], ip,
+                                  GLUCX_DTYPE_F32, GLUCX_OP_SUM, 0);
+            }
+        fails += run_coll(&s[i], GLUCX_COLL_REDUCE_SCATTER, "hierarchical", 1001, i % 2,
+                          GLUCX_DTYPE_F64, GLUCX_OP_AVG, 1);
+        fails += run_coll(&s[i], GLUCX_COLL_REDUCE_SCATTER, "hierarchical", 333, 0, GLUCX_DTYPE_I64,
+                          GLUCX_OP_PROD, 0);
+        fails += run_coll(&s[i], GLUCX_COLL_ALLGATHER, "hierarchical", 333, 1, GLUCX_DTYPE_BF16,
+                          GLUCX_OP_SUM, 0);
+    }
     for (int i = 0; i < ns; i++)
         shape_free(&s[i]);
     free(s);
@@ -422,6 +472,22 @@ static void test_costs(void **state)
                           (10000 + 0.5 * (m / 2) * 10) + (10000 + 0.5 * (m / 4) * (10 + g)) +
                           (10000 + 0.5 * (m / 4) * 10);
     assert_true(fabs(t->algs[rt].cost(s.topo, (size_t)m) - want_r) < 1e-6 * want_r);
+    /* hierarchical allgather / reduce-scatter of m bytes in all: dimension 1 moves 2 ranks' blocks
+     * (m/4 per line), dimension 2 4 ranks' (m/2), the package everything */
+    const double cp = s.topo->copy_ns_per_byte * m;
+    const double want_ag =
+        cp + (500 + 0.5 * m * 0.02) + (10000 + 0.5 * (m / 4) * 20) + (10000 + 0.5 * (m / 2) * 20);
+    const double want_rs = cp + (500 + 0.5 * m * (0.02 + g)) + (10000 + 0.5 * (m / 4) * (20 + g)) +
+                           (10000 + 0.5 * (m / 2) * (20 + g));
+    const glucx_coll_table_t *ag = glucx_coll_tables[GLUCX_COLL_ALLGATHER];
+    const glucx_coll_table_t *rsc = glucx_coll_tables[GLUCX_COLL_REDUCE_SCATTER];
+    const int agh = glucx_test_alg_index(GLUCX_COLL_ALLGATHER, "hierarchical");
+    const int rsh = glucx_test_alg_index(GLUCX_COLL_REDUCE_SCATTER, "hierarchical");
+    assert_true(fabs(ag->algs[agh].cost(s.topo, (size_t)m) - want_ag) < 1e-6 * want_ag);
+    assert_true(fabs(rsc->algs[rsh].cost(s.topo, (size_t)m) - want_rs) < 1e-6 * want_rs);
+    assert_true(
+        ag->algs[agh].cost(s.topo, (size_t)m) <
+        ag->algs[glucx_test_alg_index(GLUCX_COLL_ALLGATHER, "ring")].cost(s.topo, (size_t)m));
     assert_true(t->algs[to].cost(s.topo, (size_t)m) < t->algs[ring].cost(s.topo, (size_t)m));
     shape_free(&s);
 }
@@ -429,10 +495,9 @@ static void test_costs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_layout),
-        cmocka_unit_test(test_costs),
-        cmocka_unit_test(test_allreduce_shapes),
-        cmocka_unit_test(test_allreduce_dtypes_random),
+        cmocka_unit_test(test_layout),           cmocka_unit_test(test_costs),
+        cmocka_unit_test(test_allreduce_shapes), cmocka_unit_test(test_allreduce_dtypes_random),
+        cmocka_unit_test(test_offload_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,7 @@ static double cost(glucx_coll_t coll, const char *alg, int n, size_t bytes)
 static void test_rows_and_costs(void **state)
 {
     (void)state;
-    assert_int_equal(glucx_coll_tables[GLUCX_COLL_ALLGATHER]->count, 3);
+    assert_int_equal(glucx_coll_tables[GLUCX_COLL_ALLGATHER]->count, 4);
     assert_int_equal(glucx_coll_tables[GLUCX_COLL_ALLGATHERV]->count, 2);
     static const struct {
         glucx_coll_t coll;
