@@ -1627,6 +1627,7 @@ static glucx_link_class_t vbottleneck(const glucx_topo_t *t)
     return t->npackages > 1 ? GLUCX_LINK_INTER : t->size > 1 ? GLUCX_LINK_INTRA : GLUCX_LINK_SELF;
 }
 
+/** Rank 0's header of --validate: the run, the costs the predictions use, the columns. */
 static void validate_header(const bench_opts_t *o, glucx_comm_t *comm)
 {
     const glucx_topo_t *t = comm->topo;
@@ -1676,6 +1677,7 @@ static void validate_header(const bench_opts_t *o, glucx_comm_t *comm)
     fflush(stdout);
 }
 
+/** One row of --validate (algorithm @p alg at @p bytes), and the reason when it declined. */
 static void validate_row(const bench_opts_t *o, const char *alg, size_t bytes, const vresult_t *r)
 {
     char pred[32], err[32], wrong[32], time[32];
@@ -1723,6 +1725,7 @@ static double validate_summary(const vresult_t *res, const size_t *sizes, int ns
     return worst;
 }
 
+/** A JSON number, or null for a missing (NAN) or infinite value. */
 static json_t *num_or_null(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();

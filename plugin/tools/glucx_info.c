@@ -525,6 +525,8 @@ static void size_label(size_t v, char *buf, size_t len)
         snprintf(buf, len, "%zu", v);
 }
 
+/** The text form of the view: the topology's costs, then per collective its map and a table of
+ *  predicted times (us) per algorithm and size, the map's choice marked '*'. */
 static void print_view_text(const algo_view_t *v, const glucx_topo_t *t, const glucx_select_t *sel)
 {
     char src[700];
