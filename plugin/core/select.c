@@ -191,24 +191,43 @@ static void apply_override(glucx_select_range_t *r, int *n, size_t lo, size_t hi
     *n = m;
 }
 
+/* The smallest size in (lo, hi] whose argmin is not @p alg, where argmin(lo) == alg and
+ * argmin(hi) != alg: bisection, so the range boundary is the exact crossover. */
+static size_t crossover(const glucx_topo_t *topo, glucx_coll_t coll, size_t lo, size_t hi, int alg)
+{
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (argmin_alg(topo, coll, mid) == alg)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
 glucx_status_t glucx_select_build(const glucx_topo_t *topo, const glucx_tune_t *tune,
                                   glucx_select_t *sel)
 {
     memset(sel, 0, sizeof(*sel));
     for (int c = 0; c < GLUCX_COLL_COUNT; c++) {
         glucx_select_range_t *r = sel->ranges[c];
-        int n = 0;
-        /* [0,1), then [2^k, 2^(k+1)) decided at the range's geometric middle */
-        for (int k = -1; k < 62 && n < GLUCX_SELECT_MAX_RANGES - 4; k++) {
-            size_t lo = k < 0 ? 0 : (size_t)1 << k;
-            size_t hi = k < 0 ? 1 : (k == 61 ? SIZE_MAX : (size_t)1 << (k + 1));
-            size_t probe = k < 0 ? 0 : (size_t)((double)lo * 1.41421356);
-            int alg = argmin_alg(topo, (glucx_coll_t)c, probe < lo ? lo : probe);
-            if (n > 0 && r[n - 1].alg == alg) {
-                r[n - 1].hi = hi;
-                continue;
+        /* the argmin at 0 and at every power of two; where it changes between two probes, the
+         * boundary is the exact crossover (found by bisection), so every range starts where its
+         * algorithm becomes the cheapest */
+        int n = 1;
+        size_t prev = 0;
+        r[0] = (glucx_select_range_t){0, SIZE_MAX, argmin_alg(topo, (glucx_coll_t)c, 0), 0};
+        for (int k = 0; k < 63 && n < GLUCX_SELECT_MAX_RANGES - 4; k++) {
+            size_t probe = (size_t)1 << k;
+            int alg = argmin_alg(topo, (glucx_coll_t)c, probe);
+            while (r[n - 1].alg != alg && n < GLUCX_SELECT_MAX_RANGES - 4) {
+                size_t x = crossover(topo, (glucx_coll_t)c, prev, probe, r[n - 1].alg);
+                r[n - 1].hi = x;
+                r[n++] =
+                    (glucx_select_range_t){x, SIZE_MAX, argmin_alg(topo, (glucx_coll_t)c, x), 0};
+                prev = x;
             }
-            r[n++] = (glucx_select_range_t){lo, hi, alg, 0};
+            prev = probe;
         }
         if (tune != NULL) {
             for (int i = 0; i < tune->count; i++) {

@@ -1,7 +1,8 @@
 /**
  * Internal: algorithm selection (glucx_select_*). At communicator creation, for every collective,
  * a map from message-size ranges to algorithms is built from the cost functions of the
- * algorithm table (argmin of predicted time at each power-of-two size) and then overridden by
+ * algorithm table (argmin of predicted time at 0 and every power of two; where it changes, the
+ * range boundary is the exact crossover size, found by bisection) and then overridden by
  * GLUCX_TUNE ranges — the scheme of UCC's score maps and UCC_TL_UCP_TUNE, written afresh.
  */
 #ifndef GLUCX_CORE_SELECT_H
@@ -51,6 +52,9 @@ glucx_status_t glucx_tune_parse(const char *text, glucx_tune_t *tune);
 
 /**
  * Build the selection map for @p topo (its size is the communicator size) with @p tune applied.
+ * Untuned, each range starts at the size where its algorithm becomes the cheapest, so the map's
+ * choice is the argmin of the cost functions at every power of two and at every boundary (ties:
+ * table order); a change of argmin and back between two powers of two is not seen.
  * Pure: no I/O. @return GLUCX_OK.
  */
 glucx_status_t glucx_select_build(const glucx_topo_t *topo, const glucx_tune_t *tune,

@@ -5,6 +5,7 @@
  *               [--op sum] [--iters N] [--warmup N] [--check 0|1] [--root R] [--timeout-ms T]
  *   glucx-bench --ranks 2 --calibrate FILE
  *   glucx-bench --ranks 2 --put -b 8 -e 16M [--iters N]
+ *   glucx-bench --ranks 4 --validate [--coll C] [-b MIN] [-e MAX] [-f F] [--json FILE]
  *
  * With --ranks N the tool forks N local ranks before anything touches UCX and gives them a file
  * store in a temporary directory (removed afterwards). Without it, rank and size come from the
@@ -14,6 +15,10 @@
  * type, redop, algorithm, time (us), algbw and busbw (GB/s) and the number of wrong elements.
  * The result check compares against values each rank computes itself from the same generator
  * (never from the library's output), in double precision with naive rank-order folds.
+ *
+ * --validate runs every algorithm of the collective's table at every size (forced as --algo
+ * forces one) and prints, per algorithm and size, the measured time next to the time the
+ * algorithm's cost function predicts on the communicator's topology, and their error.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +36,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include <glucx/glucx.h>
 
@@ -61,6 +68,8 @@ typedef struct bench_opts {
     int64_t timeout_ms;
     const char *calibrate; /**< output file of --calibrate, or NULL */
     int put;               /**< --put: window put ping-pong, plain against GLUCX_PUT_SYNC */
+    int validate;          /**< --validate: every algorithm, measured against predicted */
+    const char *json;      /**< --json FILE of --validate, or NULL */
     const char *name;      /**< communicator name (store key prefix) */
 } bench_opts_t;
 
@@ -73,6 +82,8 @@ static void usage(FILE *f)
         "                   [--root R] [--timeout-ms MS] [--name NAME]\n"
         "       glucx-bench [--ranks N] --calibrate FILE\n"
         "       glucx-bench [--ranks N] --put [-b MIN] [-e MAX] [-f FACTOR] [--iters N]\n"
+        "       glucx-bench [--ranks N] --validate [--coll C] [-b MIN] [-e MAX] [-f FACTOR]\n"
+        "                   [--algo NAME] [--iters N] [--warmup N] [--check 0|1] [--json FILE]\n"
         "\n"
         "  -N, --ranks N        fork N local ranks (file store in a temporary directory);\n"
         "                       without it: RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/SIZE or\n"
@@ -101,6 +112,16 @@ static void usage(FILE *f)
         "                       the way Gloo's bound buffers send): a ping-pong per size, each\n"
         "                       side putting, waiting for its put, then for its window; plain\n"
         "                       puts and GLUCX_PUT_SYNC puts alternate in one run\n"
+        "      --validate       the cost model against measurements: at each size, every\n"
+        "                       algorithm of the collective's table in turn (forced as --algo\n"
+        "                       forces one; --algo NAME: that one only), its measured time (the\n"
+        "                       median of the timed iterations on each rank, the maximum over\n"
+        "                       ranks), the time its cost function predicts on this\n"
+        "                       communicator's topology (GLUCX_CALIBRATION, GLUCX_TOPOLOGY) and\n"
+        "                       the error predicted/measured - 1; algorithms that decline a size\n"
+        "                       (GLUCX_ERR_UNSUPPORTED) are reported and skipped; per algorithm\n"
+        "                       the largest |error| at sizes >= 256K\n"
+        "      --json FILE      with --validate: also write the results to FILE as JSON\n"
         "  -h, --help           this text\n"
         "\n"
         "size is in bytes as nccl-tests counts it: allreduce, broadcast, reduce: the vector;\n"
@@ -163,7 +184,7 @@ static int bad_arg(const char *what, const char *value)
 /* @return 0, 2 on a bad argument (usage printed), or -1 after --help. */
 static int parse_args(int argc, char **argv, bench_opts_t *o)
 {
-    enum { OPT_NAME = 256, OPT_CALIBRATE, OPT_PUT };
+    enum { OPT_NAME = 256, OPT_CALIBRATE, OPT_PUT, OPT_VALIDATE, OPT_JSON };
     static const struct option longopts[] = {
         {"ranks", required_argument, NULL, 'N'},
         {"coll", required_argument, NULL, 'C'},
@@ -181,6 +202,8 @@ static int parse_args(int argc, char **argv, bench_opts_t *o)
         {"name", required_argument, NULL, OPT_NAME},
         {"calibrate", required_argument, NULL, OPT_CALIBRATE},
         {"put", no_argument, NULL, OPT_PUT},
+        {"validate", no_argument, NULL, OPT_VALIDATE},
+        {"json", required_argument, NULL, OPT_JSON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -277,6 +300,14 @@ static int parse_args(int argc, char **argv, bench_opts_t *o)
         case OPT_PUT:
             o->put = 1;
             break;
+        case OPT_VALIDATE:
+            o->validate = 1;
+            break;
+        case OPT_JSON:
+            if (optarg[0] == '\0')
+                return bad_arg("--json file", optarg);
+            o->json = optarg;
+            break;
         case 'h':
             usage(stdout);
             return -1;
@@ -292,6 +323,14 @@ static int parse_args(int argc, char **argv, bench_opts_t *o)
     }
     if (optind < argc)
         return bad_arg("argument", argv[optind]);
+    if (o->validate + o->put + (o->calibrate != NULL) > 1) {
+        fprintf(stderr, "glucx-bench: --validate, --put and --calibrate are separate modes; "
+                        "choose one\n\n");
+        usage(stderr);
+        return 2;
+    }
+    if (o->json != NULL && !o->validate)
+        return bad_arg("--json without --validate: file", o->json);
     if (o->algo != NULL) {
         /* catch a misspelt name here, before any rank starts */
         const glucx_coll_table_t *t = glucx_coll_tables[o->coll];
@@ -934,6 +973,34 @@ static void print_header(const bench_opts_t *o, glucx_comm_t *comm)
     fflush(stdout);
 }
 
+/**
+ * With --check 1, run the collective of @p l once more on poisoned outputs and count the output
+ * elements that differ from the reference on every rank (*wrong_all_p, the sum over ranks; 0
+ * without --check). @p what names the operation in messages. @return 0, or 1 after printing the
+ * failure.
+ */
+static int check_size(glucx_comm_t *comm, const bench_opts_t *o, const glucx_coll_opts_t *copts,
+                      layout_t *l, void *recv, const char *what, int64_t *wrong_all_p)
+{
+    const int me = glucx_comm_rank(comm), n = glucx_comm_size(comm);
+    const glucx_coll_opts_t aux = {.field_mask = GLUCX_COLL_OPT_TIMEOUT,
+                                   .timeout_ms = o->timeout_ms};
+    *wrong_all_p = 0;
+    if (!o->check)
+        return 0;
+    poison_outputs(l, me, n, recv);
+    glucx_status_t st = glucx_coll(comm, &l->args, copts);
+    if (st != GLUCX_OK)
+        return rank_fail(me, what, st);
+    int64_t wrong = (int64_t)verify(l, me, n, recv);
+    if (wrong > 0)
+        fprintf(stderr, "glucx-bench: rank %d: %s: %" PRId64 " wrong elements\n", me, what, wrong);
+    st = glucx_allreduce(comm, &wrong, wrong_all_p, 1, GLUCX_DTYPE_I64, GLUCX_OP_SUM, &aux);
+    if (st != GLUCX_OK)
+        return rank_fail(me, "allreduce of the error counts", st);
+    return 0;
+}
+
 /* Time and check one size. On success *t_max_p is the row's time (us) and *wrong_all_p the
  * wrong elements of all ranks. @return 0, or 1 after printing the failure. */
 static int bench_size(glucx_comm_t *comm, const bench_opts_t *o, const glucx_coll_opts_t *copts,
@@ -963,19 +1030,7 @@ static int bench_size(glucx_comm_t *comm, const bench_opts_t *o, const glucx_col
     st = glucx_allreduce(comm, &t_us, t_max_p, 1, GLUCX_DTYPE_F64, GLUCX_OP_MAX, &aux);
     if (st != GLUCX_OK)
         return rank_fail(me, "allreduce of the timings", st);
-    *wrong_all_p = 0;
-    if (!o->check)
-        return 0;
-    poison_outputs(l, me, n, recv);
-    if ((st = glucx_coll(comm, &l->args, copts)) != GLUCX_OK)
-        return rank_fail(me, what, st);
-    int64_t wrong = (int64_t)verify(l, me, n, recv);
-    if (wrong > 0)
-        fprintf(stderr, "glucx-bench: rank %d: %s: %" PRId64 " wrong elements\n", me, what, wrong);
-    st = glucx_allreduce(comm, &wrong, wrong_all_p, 1, GLUCX_DTYPE_I64, GLUCX_OP_SUM, &aux);
-    if (st != GLUCX_OK)
-        return rank_fail(me, "allreduce of the error counts", st);
-    return 0;
+    return check_size(comm, o, copts, l, recv, what, wrong_all_p);
 }
 
 static void print_row(glucx_comm_t *comm, const bench_opts_t *o, const layout_t *l, double t_us,
@@ -1460,6 +1515,432 @@ out:
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* --validate                                                                                 */
+
+/** The summary's error is over sizes from this many bytes (where the bandwidth terms rule). */
+#define VALIDATE_SUMMARY_FROM ((size_t)256 << 10)
+/** The most sizes of one sweep (a factor >= 2 from 1 byte reaches SIZE_MAX in 64 steps). */
+#define VALIDATE_MAX_SIZES 66
+
+/** One algorithm at one size, as --validate reports it. */
+typedef struct vresult {
+    int done;            /**< 0: not reached (the run stopped before it) */
+    int supported;       /**< 0: the algorithm answered GLUCX_ERR_UNSUPPORTED */
+    size_t cost_bytes;   /**< the size the cost function takes (glucx_coll_bytes) */
+    long iters;          /**< timed iterations */
+    double measured_us;  /**< median over iterations on each rank, maximum over ranks */
+    double predicted_us; /**< the cost function's value; INFINITY: does not apply */
+    int64_t wrong;       /**< wrong output elements, all ranks (0 without --check) */
+    char note[320];      /**< why it was declined */
+} vresult_t;
+
+/** predicted/measured - 1 in %, NAN where either is missing. */
+static double vresult_error_pct(const vresult_t *r)
+{
+    if (!r->done || !r->supported || !isfinite(r->predicted_us) || !(r->measured_us > 0))
+        return NAN;
+    return (r->predicted_us / r->measured_us - 1.0) * 100.0;
+}
+
+/**
+ * Time @p iters calls of the collective of @p l, each on its own, after @p warmup untimed ones
+ * and a barrier. *t_us_p receives the median of this rank's per-call times, then the maximum of
+ * that over ranks (us). @p times has room for @p iters values. @return 0, or 1 after printing
+ * the failure (naming @p what).
+ */
+static int validate_time(glucx_comm_t *comm, const bench_opts_t *o, const glucx_coll_opts_t *copts,
+                         layout_t *l, long iters, long warmup, double *times, const char *what,
+                         double *t_us_p)
+{
+    const int me = glucx_comm_rank(comm);
+    const glucx_coll_opts_t aux = {.field_mask = GLUCX_COLL_OPT_TIMEOUT,
+                                   .timeout_ms = o->timeout_ms};
+    glucx_status_t st = GLUCX_OK;
+    for (long w = 0; w < warmup && st == GLUCX_OK; w++)
+        st = glucx_coll(comm, &l->args, copts);
+    if (st != GLUCX_OK)
+        return rank_fail(me, what, st);
+    if ((st = glucx_barrier(comm, &aux)) != GLUCX_OK)
+        return rank_fail(me, "barrier before timing", st);
+    double prev = now_us();
+    for (long it = 0; it < iters && st == GLUCX_OK; it++) {
+        st = glucx_coll(comm, &l->args, copts);
+        double t = now_us();
+        times[it] = t - prev;
+        prev = t;
+    }
+    if (st != GLUCX_OK)
+        return rank_fail(me, what, st);
+    double med = glucx_tool_median(times, (int)iters);
+    st = glucx_allreduce(comm, &med, t_us_p, 1, GLUCX_DTYPE_F64, GLUCX_OP_MAX, &aux);
+    if (st != GLUCX_OK)
+        return rank_fail(me, "allreduce of the timings", st);
+    return 0;
+}
+
+/**
+ * Run algorithm @p alg of the collective at the size of @p l (inputs filled): one call to learn
+ * whether it applies (every rank decides alike, before any traffic), then the timing and the
+ * check; fills @p r (on every rank). @return 0 (also when it declined), or 1 after printing the
+ * failure.
+ */
+static int validate_one(glucx_comm_t *comm, const bench_opts_t *o, int alg, layout_t *l, void *send,
+                        void *recv, double *times, vresult_t *r)
+{
+    const int me = glucx_comm_rank(comm), n = glucx_comm_size(comm);
+    const glucx_coll_alg_t *row = &glucx_coll_tables[o->coll]->algs[alg];
+    glucx_coll_opts_t copts = {.field_mask = GLUCX_COLL_OPT_TIMEOUT | GLUCX_COLL_OPT_ALGORITHM,
+                               .timeout_ms = o->timeout_ms,
+                               .algorithm = row->name};
+    char what[128];
+    snprintf(what, sizeof(what), "%s of %zu bytes with algorithm %s", glucx_coll_name(o->coll),
+             l->bytes, row->name);
+    memset(r, 0, sizeof(*r));
+    r->cost_bytes = glucx_coll_bytes(&l->args, n);
+    r->predicted_us = row->cost(comm->topo, r->cost_bytes) / 1e3;
+    r->iters = iters_for(o, l->bytes);
+    fill_inputs(l, me, n, send, recv);
+    glucx_status_t st = glucx_coll(comm, &l->args, &copts);
+    if (st == GLUCX_ERR_UNSUPPORTED) {
+        snprintf(r->note, sizeof(r->note), "%s", glucx_last_error());
+        r->done = 1;
+        return 0;
+    }
+    if (st != GLUCX_OK)
+        return rank_fail(me, what, st);
+    r->supported = 1;
+    long warmup = warmup_for(o, r->iters);
+    if (validate_time(comm, o, &copts, l, r->iters, warmup > 0 ? warmup - 1 : 0, times, what,
+                      &r->measured_us) != 0)
+        return 1;
+    if (check_size(comm, o, &copts, l, recv, what, &r->wrong) != 0)
+        return 1;
+    r->done = 1;
+    return 0;
+}
+
+static const char *const vclass_names[GLUCX_LINK_CLASS_COUNT] = {"self", "intra", "inter"};
+
+/** The link class glucx_topo_bottleneck takes its costs from. */
+static glucx_link_class_t vbottleneck(const glucx_topo_t *t)
+{
+    return t->npackages > 1 ? GLUCX_LINK_INTER : t->size > 1 ? GLUCX_LINK_INTRA : GLUCX_LINK_SELF;
+}
+
+/** Rank 0's header of --validate: the run, the costs the predictions use, the columns. */
+static void validate_header(const bench_opts_t *o, glucx_comm_t *comm)
+{
+    const glucx_topo_t *t = comm->topo;
+    const glucx_config_t *cfg = &comm->context->config;
+    printf("# glucx-bench --validate: glucx %s, %s, %d ranks in %d package(s), dtype %s",
+           glucx_version(), glucx_coll_name(o->coll), t->size, t->npackages,
+           glucx_dtype_name(o->dtype));
+    if (is_reduction(o->coll))
+        printf(", op %s", glucx_op_name(o->op));
+    printf(", check %d, timeout %" PRId64 " ms\n", o->check, o->timeout_ms);
+    if (o->iters > 0)
+        printf("# iterations: %ld timed", o->iters);
+    else
+        printf("# iterations: 64 MiB/size timed (20..1000)");
+    if (o->warmup >= 0)
+        printf(", %ld warmup\n", o->warmup);
+    else
+        printf(", max(5, iters/10) warmup\n");
+    if (cfg->calibration[0] == '\0' && cfg->topology[0] == '\0')
+        printf("# costs: defaults (no GLUCX_CALIBRATION, no GLUCX_TOPOLOGY)\n");
+    else if (cfg->calibration[0] == '\0')
+        printf("# costs: nominal, GLUCX_TOPOLOGY=%s\n", cfg->topology);
+    else
+        printf("# costs: GLUCX_CALIBRATION=%s%s%s\n", cfg->calibration,
+               cfg->topology[0] ? ", GLUCX_TOPOLOGY=" : "", cfg->topology);
+    for (int c = GLUCX_LINK_SELF; c < GLUCX_LINK_CLASS_COUNT; c++)
+        printf("#   %-5s alpha %.6g ns, beta %.6g ns/B\n", vclass_names[c], t->cost[c].alpha_ns,
+               t->cost[c].beta_ns_per_byte);
+    for (int d = 0; t->net != NULL && d < t->net->ndims; d++) {
+        glucx_link_cost_t k = glucx_topo_dim_cost(t, d);
+        printf("#   dim %d alpha %.6g ns, beta %.6g ns/B (%s)\n", d, k.alpha_ns, k.beta_ns_per_byte,
+               t->dim_cost[d].alpha_ns >= 0 ? "calibrated" : "nominal");
+    }
+    printf("#   gamma %.6g ns/B, copy %.6g ns/B; topology-oblivious algorithms pay the %s class\n",
+           t->gamma_ns_per_byte, t->copy_ns_per_byte, vclass_names[vbottleneck(t)]);
+    printf("# size: bytes as nccl-tests counts them; count: elements in size\n");
+    printf("# time: microseconds per call: each rank's median over the timed iterations, then the "
+           "maximum over ranks\n");
+    printf("# predicted: the algorithm's cost function on this communicator's topology (the costs "
+           "above), us; n/a: it does not apply\n");
+    printf("# error: predicted/time - 1; unsupported: the algorithm declined the size "
+           "(GLUCX_ERR_UNSUPPORTED)\n");
+    printf("# #wrong: output elements that differ from the reference, summed over ranks "
+           "(N/A without --check 1)\n");
+    printf("#%11s %12s %6s %6s %-22s %11s %11s %9s %7s\n", "size", "count", "type", "redop", "algo",
+           "time", "predicted", "error", "#wrong");
+    fflush(stdout);
+}
+
+/** One row of --validate (algorithm @p alg at @p bytes), and the reason when it declined. */
+static void validate_row(const bench_opts_t *o, const char *alg, size_t bytes, const vresult_t *r)
+{
+    char pred[32], err[32], wrong[32], time[32];
+    if (isfinite(r->predicted_us))
+        snprintf(pred, sizeof(pred), "%.2f", r->predicted_us);
+    else
+        snprintf(pred, sizeof(pred), "n/a");
+    double e = vresult_error_pct(r);
+    if (isfinite(e))
+        snprintf(err, sizeof(err), "%+.1f%%", e);
+    else
+        snprintf(err, sizeof(err), "N/A");
+    if (r->supported)
+        snprintf(time, sizeof(time), "%.2f", r->measured_us);
+    else
+        snprintf(time, sizeof(time), "unsupported");
+    if (r->supported && o->check)
+        snprintf(wrong, sizeof(wrong), "%" PRId64, r->wrong);
+    else
+        snprintf(wrong, sizeof(wrong), "N/A");
+    printf("%12zu %12zu %6s %6s %-22s %11s %11s %9s %7s\n", bytes,
+           bytes / glucx_dtype_size(o->dtype), glucx_dtype_name(o->dtype),
+           is_reduction(o->coll) ? glucx_op_name(o->op) : "none", alg, time, pred, err, wrong);
+    if (!r->supported)
+        printf("# %s at %zu bytes: unsupported: %s\n", alg, bytes, r->note);
+    fflush(stdout);
+}
+
+/** Largest |error| of algorithm column @p a at sizes >= VALIDATE_SUMMARY_FROM; *n_p: how many
+ *  sizes it covers. NAN when none. */
+static double validate_summary(const vresult_t *res, const size_t *sizes, int nsizes, int nalgs,
+                               int a, int *n_p)
+{
+    double worst = NAN;
+    int n = 0;
+    for (int k = 0; k < nsizes; k++) {
+        double e = vresult_error_pct(&res[k * nalgs + a]);
+        if (sizes[k] < VALIDATE_SUMMARY_FROM || !isfinite(e))
+            continue;
+        n++;
+        if (!(fabs(e) <= worst))
+            worst = fabs(e);
+    }
+    *n_p = n;
+    return worst;
+}
+
+/** A JSON number, or null for a missing (NAN) or infinite value. */
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/** The --json FILE document (format 1; README, "Tools"). */
+static json_t *validate_json(const bench_opts_t *o, glucx_comm_t *comm, const int *algs, int nalgs,
+                             const size_t *sizes, int nsizes, const vresult_t *res,
+                             int64_t wrong_total)
+{
+    const glucx_topo_t *t = comm->topo;
+    const glucx_config_t *cfg = &comm->context->config;
+    const glucx_coll_table_t *tab = glucx_coll_tables[o->coll];
+    json_t *root = json_object(), *costs = json_object(), *dims = json_array(),
+           *jalgs = json_array();
+    json_object_set_new(root, "format", json_integer(1));
+    json_object_set_new(root, "tool", json_string("glucx-bench --validate"));
+    json_object_set_new(root, "glucx", json_string(glucx_version()));
+    json_object_set_new(root, "coll", json_string(glucx_coll_name(o->coll)));
+    json_object_set_new(root, "ranks", json_integer(t->size));
+    json_object_set_new(root, "packages", json_integer(t->npackages));
+    json_object_set_new(root, "dtype", json_string(glucx_dtype_name(o->dtype)));
+    json_object_set_new(root, "op",
+                        is_reduction(o->coll) ? json_string(glucx_op_name(o->op)) : json_null());
+    json_object_set_new(root, "check", json_boolean(o->check));
+    for (int c = GLUCX_LINK_SELF; c < GLUCX_LINK_CLASS_COUNT; c++)
+        json_object_set_new(costs, vclass_names[c],
+                            json_pack("{s:f, s:f}", "alpha_ns", t->cost[c].alpha_ns,
+                                      "beta_ns_per_byte", t->cost[c].beta_ns_per_byte));
+    json_object_set_new(costs, "gamma_ns_per_byte", json_real(t->gamma_ns_per_byte));
+    json_object_set_new(costs, "copy_ns_per_byte", json_real(t->copy_ns_per_byte));
+    json_object_set_new(costs, "bottleneck", json_string(vclass_names[vbottleneck(t)]));
+    json_object_set_new(costs, "calibration",
+                        cfg->calibration[0] ? json_string(cfg->calibration) : json_null());
+    json_object_set_new(costs, "topology",
+                        cfg->topology[0] ? json_string(cfg->topology) : json_null());
+    for (int d = 0; t->net != NULL && d < t->net->ndims; d++) {
+        glucx_link_cost_t k = glucx_topo_dim_cost(t, d);
+        json_array_append_new(dims, json_pack("{s:i, s:f, s:f, s:b}", "dimension", d, "alpha_ns",
+                                              k.alpha_ns, "beta_ns_per_byte", k.beta_ns_per_byte,
+                                              "calibrated", t->dim_cost[d].alpha_ns >= 0));
+    }
+    json_object_set_new(costs, "dimensions", dims);
+    json_object_set_new(root, "costs", costs);
+    json_object_set_new(root, "time",
+                        json_string("us per call: each rank's median over the timed iterations, "
+                                    "then the maximum over ranks"));
+    json_object_set_new(root, "summary_from_bytes",
+                        json_integer((json_int_t)VALIDATE_SUMMARY_FROM));
+    for (int a = 0; a < nalgs; a++) {
+        json_t *rows = json_array();
+        for (int k = 0; k < nsizes; k++) {
+            const vresult_t *r = &res[k * nalgs + a];
+            if (!r->done)
+                continue;
+            json_t *row = json_pack("{s:I, s:I, s:I, s:s}", "size", (json_int_t)sizes[k],
+                                    "cost_bytes", (json_int_t)r->cost_bytes, "count",
+                                    (json_int_t)(sizes[k] / glucx_dtype_size(o->dtype)), "status",
+                                    r->supported ? "ok" : "unsupported");
+            json_object_set_new(row, "predicted_us", num_or_null(r->predicted_us));
+            if (r->supported) {
+                json_object_set_new(row, "iters", json_integer(r->iters));
+                json_object_set_new(row, "measured_us", json_real(r->measured_us));
+                json_object_set_new(row, "error_pct", num_or_null(vresult_error_pct(r)));
+                json_object_set_new(row, "wrong",
+                                    o->check ? json_integer((json_int_t)r->wrong) : json_null());
+            } else {
+                json_object_set_new(row, "note", json_string(r->note));
+            }
+            json_array_append_new(rows, row);
+        }
+        int ns;
+        double worst = validate_summary(res, sizes, nsizes, nalgs, a, &ns);
+        json_array_append_new(
+            jalgs, json_pack("{s:s, s:o, s:o, s:i}", "name", tab->algs[algs[a]].name, "results",
+                             rows, "max_abs_error_pct", num_or_null(worst), "summary_sizes", ns));
+    }
+    json_object_set_new(root, "algorithms", jalgs);
+    json_object_set_new(root, "wrong_total", json_integer((json_int_t)wrong_total));
+    return root;
+}
+
+/**
+ * --validate: for each size of the sweep, every algorithm of the collective's table (or --algo's)
+ * forced in turn: measured time, predicted time, error; then the summary per algorithm and, with
+ * --json, the JSON file (rank 0). @return 0; 1 on a failure or wrong results; 2 when the JSON
+ * file cannot be written (every rank returns it).
+ */
+static int validate(glucx_comm_t *comm, const bench_opts_t *o)
+{
+    const int me = glucx_comm_rank(comm), n = glucx_comm_size(comm);
+    const glucx_coll_opts_t aux = {.field_mask = GLUCX_COLL_OPT_TIMEOUT,
+                                   .timeout_ms = o->timeout_ms};
+    const glucx_coll_table_t *tab = glucx_coll_tables[o->coll];
+    int rc = 1;
+    FILE *jf = NULL;
+    /* rank 0 opens the JSON file first: when it cannot, every rank stops alike */
+    int32_t ok = 1, all_ok = 0;
+    if (me == 0 && o->json != NULL && (jf = fopen(o->json, "w")) == NULL) {
+        fprintf(stderr, "glucx-bench: --json '%s': cannot write: %s\n", o->json, strerror(errno));
+        ok = 0;
+    }
+    glucx_status_t st = glucx_allreduce(comm, &ok, &all_ok, 1, GLUCX_DTYPE_I32, GLUCX_OP_MIN, &aux);
+    if (st != GLUCX_OK) {
+        if (jf != NULL)
+            fclose(jf);
+        return rank_fail(me, "allreduce of the --json check", st);
+    }
+    if (!all_ok)
+        return 2;
+
+    int algs[64], nalgs = 0;
+    for (int a = 0; a < tab->count && nalgs < 64; a++)
+        if (o->algo == NULL || strcmp(o->algo, tab->algs[a].name) == 0)
+            algs[nalgs++] = a;
+    size_t sizes[VALIDATE_MAX_SIZES];
+    int nsizes = 0;
+    size_t cap = o->max_bytes + 4096;
+    long max_iters = o->iters > 0 ? o->iters : 1000;
+    void *send = NULL, *recv = NULL;
+    layout_t l = {0};
+    l.counts = calloc((size_t)n, sizeof(size_t));
+    l.displs = calloc((size_t)n, sizeof(size_t));
+    l.scounts = calloc((size_t)n, sizeof(size_t));
+    l.sdispls = calloc((size_t)n, sizeof(size_t));
+    double *times = malloc(sizeof(double) * (size_t)max_iters);
+    vresult_t *res = calloc((size_t)VALIDATE_MAX_SIZES * (size_t)nalgs, sizeof(*res));
+    if (posix_memalign(&send, 4096, cap) != 0 || posix_memalign(&recv, 4096, cap) != 0 ||
+        l.counts == NULL || l.displs == NULL || l.scounts == NULL || l.sdispls == NULL ||
+        times == NULL || res == NULL) {
+        fprintf(stderr,
+                "glucx-bench: rank %d: cannot allocate 2 x %zu bytes and %ld timings for "
+                "--validate\n",
+                me, cap, max_iters);
+        goto out;
+    }
+    memset(send, 0, cap); /* fault the pages in before timing */
+    memset(recv, 0, cap);
+    if (me == 0)
+        validate_header(o, comm);
+    int64_t total_wrong = 0;
+    size_t prev_bytes = SIZE_MAX;
+    for (size_t s = o->min_bytes; s <= o->max_bytes && nsizes < VALIDATE_MAX_SIZES;) {
+        layout_make(o, me, n, s, send, recv, &l);
+        size_t next = s == 0 ? 1 : (s > SIZE_MAX / o->factor ? SIZE_MAX : s * o->factor);
+        int last = o->coll == GLUCX_COLL_BARRIER || next <= s || next > o->max_bytes;
+        if (l.bytes != prev_bytes) { /* small sizes may round to the same row */
+            prev_bytes = l.bytes;
+            sizes[nsizes] = l.bytes;
+            /* every algorithm at this size before the next size: they see the same load */
+            for (int a = 0; a < nalgs; a++) {
+                vresult_t *r = &res[nsizes * nalgs + a];
+                if (validate_one(comm, o, algs[a], &l, send, recv, times, r) != 0)
+                    goto out;
+                total_wrong += r->wrong;
+                if (me == 0)
+                    validate_row(o, tab->algs[algs[a]].name, l.bytes, r);
+                note_progress();
+            }
+            nsizes++;
+        }
+        if (last)
+            break;
+        s = next;
+    }
+    if (me == 0) {
+        for (int a = 0; a < nalgs; a++) {
+            int ns;
+            double worst = validate_summary(res, sizes, nsizes, nalgs, a, &ns);
+            if (ns > 0)
+                printf("# summary: %s: max |error| at sizes >= 256K: %.1f%% over %d size(s)\n",
+                       tab->algs[algs[a]].name, worst, ns);
+            else
+                printf("# summary: %s: max |error| at sizes >= 256K: n/a (no size >= 256K "
+                       "measured with a prediction)\n",
+                       tab->algs[algs[a]].name);
+        }
+        if (o->check)
+            printf("# wrong elements in total: %" PRId64 " (%s)\n", total_wrong,
+                   total_wrong == 0 ? "OK" : "FAILED");
+        fflush(stdout);
+        if (jf != NULL) {
+            json_t *j = validate_json(o, comm, algs, nalgs, sizes, nsizes, res, total_wrong);
+            int bad = j == NULL || json_dumpf(j, jf, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 ||
+                      fputc('\n', jf) == EOF;
+            json_decref(j);
+            bad |= fclose(jf) != 0;
+            jf = NULL;
+            if (bad) {
+                fprintf(stderr, "glucx-bench: --json '%s': cannot write the results\n", o->json);
+                goto out;
+            }
+        }
+    }
+    if (total_wrong != 0) {
+        if (me == 0)
+            fprintf(stderr, "glucx-bench: %" PRId64 " wrong elements\n", total_wrong);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (jf != NULL)
+        fclose(jf);
+    free(send);
+    free(recv);
+    free(times);
+    free(res);
+    free(l.counts);
+    free(l.displs);
+    free(l.scounts);
+    free(l.sdispls);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* One rank                                                                                   */
 
 static int run_rank(const bench_opts_t *o, int rank, int size, glucx_store_t *store)
@@ -1491,7 +1972,10 @@ static int run_rank(const bench_opts_t *o, int rank, int size, glucx_store_t *st
         goto out;
     }
     note_progress();
-    rc = o->calibrate != NULL ? calibrate(comm, o) : o->put ? bench_put(comm, o) : bench(comm, o);
+    rc = o->calibrate != NULL ? calibrate(comm, o)
+         : o->put             ? bench_put(comm, o)
+         : o->validate        ? validate(comm, o)
+                              : bench(comm, o);
 out:
     glucx_comm_destroy(comm);
     glucx_context_destroy(ctx);

@@ -72,7 +72,24 @@ static void test_tune_parse_invalid(void **state)
     }
 }
 
-/* The map covers every size exactly once and picks the cheapest algorithm where not tuned. */
+/* argmin of the cost functions at @p bytes (first in table order on ties), computed here. */
+static int cheapest(const glucx_topo_t *topo, glucx_coll_t c, size_t bytes)
+{
+    const glucx_coll_table_t *t = glucx_coll_tables[c];
+    double best = INFINITY;
+    int best_i = -1;
+    for (int i = 0; i < t->count; i++) {
+        double cost = t->algs[i].cost(topo, bytes);
+        if (cost < best) {
+            best = cost;
+            best_i = i;
+        }
+    }
+    return best_i;
+}
+
+/* The map covers every size exactly once and picks the cheapest algorithm where not tuned: at
+ * every power of two, and on both sides of every boundary (the exact crossover). */
 static void check_map(const glucx_topo_t *topo, const glucx_select_t *sel, glucx_coll_t c)
 {
     int n = sel->nranges[c];
@@ -80,37 +97,37 @@ static void check_map(const glucx_topo_t *topo, const glucx_select_t *sel, glucx
     const glucx_select_range_t *r = sel->ranges[c];
     assert_int_equal(r[0].lo, 0);
     assert_true(r[n - 1].hi == SIZE_MAX);
-    for (int i = 1; i < n; i++)
+    for (int i = 1; i < n; i++) {
         assert_true(r[i].lo == r[i - 1].hi);
-    /* spot-check the argmin at powers of two (computed here from the cost functions) */
-    for (int k = 0; k < 34; k++) {
-        size_t bytes = (size_t)1 << k;
+        if (r[i].forced || r[i - 1].forced)
+            continue;
+        assert_true(r[i].alg != r[i - 1].alg);
+        if (cheapest(topo, c, r[i].lo) != r[i].alg ||
+            cheapest(topo, c, r[i].lo - 1) != r[i - 1].alg)
+            fail_msg("%s: boundary %zu: %d/%d, cheapest %d/%d", glucx_coll_name(c), r[i].lo,
+                     r[i - 1].alg, r[i].alg, cheapest(topo, c, r[i].lo - 1),
+                     cheapest(topo, c, r[i].lo));
+    }
+    for (int k = -1; k < 40; k++) {
+        size_t bytes = k < 0 ? 0 : (size_t)1 << k;
         const glucx_select_range_t *hit = glucx_select_lookup(sel, c, bytes);
-        assert_true(bytes >= hit->lo && bytes < hit->hi);
+        assert_true(bytes >= hit->lo && (bytes < hit->hi || hit->hi == SIZE_MAX));
         if (hit->forced)
             continue;
-        size_t probe = (size_t)((double)bytes * 1.41421356);
-        const glucx_coll_table_t *t = glucx_coll_tables[c];
-        double best = INFINITY;
-        int best_i = -1;
-        for (int i = 0; i < t->count; i++) {
-            double cost = t->algs[i].cost(topo, probe);
-            if (cost < best) {
-                best = cost;
-                best_i = i;
-            }
-        }
-        assert_int_equal(hit->alg, best_i);
+        if (hit->alg != cheapest(topo, c, bytes))
+            fail_msg("%s at %zu bytes: map %d, cheapest %d", glucx_coll_name(c), bytes, hit->alg,
+                     cheapest(topo, c, bytes));
     }
 }
 
 static void test_map_from_costs(void **state)
 {
     (void)state;
-    int sizes[] = {1, 2, 3, 4, 7, 8, 16};
+    int sizes[] = {1, 2, 3, 4, 7, 8, 16, 8, 12, 64};
+    int packages[] = {1, 1, 1, 1, 1, 1, 1, 4, 3, 8};
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         glucx_topo_t *topo;
-        assert_int_equal(glucx_topo_create_uniform(sizes[s], 1, &topo), GLUCX_OK);
+        assert_int_equal(glucx_topo_create_uniform(sizes[s], packages[s], &topo), GLUCX_OK);
         glucx_select_t sel;
         assert_int_equal(glucx_select_build(topo, NULL, &sel), GLUCX_OK);
         for (int c = 0; c < GLUCX_COLL_COUNT; c++)
