@@ -102,7 +102,10 @@ static const char *const alg_names[] = {"ring",
                                         "binomial",
                                         "scatter_allgather",
                                         "reduce_scatter_gather",
-                                        "halving"};
+                                        "halving",
+                                        "hierarchical",
+                                        "torus",
+                                        "torus_rotated"};
 static const char *const dtype_names[] = {"bool", "i8",  "u8",   "i32", "i64",
                                           "u64",  "f16", "bf16", "f32", "f64"};
 static const char *const op_names[] = {"sum", "prod", "min", "max", "avg", "band", "bor", "bxor"};

@@ -29,7 +29,10 @@
     X(BINOMIAL, binomial, 7)                                                                       \
     X(SCATTER_ALLGATHER, scatter_allgather, 8)                                                     \
     X(REDUCE_SCATTER_GATHER, reduce_scatter_gather, 9)                                             \
-    X(HALVING, halving, 10)
+    X(HALVING, halving, 10)                                                                        \
+    X(HIERARCHICAL, hierarchical, 11)                                                              \
+    X(TORUS, torus, 12)                                                                            \
+    X(TORUS_ROTATED, torus_rotated, 13)
 
 /** Algorithm id of an event that has none (unknown name, no algorithm chosen yet). */
 #define GLUCX_TP_ALG_NONE (-1)
