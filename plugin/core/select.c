@@ -140,9 +140,11 @@ int glucx_select_by_cost(const glucx_topo_t *topo, glucx_coll_t coll, size_t byt
         double c = t->algs[i].cost(topo, bytes);
         if (!isfinite(c))
             continue;
-        /* insertion sort: tables are short; ties keep table order */
+        /* insertion sort: tables are short; ties keep table order, and so do costs equal but
+         * for rounding (algorithms that are the same on this topology, e.g. the torus rows with
+         * one outer dimension, would otherwise alternate at sizes where their last bits differ) */
         int j = n++;
-        while (j > 0 && cost[j - 1] > c) {
+        while (j > 0 && cost[j - 1] > c * (1 + 1e-9)) {
             cost[j] = cost[j - 1];
             idx[j] = idx[j - 1];
             j--;
