@@ -135,22 +135,40 @@ int glucx_select_by_cost(const glucx_topo_t *topo, glucx_coll_t coll, size_t byt
     const glucx_coll_table_t *t = glucx_coll_tables[coll];
     double cost[64];
     int idx[64];
-    int n = 0;
+    int n = 0, best = -1;
+    double best_cost = INFINITY;
     for (int i = 0; i < t->count && i < 64; i++) {
         double c = t->algs[i].cost(topo, bytes);
         if (!isfinite(c))
             continue;
-        /* insertion sort: tables are short; ties keep table order, and so do costs equal but
-         * for rounding (algorithms that are the same on this topology, e.g. the torus rows with
-         * one outer dimension, would otherwise alternate at sizes where their last bits differ) */
+        /* The first choice: in table order, a row replaces the best so far only when cheaper
+         * by more than a relative 1e-9, so costs equal but for rounding keep table order
+         * (algorithms that are the same on this topology, e.g. the torus rows with one outer
+         * dimension, would otherwise alternate at sizes where their last bits differ). */
+        if (best < 0 || c * (1 + 1e-9) < best_cost) {
+            best = i;
+            best_cost = c;
+        }
+        /* the others by cost: insertion sort (tables are short; ties keep table order) */
         int j = n++;
-        while (j > 0 && cost[j - 1] > c * (1 + 1e-9)) {
+        while (j > 0 && cost[j - 1] > c) {
             cost[j] = cost[j - 1];
             idx[j] = idx[j - 1];
             j--;
         }
         cost[j] = c;
         idx[j] = i;
+    }
+    for (int k = 0; k < n; k++) { /* move the first choice to the front */
+        if (idx[k] != best)
+            continue;
+        for (; k > 0; k--) {
+            idx[k] = idx[k - 1];
+            cost[k] = cost[k - 1];
+        }
+        idx[0] = best;
+        cost[0] = best_cost;
+        break;
     }
     int out = n < max ? n : max;
     memcpy(order, idx, sizeof(int) * (size_t)out);

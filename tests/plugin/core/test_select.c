@@ -72,7 +72,8 @@ static void test_tune_parse_invalid(void **state)
     }
 }
 
-/* argmin of the cost functions at @p bytes (first in table order on ties), computed here. */
+/* argmin of the cost functions at @p bytes, computed here: a later row wins only when cheaper
+ * by more than a relative 1e-9 (ties and rounding keep table order, as select.c documents). */
 static int cheapest(const glucx_topo_t *topo, glucx_coll_t c, size_t bytes)
 {
     const glucx_coll_table_t *t = glucx_coll_tables[c];
@@ -80,7 +81,7 @@ static int cheapest(const glucx_topo_t *topo, glucx_coll_t c, size_t bytes)
     int best_i = -1;
     for (int i = 0; i < t->count; i++) {
         double cost = t->algs[i].cost(topo, bytes);
-        if (cost < best) {
+        if (isfinite(cost) && (best_i < 0 || cost * (1 + 1e-9) < best)) {
             best = cost;
             best_i = i;
         }
