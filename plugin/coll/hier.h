@@ -24,8 +24,9 @@
 
 /** How a phase moves data along one dimension. */
 typedef enum glucx_coll_engine {
-    GLUCX_ENGINE_DIRECT, /**< every member to every member at once: a FullyConnected dimension */
-    GLUCX_ENGINE_RING    /**< pipelined ring along the line: a Ring or a Switch dimension */
+    GLUCX_ENGINE_DIRECT, /**< every member to every member at once: a FullyConnected or
+                              Switch dimension (and the switch between hosts without a file) */
+    GLUCX_ENGINE_RING    /**< pipelined ring along the line: a Ring dimension */
 } glucx_coll_engine_t;
 
 /** The dimensions of a topology as the hierarchical algorithms and their costs see them. */

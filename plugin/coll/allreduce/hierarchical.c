@@ -82,13 +82,16 @@ static double dims_cost(const glucx_topo_t *topo, size_t bytes, int mode)
                 for (int k = 0; k < j && mode != HIERARCHICAL; k++)
                     m /= s.size[outer_dim(&s, mode, rot, k)];
                 const int d = outer_dim(&s, mode, rot, j);
-                double t = glucx_coll_dim_cost(&s, d, m, rs ? g : 0, flows);
-                if (mode == HIERARCHICAL) /* an allreduce along each dimension in turn */
-                    t += glucx_coll_dim_cost(&s, d, m, rs ? 0 : g, flows);
+                /* (hierarchical: an allreduce along each dimension in turn, its reduce-scatter
+                 * counted in the first pass and its allgather in the second, so that with one
+                 * outer dimension the three variants add the same terms in the same order and
+                 * tie exactly: the selection then keeps table order instead of flipping between
+                 * them on rounding noise) */
+                const double t = glucx_coll_dim_cost(&s, d, m, rs ? g : 0, flows);
                 if (t > phase)
                     phase = t;
             }
-            c += mode == HIERARCHICAL && !rs ? 0 : phase;
+            c += phase;
         }
     }
     return c;

@@ -201,12 +201,46 @@ static void test_by_cost_order(void **state)
     glucx_topo_destroy(topo);
 }
 
+/* With one outer dimension (packages without a topology file) the hierarchical, torus and
+ * torus_rotated allreduce are the same algorithm: their costs must tie exactly, so that the map
+ * keeps table order (hierarchical) instead of flipping between them on rounding noise (it used
+ * to show ranges such as 16K-16385:torus on 16384 ranks in 2 packages). */
+static void test_map_hier_ties(void **state)
+{
+    (void)state;
+    const glucx_coll_t c = GLUCX_COLL_ALLREDUCE;
+    const int h = alg(c, "hierarchical"), t = alg(c, "torus"), tr = alg(c, "torus_rotated");
+    int sizes[] = {4, 6, 8, 9, 12, 16384};
+    int packages[] = {2, 6, 4, 3, 3, 2};
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        glucx_topo_t *topo;
+        assert_int_equal(glucx_topo_create_uniform(sizes[s], packages[s], &topo), GLUCX_OK);
+        const glucx_coll_alg_t *a = glucx_coll_tables[c]->algs;
+        for (int k = 0; k < 63; k++) {
+            const size_t bytes = ((size_t)1 << k) + (size_t)k * 7;
+            const double ch = a[h].cost(topo, bytes);
+            if (a[t].cost(topo, bytes) != ch || a[tr].cost(topo, bytes) != ch)
+                fail_msg("%d ranks in %d packages, %zu bytes: costs %.17g %.17g %.17g", sizes[s],
+                         packages[s], bytes, ch, a[t].cost(topo, bytes), a[tr].cost(topo, bytes));
+        }
+        glucx_select_t sel;
+        assert_int_equal(glucx_select_build(topo, NULL, &sel), GLUCX_OK);
+        for (int i = 0; i < sel.nranges[c]; i++)
+            if (sel.ranges[c][i].alg == t || sel.ranges[c][i].alg == tr)
+                fail_msg("%d ranks in %d packages: range %zu-%zu chooses %s", sizes[s],
+                         packages[s], sel.ranges[c][i].lo, sel.ranges[c][i].hi,
+                         a[sel.ranges[c][i].alg].name);
+        check_map(topo, &sel, c);
+        glucx_topo_destroy(topo);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tune_parse_valid), cmocka_unit_test(test_tune_parse_invalid),
         cmocka_unit_test(test_map_from_costs),   cmocka_unit_test(test_map_with_tune),
-        cmocka_unit_test(test_by_cost_order),
+        cmocka_unit_test(test_by_cost_order),    cmocka_unit_test(test_map_hier_ties),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
