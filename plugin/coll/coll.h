@@ -89,6 +89,7 @@ typedef struct glucx_coll_ctx {
                                alltoall (so algorithms never see input and output overlap) */
     uint64_t trace_comm;  /**< comm id of trace events (0 when the caller sets none) */
     uint32_t trace_seq;   /**< full 32-bit sequence number for trace events */
+    char why[160];        /**< why the algorithm declined (glucx_coll_decline), else "" */
 } glucx_coll_ctx_t;
 
 /** One algorithm: a row of a collective's table. */
@@ -218,6 +219,14 @@ void glucx_coll_copy(void *dst, const void *src, size_t bytes);
  */
 glucx_status_t glucx_coll_fail(glucx_coll_ctx_t *ctx, glucx_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/**
+ * Decline the collective (before any traffic, from values equal on every rank): records the
+ * reason in ctx->why, which the core names when the algorithm was forced.
+ * @return GLUCX_ERR_UNSUPPORTED.
+ */
+glucx_status_t glucx_coll_decline(glucx_coll_ctx_t *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /** Scratch memory for an algorithm: malloc that fails the collective (peers notified) on error. */
 void *glucx_coll_malloc(glucx_coll_ctx_t *ctx, size_t bytes, glucx_status_t *status_p);

@@ -346,6 +346,15 @@ void glucx_coll_copy(void *dst, const void *src, size_t bytes)
         memmove(dst, src, bytes);
 }
 
+glucx_status_t glucx_coll_decline(glucx_coll_ctx_t *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->why, sizeof(ctx->why), fmt, ap);
+    va_end(ap);
+    return GLUCX_ERR_UNSUPPORTED;
+}
+
 void *glucx_coll_malloc(glucx_coll_ctx_t *ctx, size_t bytes, glucx_status_t *status_p)
 {
     void *p = malloc(bytes ? bytes : 1);

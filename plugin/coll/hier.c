@@ -69,8 +69,22 @@ glucx_status_t glucx_coll_layout_init(glucx_coll_ctx_t *ctx, glucx_coll_layout_t
 {
     memset(layout, 0, sizeof(*layout));
     const glucx_topo_t *t = ctx->topo;
-    if (t == NULL || t->size != ctx->size || !glucx_coll_shape(t, &layout->shape))
-        return GLUCX_ERR_UNSUPPORTED;
+    if (t == NULL || t->size != ctx->size)
+        return glucx_coll_decline(ctx, "no topology of %d ranks", ctx->size);
+    if (!glucx_coll_shape(t, &layout->shape)) {
+        int lo = t->size, hi = 0; /* the smallest and largest package */
+        for (int k = 0; k < t->npackages; k++) {
+            int c = 0;
+            for (int r = 0; r < t->size; r++)
+                c += t->package_of[r] == k;
+            lo = c < lo ? c : lo;
+            hi = c > hi ? c : hi;
+        }
+        return glucx_coll_decline(ctx,
+                                  "its packages must be of equal size: %d ranks in %d packages "
+                                  "of %d to %d ranks",
+                                  t->size, t->npackages, lo, hi);
+    }
     const glucx_coll_shape_t *s = &layout->shape;
     const int n = t->size, P = t->npackages, p = t->package_size;
     const glucx_net_t *net = covered_net(t);

@@ -195,7 +195,8 @@ static glucx_status_t execute_run(glucx_comm_t *comm, const glucx_coll_args_t *a
                                   size_t bytes, int *order, int norder, int forced, int *ran_p)
 {
     glucx_status_t st = GLUCX_ERR_UNSUPPORTED;
-    int expanded = forced; /* a forced choice has no fallback */
+    int expanded = forced;                               /* a forced choice has no fallback */
+    char why[sizeof(((glucx_coll_ctx_t *)0)->why)] = ""; /* why the first choice declined */
     for (int i = 0; st == GLUCX_ERR_UNSUPPORTED; i++) {
         if (i == norder) {
             /* The chosen algorithm declined (before any traffic, alike on every rank): the
@@ -224,16 +225,19 @@ static glucx_status_t execute_run(glucx_comm_t *comm, const glucx_coll_args_t *a
             return st;
         ctx.trace_comm = comm->trace_id;
         st = glucx_coll_ctx_run(&ctx);
+        if (st == GLUCX_ERR_UNSUPPORTED && i == 0)
+            memcpy(why, ctx.why, sizeof(why));
         glucx_coll_ctx_fini(&ctx);
     }
     if (st == GLUCX_ERR_UNSUPPORTED && forced)
-        return glucx_error(GLUCX_ERR_UNSUPPORTED,
-                           "%s: algorithm '%s' (requested%s) does not apply to %zu bytes of %s on "
-                           "%d ranks (glucx-info --algorithms describes each algorithm's limits)",
-                           glucx_coll_name(args->coll),
-                           glucx_coll_tables[args->coll]->algs[order[0]].name,
-                           algorithm != NULL ? " by the call" : " by GLUCX_TUNE", bytes,
-                           glucx_dtype_name(args->dtype), comm->size);
+        return glucx_error(
+            GLUCX_ERR_UNSUPPORTED,
+            "%s: algorithm '%s' (requested%s) does not apply to %zu bytes of %s on "
+            "%d ranks%s%s",
+            glucx_coll_name(args->coll), glucx_coll_tables[args->coll]->algs[order[0]].name,
+            algorithm != NULL ? " by the call" : " by GLUCX_TUNE", bytes,
+            glucx_dtype_name(args->dtype), comm->size, why[0] ? ": " : "",
+            why[0] ? why : " (glucx-info --algorithms describes each algorithm's limits)");
     if (st == GLUCX_ERR_UNSUPPORTED)
         return glucx_error(
             GLUCX_ERR_UNSUPPORTED, "%s: no algorithm applies to %zu bytes of %s on %d ranks",

@@ -10,6 +10,10 @@
  *    RANK every rank fails naming the missing job rank.
  * 4. The last rank reads a file with another bandwidth: every rank gets GLUCX_ERR_MISMATCH.
  * 5. A malformed file: context_create fails with GLUCX_ERR_INVALID_ARG naming file and line.
+ * In 1, the collectives also run with the topology-aware algorithms forced per call (issue 17).
+ * 6. No file, the last rank alone on its host (unequal packages, needs 4 ranks or more): a
+ *    forced hierarchical allreduce fails with GLUCX_ERR_UNSUPPORTED on every rank saying why;
+ *    the selection's own choice works.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,9 +54,13 @@ static glucx_status_t create(glucx_context_t *ctx, glucx_store_t *store, int ran
     return glucx_comm_create(ctx, &p, comm_p);
 }
 
-/* allreduce (sum) and allgather of a few sizes, checked against values computed here */
-static int check_collectives(glucx_comm_t *comm, int rank, int size, const char *what)
+/* allreduce (sum) and allgather of a few sizes, checked against values computed here, with the
+ * algorithms @p ar_alg and @p ag_alg forced per call (NULL: the selection's) */
+static int check_collectives(glucx_comm_t *comm, int rank, int size, const char *what,
+                             const char *ar_alg, const char *ag_alg)
 {
+    glucx_coll_opts_t ar_opts = {.field_mask = GLUCX_COLL_OPT_ALGORITHM, .algorithm = ar_alg};
+    glucx_coll_opts_t ag_opts = {.field_mask = GLUCX_COLL_OPT_ALGORITHM, .algorithm = ag_alg};
     static const size_t counts[] = {1, 1000, 70000};
     int rc = 0;
     for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]) && rc == 0; k++) {
@@ -65,9 +73,10 @@ static int check_collectives(glucx_comm_t *comm, int rank, int size, const char 
         }
         for (size_t i = 0; rc == 0 && i < n; i++)
             in[i] = (int32_t)(rank * 1000 + (int)(i % 97));
-        if (rc == 0 &&
-            ITEST_STATUS(glucx_allreduce(comm, in, out, n, GLUCX_DTYPE_I32, GLUCX_OP_SUM, NULL),
-                         GLUCX_OK, "%s: allreduce of %zu int32", what, n) != 0)
+        if (rc == 0 && ITEST_STATUS(glucx_allreduce(comm, in, out, n, GLUCX_DTYPE_I32, GLUCX_OP_SUM,
+                                                    ar_alg != NULL ? &ar_opts : NULL),
+                                    GLUCX_OK, "%s: allreduce (%s) of %zu int32", what,
+                                    ar_alg != NULL ? ar_alg : "selected", n) != 0)
             rc = -1;
         for (size_t i = 0; rc == 0 && i < n; i++) {
             int32_t want = (int32_t)(1000 * size * (size - 1) / 2 + size * (int)(i % 97));
@@ -77,8 +86,10 @@ static int check_collectives(glucx_comm_t *comm, int rank, int size, const char 
                 rc = -1;
             }
         }
-        if (rc == 0 && ITEST_STATUS(glucx_allgather(comm, in, all, n, GLUCX_DTYPE_I32, NULL),
-                                    GLUCX_OK, "%s: allgather of %zu int32", what, n) != 0)
+        if (rc == 0 && ITEST_STATUS(glucx_allgather(comm, in, all, n, GLUCX_DTYPE_I32,
+                                                    ag_alg != NULL ? &ag_opts : NULL),
+                                    GLUCX_OK, "%s: allgather (%s) of %zu int32", what,
+                                    ag_alg != NULL ? ag_alg : "selected", n) != 0)
             rc = -1;
         for (int r = 0; rc == 0 && r < size; r++)
             for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -159,8 +170,13 @@ int itest_case_topology(const itest_env_t *env, int rank, int size)
     else if (ITEST_STATUS(create(ctx, store, rank, size, "topo-fit", &comm), GLUCX_OK,
                           "comm_create with a fitting topology") != 0)
         rc = -1;
-    else
-        rc |= check_collectives(comm, rank, size, "fitting topology");
+    else {
+        rc |= check_collectives(comm, rank, size, "fitting topology", NULL, NULL);
+        rc |= check_collectives(comm, rank, size, "fitting topology", "torus_rotated",
+                                "hierarchical");
+        rc |= check_collectives(comm, rank, size, "fitting topology", "hierarchical", NULL);
+        rc |= check_collectives(comm, rank, size, "fitting topology", "torus", NULL);
+    }
     glucx_comm_destroy(comm);
     comm = NULL;
 
@@ -186,7 +202,7 @@ int itest_case_topology(const itest_env_t *env, int rank, int size)
                           "comm_create placed by RANK=%s", job) != 0)
         rc = -1;
     else
-        rc |= check_collectives(comm, rank, size, "placed by job rank");
+        rc |= check_collectives(comm, rank, size, "placed by job rank", NULL, NULL);
     glucx_comm_destroy(comm);
     comm = NULL;
     glucx_context_destroy(ctx);
@@ -234,7 +250,33 @@ int itest_case_topology(const itest_env_t *env, int rank, int size)
     }
     glucx_context_destroy(ctx);
 
+    /* 6. unequal packages: the last rank alone */
     unsetenv("GLUCX_TOPOLOGY");
+    setenv("GLUCX_HOSTID", rank == size - 1 ? "itest-solo" : "itest-rest", 1);
+    ctx = size >= 4 ? context("unequal packages") : NULL;
+    if (ctx != NULL && ITEST_STATUS(create(ctx, store, rank, size, "topo-unequal", &comm), GLUCX_OK,
+                                    "comm_create with unequal packages") == 0) {
+        int32_t x = rank, y = 0;
+        glucx_coll_opts_t o = {.field_mask = GLUCX_COLL_OPT_ALGORITHM, .algorithm = "hierarchical"};
+        if (ITEST_STATUS(glucx_allreduce(comm, &x, &y, 1, GLUCX_DTYPE_I32, GLUCX_OP_SUM, &o),
+                         GLUCX_ERR_UNSUPPORTED,
+                         "forced hierarchical allreduce, unequal packages") == 0) {
+            char want[128];
+            snprintf(want, sizeof(want), "%d ranks in 2 packages of 1 to %d ranks", size, size - 1);
+            ITEST_CHECK(strstr(glucx_last_error(), "packages must be of equal size") != NULL &&
+                            strstr(glucx_last_error(), want) != NULL,
+                        "message lacks the reason ('%s'): \"%s\"", want, glucx_last_error());
+        } else {
+            rc = -1;
+        }
+        rc |= check_collectives(comm, rank, size, "unequal packages", NULL, NULL);
+    } else if (size >= 4) {
+        rc = -1;
+    }
+    glucx_comm_destroy(comm);
+    comm = NULL;
+    glucx_context_destroy(ctx);
+
     unsetenv("GLUCX_HOSTID");
     unlink(file);
     unlink(half);

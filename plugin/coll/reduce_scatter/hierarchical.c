@@ -5,10 +5,11 @@
  * (local rank l receives, reduced over the package, the blocks of the ranks with local rank l
  * in every package); then local rank l reduce-scatters those along the outer dimensions, the
  * last dimension first, so each partial sum crosses each slow link of its line at most once.
- * The input is first copied into (local rank, package position) order so that every phase's
- * blocks are contiguous.
+ * The package phase reads the input in place (one direct reduce-scatter per package position,
+ * also on a Ring package: the ring engine writes partial sums into its input), into a scratch of
+ * P blocks ordered by position, in which every outer phase's blocks are contiguous.
  * Cost, m input bytes (all blocks), notation as the allgather's:
- *   m copy + RS_0(m) + sum_k RS_k(G_k n_k m / (p P)),
+ *   P RS_0(m / P) + sum_k RS_k(G_k n_k m / (p P)),
  * RS_k(x) = k_k alpha_k + (n_k - 1)/n_k x (f_k beta_k + gamma).
  * Each element of the result is reduced on its owner's path only, in a fixed order: every rank
  * computes the same function of the inputs whatever the timing.
@@ -28,7 +29,10 @@ double glucx_reduce_scatter_hierarchical_cost(const glucx_topo_t *topo, size_t b
     if (!glucx_coll_shape(topo, &s) || s.ndims < 2)
         return INFINITY;
     const double m = (double)bytes, per_pkg_rank = m / topo->size, g = topo->gamma_ns_per_byte;
-    double c = glucx_coll_dim_cost(&s, 0, m, g, 1) + m * topo->copy_ns_per_byte;
+    const double P = topo->npackages;
+    glucx_coll_shape_t d0 = s; /* the package phase runs the direct engine */
+    d0.engine[0] = GLUCX_ENGINE_DIRECT;
+    double c = P * glucx_coll_dim_cost(&d0, 0, m / P, g, 1);
     double grp = 1;
     for (int k = 1; k < s.ndims; k++) {
         c += glucx_coll_dim_cost(&s, k, grp * s.size[k] * per_pkg_rank, g, s.flows[k]);
@@ -47,28 +51,26 @@ glucx_status_t glucx_reduce_scatter_hierarchical_run(glucx_coll_ctx_t *ctx)
     const int p = s->size[0], P = lay.npackages;
     const size_t es = ctx->esize, count = ctx->args->count, blk = count * es;
     const size_t nmax = (size_t)(p > P ? p : P);
-    /* S: the input in (local rank, position) order; T: this local rank's P blocks */
-    char *S = glucx_coll_malloc(ctx, blk * ((size_t)ctx->size + (size_t)P), &st);
-    size_t *off = S == NULL ? NULL : glucx_coll_malloc(ctx, sizeof(size_t) * 2 * nmax, &st);
+    /* T: this local rank's P blocks (one per package position), reduced over the package */
+    char *T = s->ndims > 1 ? glucx_coll_malloc(ctx, blk * (size_t)P, &st) : NULL;
+    size_t *off = st != GLUCX_OK ? NULL : glucx_coll_malloc(ctx, sizeof(size_t) * 2 * nmax, &st);
     if (off == NULL)
         goto out;
     size_t *len = off + nmax;
-    char *T = S + blk * (size_t)ctx->size;
+    for (size_t i = 0; i < nmax; i++)
+        len[i] = count;
     const char *in = ctx->sendbuf;
-    for (int pos = 0; pos < P; pos++)
-        for (int i = 0; i < p; i++)
-            glucx_coll_copy(S + ((size_t)i * P + (size_t)pos) * blk,
-                            in + (size_t)lay.ranks[pos * p + i] * blk, blk);
     unsigned step = 0;
-    { /* inside the package: local rank i gets its P blocks reduced over the package */
-        for (int i = 0; i < p; i++) {
-            off[i] = (size_t)i * P * count;
-            len[i] = (size_t)P * count;
-        }
+    { /* inside the package: per position, the blocks of its ranks, read in place */
         glucx_coll_ctx_t sub;
         glucx_coll_layout_line(ctx, &lay, 0, &sub);
-        st = glucx_coll_dim_reduce_scatter(&sub, s->engine[0], S, S, off, len,
-                                           s->ndims > 1 ? T : ctx->recvbuf, &step);
+        for (int pos = 0; pos < P && st == GLUCX_OK; pos++) {
+            for (int i = 0; i < p; i++)
+                off[i] = (size_t)lay.ranks[pos * p + i] * count;
+            char *dst = T != NULL ? T + (size_t)pos * blk : ctx->recvbuf;
+            /* direct even on a Ring package: the ring engine writes partials into its input */
+            st = glucx_coll_direct_reduce_scatter_blocks(&sub, in, off, len, dst, step++);
+        }
     }
     for (int k = s->ndims - 1; k >= 1 && st == GLUCX_OK; k--) {
         /* along dimension k, members own G positions each, from the line's first position */
@@ -87,7 +89,7 @@ glucx_status_t glucx_reduce_scatter_hierarchical_run(glucx_coll_ctx_t *ctx)
     }
 out:
     free(off);
-    free(S);
+    free(T);
     glucx_coll_layout_fini(&lay);
     return st;
 }

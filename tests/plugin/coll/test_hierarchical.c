@@ -211,7 +211,13 @@ static void offload_volume(const shape_case_t *s, int r, size_t count, size_t es
         dim_volume(s, r, k, (size_t)s->size[k] * G * count, es, rs, vol);
         G *= (size_t)s->size[k];
     }
-    dim_volume(s, r, 0, (size_t)s->size[0] * G * count, es, rs, vol);
+    if (rs) { /* the package phase of the reduce-scatter runs the direct engine, P times */
+        shape_case_t d = *s;
+        d.ring[0] = 0;
+        dim_volume(&d, r, 0, (size_t)s->size[0] * G * count, es, rs, vol);
+    } else {
+        dim_volume(s, r, 0, (size_t)s->size[0] * G * count, es, rs, vol);
+    }
 }
 
 /* ---- running ---- */
@@ -472,13 +478,14 @@ static void test_costs(void **state)
                           (10000 + 0.5 * (m / 2) * 10) + (10000 + 0.5 * (m / 4) * (10 + g)) +
                           (10000 + 0.5 * (m / 4) * 10);
     assert_true(fabs(t->algs[rt].cost(s.topo, (size_t)m) - want_r) < 1e-6 * want_r);
-    /* hierarchical allgather / reduce-scatter of m bytes in all: dimension 1 moves 2 ranks' blocks
-     * (m/4 per line), dimension 2 4 ranks' (m/2), the package everything */
-    const double cp = s.topo->copy_ns_per_byte * m;
-    const double want_ag =
-        cp + (500 + 0.5 * m * 0.02) + (10000 + 0.5 * (m / 4) * 20) + (10000 + 0.5 * (m / 2) * 20);
-    const double want_rs = cp + (500 + 0.5 * m * (0.02 + g)) + (10000 + 0.5 * (m / 4) * (20 + g)) +
-                           (10000 + 0.5 * (m / 2) * (20 + g));
+    /* hierarchical allgather / reduce-scatter of m bytes in all: the package phase is one direct
+     * exchange per package position (4, of m/4 each); the allgather's dimension 1 one allgather
+     * of single blocks (m/4 per line), its dimension 2 one per position a member holds (2, of
+     * m/4 each); the reduce-scatter's dimension 2 first (m/2 per line), then dimension 1 (m/4) */
+    const double want_ag = 4 * (500 + 0.5 * (m / 4) * 0.02) + (10000 + 0.5 * (m / 4) * 20) +
+                           2 * (10000 + 0.5 * (m / 4) * 20);
+    const double want_rs = 4 * (500 + 0.5 * (m / 4) * (0.02 + g)) +
+                           (10000 + 0.5 * (m / 4) * (20 + g)) + (10000 + 0.5 * (m / 2) * (20 + g));
     const glucx_coll_table_t *ag = glucx_coll_tables[GLUCX_COLL_ALLGATHER];
     const glucx_coll_table_t *rsc = glucx_coll_tables[GLUCX_COLL_REDUCE_SCATTER];
     const int agh = glucx_test_alg_index(GLUCX_COLL_ALLGATHER, "hierarchical");
