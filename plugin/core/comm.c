@@ -481,7 +481,7 @@ glucx_status_t glucx_comm_prepare(glucx_context_t *ctx, const glucx_comm_params_
     pthread_mutex_init(&comm->lock, NULL);
     pthread_cond_init(&comm->queue_cond, NULL);
 
-    char hostid[256];
+    char hostid[GLUCX_HOSTID_MAX + 1]; /* GLUCX_HOSTID fits: glucx_config_read checked it */
     host_identity(hostid, sizeof(hostid));
     settings_digest(ctx, comm->digest, sizeof(comm->digest));
     const void *addr;

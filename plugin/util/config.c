@@ -162,6 +162,13 @@ glucx_status_t glucx_config_read(glucx_config_t *c)
                            "GLUCX_TOPOLOGY path is longer than %zu characters",
                            sizeof(c->topology) - 1);
     strcpy(c->topology, topology);
+    const size_t hostid_len = strlen(get("GLUCX_HOSTID"));
+    if (hostid_len > GLUCX_HOSTID_MAX)
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "GLUCX_HOSTID is %zu characters long, at most %d are allowed (a longer "
+                           "identity would be cut, and hosts whose identities share the first %d "
+                           "characters would count as one package)",
+                           hostid_len, GLUCX_HOSTID_MAX, GLUCX_HOSTID_MAX);
 
     for (char **e = environ; e != NULL && *e != NULL; e++) {
         /* GLUCX_TEST_* belong to glucx's test suite (tests/README.md), not to the library */

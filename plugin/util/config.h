@@ -5,6 +5,9 @@
 #ifndef GLUCX_UTIL_CONFIG_H
 #define GLUCX_UTIL_CONFIG_H
 
+/** The longest GLUCX_HOSTID, in characters (glucx_config_read refuses longer ones). */
+#define GLUCX_HOSTID_MAX 255
+
 #include <stddef.h>
 #include <stdint.h>
 

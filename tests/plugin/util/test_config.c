@@ -65,6 +65,19 @@ static void test_defaults_and_values(void **state)
     setenv("GLUCX_LOG_LEVEL", "INFO", 1);
     assert_int_equal(glucx_config_read(&c), GLUCX_OK);
     unsetenv("GLUCX_LOG_LEVEL");
+
+    /* GLUCX_HOSTID: 255 characters fit, 256 are refused (they would be cut) */
+    char id[300];
+    memset(id, 'h', sizeof(id));
+    id[255] = '\0';
+    setenv("GLUCX_HOSTID", id, 1);
+    assert_int_equal(glucx_config_read(&c), GLUCX_OK);
+    id[255] = 'x';
+    id[256] = '\0';
+    setenv("GLUCX_HOSTID", id, 1);
+    assert_int_equal(glucx_config_read(&c), GLUCX_ERR_INVALID_ARG);
+    assert_non_null(strstr(glucx_last_error(), "GLUCX_HOSTID is 256 characters long"));
+    unsetenv("GLUCX_HOSTID");
 }
 
 static void test_coll_nice(void **state)
