@@ -320,12 +320,34 @@ static int all_shapes(shape_case_t *s, int max)
     return k;
 }
 
+/* The shapes of all_shapes, built once for the tests that sweep them (cmocka group state). */
+static shape_case_t *shapes;
+static int nshapes;
+
+static int shapes_setup(void **state)
+{
+    (void)state;
+    shapes = calloc(32, sizeof(*shapes));
+    if (shapes == NULL)
+        return -1;
+    nshapes = all_shapes(shapes, 32);
+    return 0;
+}
+
+static int shapes_teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < nshapes; i++)
+        shape_free(&shapes[i]);
+    free(shapes);
+    return 0;
+}
+
 static void test_allreduce_shapes(void **state)
 {
     (void)state;
-    shape_case_t *s = calloc(32, sizeof(*s));
-    assert_non_null(s);
-    const int ns = all_shapes(s, 32);
+    shape_case_t *s = shapes;
+    const int ns = nshapes;
     int fails = 0;
     for (int i = 0; i < ns; i++)
         for (size_t a = 0; a < NALGS; a++) {
@@ -336,9 +358,6 @@ static void test_allreduce_shapes(void **state)
                     fails += run_coll(&s[i], GLUCX_COLL_ALLREDUCE, allreduce_algs[a], counts[ci],
                                       ip, GLUCX_DTYPE_F32, GLUCX_OP_SUM, 0);
         }
-    for (int i = 0; i < ns; i++)
-        shape_free(&s[i]);
-    free(s);
     assert_int_equal(fails, 0);
 }
 
@@ -347,9 +366,8 @@ static void test_allreduce_shapes(void **state)
 static void test_allreduce_dtypes_random(void **state)
 {
     (void)state;
-    shape_case_t *s = calloc(32, sizeof(*s));
-    assert_non_null(s);
-    const int ns = all_shapes(s, 32);
+    shape_case_t *s = shapes;
+    const int ns = nshapes;
     int fails = 0;
     for (int i = 0; i < ns; i++)
         for (size_t a = 0; a < NALGS; a++) {
@@ -366,9 +384,6 @@ static void test_allreduce_dtypes_random(void **state)
                 for (size_t a = 0; a < NALGS; a++)
                     fails += run_coll(&s[torus], GLUCX_COLL_ALLREDUCE, allreduce_algs[a], 37,
                                       (dt + op) % 2, (glucx_dtype_t)dt, (glucx_op_t)op, 0);
-    for (int i = 0; i < ns; i++)
-        shape_free(&s[i]);
-    free(s);
     assert_int_equal(fails, 0);
 }
 
@@ -376,9 +391,8 @@ static void test_allreduce_dtypes_random(void **state)
 static void test_offload_shapes(void **state)
 {
     (void)state;
-    shape_case_t *s = calloc(32, sizeof(*s));
-    assert_non_null(s);
-    const int ns = all_shapes(s, 32);
+    shape_case_t *s = shapes;
+    const int ns = nshapes;
     int fails = 0;
     for (int i = 0; i < ns; i++) {
         const size_t n = (size_t)s[i].n;
@@ -397,9 +411,6 @@ static void test_offload_shapes(void **state)
         fails += run_coll(&s[i], GLUCX_COLL_ALLGATHER, "hierarchical", 333, 1, GLUCX_DTYPE_BF16,
                           GLUCX_OP_SUM, 0);
     }
-    for (int i = 0; i < ns; i++)
-        shape_free(&s[i]);
-    free(s);
     assert_int_equal(fails, 0);
 }
 
@@ -407,9 +418,8 @@ static void test_offload_shapes(void **state)
 static void test_layout(void **state)
 {
     (void)state;
-    shape_case_t *s = calloc(32, sizeof(*s));
-    assert_non_null(s);
-    const int ns = all_shapes(s, 32);
+    shape_case_t *s = shapes;
+    const int ns = nshapes;
     for (int i = 0; i < ns; i++) {
         glucx_coll_shape_t sh;
         const int has = glucx_coll_shape(s[i].topo, &sh);
@@ -434,9 +444,6 @@ static void test_layout(void **state)
             glucx_coll_layout_fini(&lay);
         }
     }
-    for (int i = 0; i < ns; i++)
-        shape_free(&s[i]);
-    free(s);
 }
 
 /* Costs: infinite on one package; on the torus, the torus allreduce moves less over the slow
@@ -506,5 +513,5 @@ int main(void)
         cmocka_unit_test(test_allreduce_shapes), cmocka_unit_test(test_allreduce_dtypes_random),
         cmocka_unit_test(test_offload_shapes),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, shapes_setup, shapes_teardown);
 }
