@@ -42,7 +42,7 @@ static void make_hosts(shape_case_t *s, const char *name, int n, const int *host
     memset(s, 0, sizeof(*s));
     s->name = name;
     s->n = n;
-    char buf[64][8];
+    char buf[64][16];
     const char *ids[64];
     for (int r = 0; r < n; r++) {
         snprintf(buf[r], sizeof(buf[r]), "h%d", hosts[r]);
@@ -91,7 +91,7 @@ static void make_net(shape_case_t *s, const char *name, const glucx_net_dim_t *d
     const int n = s->net->nranks, p = dims[0].size;
     assert_true(n <= 64);
     s->n = n;
-    char buf[64][8];
+    char buf[64][16];
     const char *ids[64];
     int map[64];
     for (int r = 0; r < n; r++) {

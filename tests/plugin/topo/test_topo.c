@@ -254,7 +254,7 @@ static void place_all(const glucx_net_dim_t *dims, int ndims, int size, int per,
                       glucx_topo_t **t, glucx_phys_t **p)
 {
     assert_int_equal(glucx_net_create(dims, ndims, "", net), GLUCX_OK);
-    char names[64][8];
+    char names[64][16];
     const char *hosts[64];
     int net_ranks[64];
     assert_true(size <= 64);
