@@ -271,7 +271,7 @@ const glucx_select_range_t *glucx_select_lookup(const glucx_select_t *sel, glucx
     return &r[sel->nranges[coll] - 1];
 }
 
-static void format_size(size_t v, char *buf, size_t len)
+void glucx_select_format_size(size_t v, char *buf, size_t len)
 {
     if (v == SIZE_MAX)
         snprintf(buf, len, "inf");
@@ -293,8 +293,8 @@ void glucx_select_format(const glucx_select_t *sel, glucx_coll_t coll, char *buf
     for (int i = 0; i < sel->nranges[coll] && off < len; i++) {
         const glucx_select_range_t *r = &sel->ranges[coll][i];
         char lo[24], hi[24];
-        format_size(r->lo, lo, sizeof(lo));
-        format_size(r->hi, hi, sizeof(hi));
+        glucx_select_format_size(r->lo, lo, sizeof(lo));
+        glucx_select_format_size(r->hi, hi, sizeof(hi));
         int w = snprintf(buf + off, len - off, "%s%s-%s:%s%s", i ? " " : "", lo, hi,
                          r->alg >= 0 && r->alg < t->count ? t->algs[r->alg].name : "none",
                          r->forced ? "(tuned)" : "");

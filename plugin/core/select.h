@@ -75,4 +75,7 @@ int glucx_select_by_cost(const glucx_topo_t *topo, glucx_coll_t coll, size_t byt
 /** Print the map of @p coll as "0-4K:recursive_doubling 4K-inf:ring" into buf. */
 void glucx_select_format(const glucx_select_t *sel, glucx_coll_t coll, char *buf, size_t len);
 
+/** A size as the map prints it: "inf" for SIZE_MAX, "4K", "16M", "1G" when exact, else bytes. */
+void glucx_select_format_size(size_t v, char *buf, size_t len);
+
 #endif

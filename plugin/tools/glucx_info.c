@@ -512,19 +512,6 @@ static void costs_source(const algo_view_t *v, char *buf, size_t len)
         snprintf(buf, len, "defaults");
 }
 
-/** "1K", "64K", "16M", or the byte count, for a column heading. */
-static void size_label(size_t v, char *buf, size_t len)
-{
-    if (v >= (1u << 30) && v % (1u << 30) == 0)
-        snprintf(buf, len, "%zuG", v >> 30);
-    else if (v >= (1u << 20) && v % (1u << 20) == 0)
-        snprintf(buf, len, "%zuM", v >> 20);
-    else if (v >= (1u << 10) && v % (1u << 10) == 0)
-        snprintf(buf, len, "%zuK", v >> 10);
-    else
-        snprintf(buf, len, "%zu", v);
-}
-
 /** The text form of the view: the topology's costs, then per collective its map and a table of
  *  predicted times (us) per algorithm and size, the map's choice marked '*'. */
 static void print_view_text(const algo_view_t *v, const glucx_topo_t *t, const glucx_select_t *sel)
@@ -556,7 +543,7 @@ static void print_view_text(const algo_view_t *v, const glucx_topo_t *t, const g
         printf("\n%s\n  map: %s\n  %-24s", glucx_coll_name((glucx_coll_t)c), map, "algorithm");
         for (int k = 0; k < v->nsizes; k++) {
             char lab[24];
-            size_label(v->sizes[k], lab, sizeof(lab));
+            glucx_select_format_size(v->sizes[k], lab, sizeof(lab));
             printf(" %13s%-*s", lab, k + 1 < v->nsizes ? 8 : 0, "");
         }
         printf("\n");
