@@ -4,6 +4,7 @@
  */
 #include "coll/hier.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +64,40 @@ double glucx_coll_dim_cost(const glucx_coll_shape_t *s, int d, double bytes, dou
     const glucx_link_cost_t l = s->link[d];
     const double steps = s->engine[d] == GLUCX_ENGINE_DIRECT ? 1 : n - 1;
     return steps * l.alpha_ns + (n - 1) / n * bytes * (l.beta_ns_per_byte * flows + gamma);
+}
+
+double glucx_coll_offload_cost(const glucx_topo_t *topo, size_t bytes, int rs)
+{
+    glucx_coll_shape_t s;
+    if (!glucx_coll_shape(topo, &s) || s.ndims < 2)
+        return INFINITY; /* one package: the flat algorithms */
+    const double m = (double)bytes, x = m / topo->size, P = topo->npackages;
+    const double g = rs ? topo->gamma_ns_per_byte : 0;
+    const int p = s.size[0], nout = s.ndims - 1, nrot = p < nout ? p : nout;
+    glucx_coll_shape_t d0 = s; /* the reduce-scatter's package phase runs the direct engine */
+    if (rs)
+        d0.engine[0] = GLUCX_ENGINE_DIRECT;
+    double c = P * glucx_coll_dim_cost(&d0, 0, m / P, g, 1);
+    /* outer phase j: each rotation on its dimension, its local ranks sharing the links; the
+     * phase takes its slowest rotation */
+    for (int j = 0; j < nout; j++) {
+        double phase = 0;
+        for (int rot = 0; rot < nrot; rot++) {
+            const int flows = (p - rot + nout - 1) / nout;
+            /* allgather phase j: G = the dimensions before it, G allgathers of one block per
+             * member; reduce-scatter phase j (from the last): one of G blocks per member */
+            const int jj = rs ? nout - 1 - j : j;
+            double G = 1;
+            for (int k = 0; k < jj; k++)
+                G *= s.size[glucx_coll_outer_dim(&s, 1, rot, k)];
+            const int d = glucx_coll_outer_dim(&s, 1, rot, jj);
+            const double t = rs ? glucx_coll_dim_cost(&s, d, G * s.size[d] * x, g, flows)
+                                : G * glucx_coll_dim_cost(&s, d, s.size[d] * x, 0, flows);
+            phase = t > phase ? t : phase;
+        }
+        c += phase;
+    }
+    return c;
 }
 
 glucx_status_t glucx_coll_layout_init(glucx_coll_ctx_t *ctx, glucx_coll_layout_t *layout)

@@ -84,6 +84,25 @@ static inline int glucx_coll_layout_group(const glucx_coll_layout_t *layout, int
     return g;
 }
 
+/**
+ * The outer dimension (shape index, 1 .. ndims - 1) that local rank @p l visits at its outer
+ * phase @p j (0-based): in order (1, 2, ...), or with @p rotated starting at dimension
+ * 1 + l mod D (D = ndims - 1 outer dimensions) and wrapping, so that local ranks with different
+ * l mod D are on different dimensions in every phase (the rotation of Themis, Rashidi et al.,
+ * ISCA 2022). Pure; ndims >= 2.
+ */
+static inline int glucx_coll_outer_dim(const glucx_coll_shape_t *s, int rotated, int l, int j)
+{
+    const int nout = s->ndims - 1;
+    return 1 + (j + (rotated ? l % nout : 0)) % nout;
+}
+
+/** Coordinate of package position @p q along outer dimension @p d (1 .. ndims - 1). */
+static inline int glucx_coll_layout_coord(const glucx_coll_layout_t *layout, int q, int d)
+{
+    return q / glucx_coll_layout_group(layout, d) % layout->shape.size[d];
+}
+
 /** Run dimension @p d's phase on the subgroup of this rank's line: fills @p sub. */
 static inline void glucx_coll_layout_line(const glucx_coll_ctx_t *ctx,
                                           const glucx_coll_layout_t *layout, int d,
@@ -141,5 +160,16 @@ glucx_status_t glucx_coll_dim_allgather(glucx_coll_ctx_t *ctx, glucx_coll_engine
  *  phases sharing each link (s->flows[d] when every local rank runs one). */
 double glucx_coll_dim_cost(const glucx_coll_shape_t *s, int d, double bytes, double gamma,
                            int flows);
+
+/**
+ * Predicted time (ns) of the hierarchical allgather (@p rs = 0) or reduce-scatter (@p rs = 1) of
+ * @p bytes in total (all blocks) on @p topo: the package phase (one direct or ring exchange per
+ * package position, of one block per member), then the outer phases with every local rank's
+ * blocks taking the outer dimensions in its rotated order (glucx_coll_outer_dim), each phase the
+ * longest of its rotations, the local ranks of one rotation sharing the links of its dimension.
+ * See plugin/coll/allgather/hierarchical.c for the formula and its source. INFINITY without a
+ * shape or with one package. Pure.
+ */
+double glucx_coll_offload_cost(const glucx_topo_t *topo, size_t bytes, int rs);
 
 #endif

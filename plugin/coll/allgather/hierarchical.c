@@ -1,29 +1,33 @@
 /*
  * Allgather on a hierarchical network, "hierarchical": the slow links carry each block once, the
- * fan-out is done on the package's links.
+ * fan-out is done on the package's links, and the package's ranks keep every outer dimension's
+ * links busy at once.
  *
  * Local rank l of every package first gathers, with the local ranks l of the other packages,
- * their blocks along the outer dimensions (plugin/coll/hier.h's lines: dimension 1, then
- * dimension 2 on groups of dimension-1 lines, ...), each block crossing each link of its line at
- * most once; then every package exchanges its ranks' collections directly inside the package
- * (p - 1 copies of each block go over the fast links, none over the slow ones). Every block is
- * received straight into its place in the output: a phase whose members hold several blocks
- * runs one allgather per block position (more steps, no scratch and no copy; an earlier version
- * gathered into a (local rank, position)-ordered scratch and permuted it at the end: 3% slower
- * on the emulated torus, not the cause of its gap to the model, see docs/perf.md).
- * Cost, m output bytes, p ranks per package, P packages, outer dimension k of n_k packages with
- * G_k packages per member (the product of the dimensions before it):
- *   sum_k AG_k(G_k n_k m / (p P)) + AG_0(m),
- * (an AG_k here is G_k allgathers of one block per member: G_k times the alpha).
- * AG_k(x) = k_k alpha_k + (n_k - 1)/n_k x f_k beta_k (k_k: 1 direct, n_k - 1 ring; f_k = p flows
- * share each slow link). Against a flat ring, whose ring crosses the package boundaries with
- * (n-1)/n m, the slow links carry (P-1)/P m / p per flow.
+ * their blocks along the outer dimensions (plugin/coll/hier.h's lines), one dimension after the
+ * other in local rank l's rotated order (glucx_coll_outer_dim: starting at dimension
+ * 1 + l mod D), each block crossing each link of its line at most once; then every package
+ * exchanges its ranks' collections directly inside the package (p - 1 copies of each block go
+ * over the fast links, none over the slow ones). With the rotation, while local rank 0's blocks
+ * cross dimension 1's links, local rank 1's cross dimension 2's: on a 2x2 torus of packages of
+ * 2 each link carries half of what it carries when every local rank takes dimension 1 first
+ * (measured on the emulated torus: docs/perf.md). Every block is received straight into its
+ * place in the output: a phase whose members hold several blocks runs one allgather per block
+ * position (more steps, no scratch and no copy).
+ * Cost, m output bytes, p ranks per package, P packages, x = m / (p P) per rank:
+ *   P AG_0(m / P) + sum_j max_rot G_(j,rot) AG_(d(j,rot))(n_d x, f_rot),
+ * phase j of rotation rot on dimension d(j, rot) of n_d packages, G_(j,rot) the product of the
+ * sizes of the dimensions that rotation visited before (one allgather of single blocks per
+ * position a member holds), f_rot its local ranks sharing each link;
+ * AG_d(y, f) = k_d alpha_d + (n_d - 1)/n_d y f beta_d (k_d: 1 direct, n_d - 1 ring).
+ * Against a flat ring, whose ring crosses the package boundaries with (n-1)/n m, the slow links
+ * carry (P-1)/P m / p per flow.
  * Source: the two-level (node-aware) allgather of MPI libraries (e.g. MVAPICH2's and Open MPI
  * han's inter-node then intra-node allgather), with the offload of the fan-out to the fast links
- * that hierarchical-interconnect work (e.g. BlueConnect, Cho et al., SysML 2019) argues for.
+ * that hierarchical-interconnect work (e.g. BlueConnect, Cho et al., SysML 2019) argues for, and
+ * the dimension rotation of Themis (Rashidi et al., ISCA 2022).
  * Unequal packages: GLUCX_ERR_UNSUPPORTED before any traffic.
  */
-#include <math.h>
 #include <stdlib.h>
 
 #include "coll/allgather/allgather.h"
@@ -31,19 +35,7 @@
 
 double glucx_allgather_hierarchical_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    glucx_coll_shape_t s;
-    if (!glucx_coll_shape(topo, &s) || s.ndims < 2)
-        return INFINITY;
-    const double m = (double)bytes, per_pkg_rank = m / topo->size;
-    const double P = topo->npackages;
-    /* inside: P allgathers of one block per member */
-    double c = P * glucx_coll_dim_cost(&s, 0, m / P, 0, 1);
-    double g = 1;
-    for (int k = 1; k < s.ndims; k++) { /* g allgathers of one block per member */
-        c += g * glucx_coll_dim_cost(&s, k, s.size[k] * per_pkg_rank, 0, s.flows[k]);
-        g *= s.size[k];
-    }
-    return c;
+    return glucx_coll_offload_cost(topo, bytes, 0);
 }
 
 glucx_status_t glucx_allgather_hierarchical_run(glucx_coll_ctx_t *ctx)
@@ -67,17 +59,30 @@ glucx_status_t glucx_allgather_hierarchical_run(glucx_coll_ctx_t *ctx)
 #define PLACE(pos, loc) ((size_t)lay.ranks[(pos)*p + (loc)] * count)
     glucx_coll_copy(out + PLACE(lay.pos, l) * es, ctx->sendbuf, count * es);
     unsigned step = 0;
-    for (int k = 1; k < s->ndims && st == GLUCX_OK; k++) {
-        /* members hold G positions' blocks each (from the line's first position on, member i
-         * the G after first + i G): one allgather of single blocks per position g of a member */
-        const int G = glucx_coll_layout_group(&lay, k), n = s->size[k];
-        const int first = lay.pos - lay.pos % (G * n);
+    const int nout = s->ndims - 1;
+    for (int j = 0; j < nout && st == GLUCX_OK; j++) {
+        /* phase j on dimension d of local rank l's order: a member holds the positions that
+         * differ from its own in the dimensions visited before (G of them) and have its
+         * coordinate along d; one allgather of single blocks per such position, enumerated the
+         * same way on every member (the dimensions visited first varying fastest) */
+        const int d = glucx_coll_outer_dim(s, 1, l, j), n = s->size[d];
+        const int stride = glucx_coll_layout_group(&lay, d);
+        int base = lay.pos, G = 1, seen[GLUCX_NET_MAX_DIMS];
+        for (int i = 0; i <= j; i++) {
+            seen[i] = glucx_coll_outer_dim(s, 1, l, i);
+            base -= glucx_coll_layout_coord(&lay, lay.pos, seen[i]) *
+                    glucx_coll_layout_group(&lay, seen[i]);
+            G *= i < j ? s->size[seen[i]] : 1;
+        }
         glucx_coll_ctx_t sub;
-        glucx_coll_layout_line(ctx, &lay, k, &sub);
+        glucx_coll_layout_line(ctx, &lay, d, &sub);
         for (int g = 0; g < G && st == GLUCX_OK; g++) {
+            int q = base;
+            for (int i = 0, rem = g; i < j; rem /= s->size[seen[i]], i++)
+                q += rem % s->size[seen[i]] * glucx_coll_layout_group(&lay, seen[i]);
             for (int i = 0; i < n; i++)
-                off[i] = PLACE(first + i * G + g, l);
-            st = glucx_coll_dim_allgather(&sub, s->engine[k], out, off, len, &step);
+                off[i] = PLACE(q + i * stride, l);
+            st = glucx_coll_dim_allgather(&sub, s->engine[d], out, off, len, &step);
         }
     }
     if (p > 1) { /* inside the package: the blocks of every position, one allgather each */

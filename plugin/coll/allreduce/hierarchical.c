@@ -52,12 +52,9 @@
 /* The three variants (run_dims's mode) */
 enum { HIERARCHICAL, TORUS, TORUS_ROTATED };
 
-/* The outer dimension (shape index) local rank @p l visits at phase @p j: in order, or for
- * TORUS_ROTATED starting at dimension 1 + l mod (outer dimensions). */
 static int outer_dim(const glucx_coll_shape_t *s, int mode, int l, int j)
 {
-    const int nout = s->ndims - 1;
-    return 1 + (j + (mode == TORUS_ROTATED ? l % nout : 0)) % nout;
+    return glucx_coll_outer_dim(s, mode == TORUS_ROTATED, l, j);
 }
 
 static double dims_cost(const glucx_topo_t *topo, size_t bytes, int mode)

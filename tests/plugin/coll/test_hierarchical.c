@@ -201,13 +201,17 @@ static void allreduce_volume(const shape_case_t *s, int r, size_t count, size_t 
 }
 
 /* Hierarchical allgather (rs = 0) or reduce-scatter (rs = 1) of count elements per block: along
- * each outer dimension k blocks of G_k = n_1 ... n_(k-1) ranks' data, inside the package blocks of
- * the P packages' data. */
+ * the outer dimensions in this rank's order (starting at dimension 1 + local rank mod D), at each
+ * dimension k blocks of G = the product of the sizes of the dimensions visited before (the
+ * reduce-scatter visits them in the reverse order, with the same span per dimension); inside the
+ * package blocks of the P packages' data. */
 static void offload_volume(const shape_case_t *s, int r, size_t count, size_t es, int rs,
                            uint64_t *vol)
 {
     size_t G = 1;
-    for (int k = 1; k < s->ndims; k++) {
+    const int nout = s->ndims - 1;
+    for (int j = 0; j < nout; j++) {
+        const int k = 1 + (j + s->index[r][0] % nout) % nout;
         dim_volume(s, r, k, (size_t)s->size[k] * G * count, es, rs, vol);
         G *= (size_t)s->size[k];
     }
@@ -486,13 +490,14 @@ static void test_costs(void **state)
                           (10000 + 0.5 * (m / 4) * 10);
     assert_true(fabs(t->algs[rt].cost(s.topo, (size_t)m) - want_r) < 1e-6 * want_r);
     /* hierarchical allgather / reduce-scatter of m bytes in all: the package phase is one direct
-     * exchange per package position (4, of m/4 each); the allgather's dimension 1 one allgather
-     * of single blocks (m/4 per line), its dimension 2 one per position a member holds (2, of
-     * m/4 each); the reduce-scatter's dimension 2 first (m/2 per line), then dimension 1 (m/4) */
-    const double want_ag = 4 * (500 + 0.5 * (m / 4) * 0.02) + (10000 + 0.5 * (m / 4) * 20) +
-                           2 * (10000 + 0.5 * (m / 4) * 20);
+     * exchange per package position (4, of m/4 each); outside, local rank 0 starts on dimension
+     * 1 while local rank 1 starts on dimension 2 (one flow per link): the allgather's first
+     * phase one allgather of single blocks (m/4 per line), its second one per position a member
+     * holds (2, of m/4 each); the reduce-scatter's first phase m/2 per line, its second m/4 */
+    const double want_ag = 4 * (500 + 0.5 * (m / 4) * 0.02) + (10000 + 0.5 * (m / 4) * 10) +
+                           2 * (10000 + 0.5 * (m / 4) * 10);
     const double want_rs = 4 * (500 + 0.5 * (m / 4) * (0.02 + g)) +
-                           (10000 + 0.5 * (m / 4) * (20 + g)) + (10000 + 0.5 * (m / 2) * (20 + g));
+                           (10000 + 0.5 * (m / 4) * (10 + g)) + (10000 + 0.5 * (m / 2) * (10 + g));
     const glucx_coll_table_t *ag = glucx_coll_tables[GLUCX_COLL_ALLGATHER];
     const glucx_coll_table_t *rsc = glucx_coll_tables[GLUCX_COLL_REDUCE_SCATTER];
     const int agh = glucx_test_alg_index(GLUCX_COLL_ALLGATHER, "hierarchical");
