@@ -34,6 +34,12 @@ CASE:
              host) are allowed for at one MSS each
   bottleneck (trace + analysis) a link degraded to a quarter of its rate while a traced
              alltoall runs is the bottleneck physical link the verdict names
+  volume     (trace + analysis) the bytes each physical link carries, per direction, for every
+             call of each topology-aware algorithm (allreduce hierarchical, torus, torus_rotated;
+             allgather and reduce-scatter hierarchical) and of the flat ring, from the trace's
+             sends and routes, equal the algorithm's analytic volume exactly: per (rank, peer)
+             pair derived here from the model's shape (packages, lines, the dimension order each
+             local rank takes), summed over the model's routes
   shaping    every link end has a tbf at the link's rate; degrade/restore change both ends; a
              link degraded to a quarter carries a stream slower than an untouched one (ratio
              only, never an absolute time); degrade/restore while a job runs; error messages of
@@ -664,6 +670,184 @@ def case_bottleneck(args, c):
         shutil.rmtree(out, ignore_errors=True)
 
 
+# ---- analytic volume of the topology-aware algorithms (issue 17, part 4) ----------------------
+# Written from the algorithms' descriptions (plugin/coll/*/hierarchical.c headers), not from their
+# code: the shape is the model's (package = dimension 0, the outer dimensions of size > 1), a
+# Ring dimension runs the pipelined ring (every block but one to the right neighbour), any other
+# the direct exchange (one block to every other member).
+
+
+class Shape:
+    def __init__(self, topo):
+        self.p = topo["ranks_per_package"]
+        self.n = topo["ranks"]
+        dims = topo["dimensions"]
+        coords = topo["package_coords"]
+        self.size = [self.p] + [d["size"] for d in dims[1:] if d["size"] > 1]
+        self.ring = [dims[0]["kind"] == "Ring"] + [d["kind"] == "Ring" for d in dims[1:]
+                                                   if d["size"] > 1]
+        outer = [i - 1 for i, d in enumerate(dims) if i > 0 and d["size"] > 1]
+        self.line = {}  # (rank, dim) -> ranks of the line, ordered by coordinate
+        self.index = {}
+        for r in range(self.n):
+            k, l = divmod(r, self.p)
+            self.line[(r, 0)] = [k * self.p + j for j in range(self.p)]
+            self.index[(r, 0)] = l
+            for d, c in enumerate(outer, start=1):
+                members = [q for q in range(topo["packages"])
+                           if all(coords[q][j] == coords[k][j] for j in range(len(coords[k]))
+                                  if j != c)]
+                members.sort(key=lambda q: coords[q][c])
+                self.line[(r, d)] = [q * self.p + l for q in members]
+                self.index[(r, d)] = members.index(k)
+
+    def order(self, r, rotated):
+        """Outer dimensions in the order local rank r % p visits them."""
+        nout = len(self.size) - 1
+        rot = (r % self.p) % nout if rotated and nout else 0
+        return [1 + (j + rot) % nout for j in range(nout)]
+
+
+def split(cnt, parts, i):
+    q, rem = divmod(cnt, parts)
+    return q + (1 if i < rem else 0)
+
+
+def dim_volume(sh, r, k, cnt, es, rs, vol, direct=False):
+    """Bytes r sends to each peer in a reduce-scatter (rs) or allgather of cnt elements along
+    dimension k: ring, every block but its own (rs) or but its right neighbour's; direct, the
+    peer's block (rs) or its own to every peer."""
+    n = sh.size[k]
+    if n < 2:
+        return
+    line, i = sh.line[(r, k)], sh.index[(r, k)]
+    if sh.ring[k] and not direct:
+        right = line[(i + 1) % n]
+        vol[(r, right)] = vol.get((r, right), 0) + (cnt - split(cnt, n, i if rs else (i + 1) % n)) * es
+        return
+    for j in range(n):
+        if j != i:
+            vol[(r, line[j])] = vol.get((r, line[j]), 0) + split(cnt, n, j if rs else i) * es
+
+
+def analytic_volume(sh, coll, alg, nbytes, es=4):
+    """{(rank, peer): bytes} of one call of coll/alg on nbytes (glucx-bench's size)."""
+    vol = {}
+    for r in range(sh.n):
+        if coll == "allreduce" and alg == "ring":
+            # ring over the communicator in rank order: reduce-scatter then allgather
+            dim = Shape.__new__(Shape)
+            dim.size, dim.ring = [sh.n], [True]
+            dim.line, dim.index = {(r, 0): list(range(sh.n))}, {(r, 0): r}
+            dim_volume(dim, r, 0, nbytes // es, es, 1, vol)
+            dim_volume(dim, r, 0, nbytes // es, es, 0, vol)
+        elif coll == "allreduce":
+            torus, rotated = alg != "hierarchical", alg == "torus_rotated"
+            order = [0] + sh.order(r, rotated)
+            cnt, spans = nbytes // es, []
+            for k in order:
+                spans.append(cnt)
+                dim_volume(sh, r, k, cnt, es, 1, vol)
+                if torus or k == 0:  # down into this rank's block
+                    i, n = sh.index[(r, k)], sh.size[k]
+                    cnt = split(cnt, n, i)
+                else:  # hierarchical: the share's allreduce along k
+                    dim_volume(sh, r, k, cnt, es, 0, vol)
+            for j in reversed(range(len(order) if torus else 1)):
+                dim_volume(sh, r, order[j], spans[j], es, 0, vol)
+        else:  # hierarchical allgather / reduce-scatter: count elements per rank's block
+            rs = coll == "reduce_scatter"
+            count = nbytes // es // sh.n
+            G = 1
+            for k in sh.order(r, True):
+                dim_volume(sh, r, k, sh.size[k] * G * count, es, rs, vol)
+                G *= sh.size[k]
+            # the package: one exchange per package position (the reduce-scatter's direct)
+            dim_volume(sh, r, 0, sh.size[0] * G * count, es, rs, vol, direct=rs)
+    return vol
+
+
+def link_volume(topo, pair_bytes):
+    """{(physical link id, 0 a->b | 1 b->a): bytes} of {(rank, peer): bytes} over the model's
+    routes (inside a package, the rank link between the two)."""
+    p = topo["ranks_per_package"]
+    rank_link = {frozenset((l["a"], l["b"])): l for l in topo["links"] if l["a_kind"] == "rank"}
+    out = {}
+    for (r, q), v in pair_bytes.items():
+        if v == 0:
+            continue
+        if r // p == q // p:
+            l = rank_link[frozenset((r, q))]
+            hops = [(l["id"], 0 if l["a"] == r else 1)]
+        else:
+            hops = [(lid, 0 if d == "ab" else 1)
+                    for lid, d in route_directions(topo, r // p, q // p)]
+        for h in hops:
+            out[h] = out.get(h, 0) + v
+    return out
+
+
+def traced_link_volume(events):
+    """{(comm, seq): {(phys id, dir): bytes}} from the trace's send_begin and route events."""
+    routes = {}
+    for e in events:
+        if e["event"] == "route":
+            routes[(e["comm_id"], e["rank"], e["link"])] = list(zip(e["phys_ids"], e["dirs"]))
+    out = {}
+    for e in events:
+        if e["event"] != "send_begin":
+            continue
+        per = out.setdefault((e["comm_id"], e["seq"]), {})
+        for h in routes[(e["comm_id"], e["rank"], e["link"])]:
+            per[h] = per.get(h, 0) + e["bytes"]
+    return out
+
+
+def case_volume(args, c):
+    """Per physical link and direction, each algorithm's traced bytes equal its analytic
+    volume."""
+    if not shutil.which("babeltrace2"):
+        print("SKIP: babeltrace2 is not installed")
+        return 77
+    topo = model(args)
+    sh = Shape(topo)
+    c.up()
+    out = tempfile.mkdtemp(prefix=f"{c.name}-vol.")
+    want_algs = {"allreduce": ["ring", "hierarchical", "torus", "torus_rotated"],
+                 "allgather": ["hierarchical"], "reduce_scatter": ["hierarchical"]}
+    # sizes that split unevenly into the 8 ranks' shares and the 2x2 torus's blocks
+    sizes = {"allreduce": 100004, "allgather": 8 * 4 * 3001, "reduce_scatter": 8 * 4 * 3001}
+    try:
+        for coll, algs in want_algs.items():
+            tdir = os.path.join(out, coll)
+            p = c("run", "--trace", tdir, "--timeout", str(scaled(120)), "--", args.bench,
+                  "--validate", "--coll", coll, "-b", str(sizes[coll]), "-e", str(sizes[coll]),
+                  "--iters", "2", "--warmup", "1", timeout=scaled(180))
+            check("# wrong elements in total: 0 (OK)" in p.stdout, f"{coll}: not OK")
+            rep, dump = os.path.join(tdir, "report"), os.path.join(out, f"{coll}.jsonl")
+            hosts = [os.path.join(tdir, h) for h in sorted(os.listdir(tdir))]
+            run([args.analyze, *hosts, "-o", rep, "--no-html", "--no-timeline", "--no-progress",
+                 "--dump-events", dump], timeout=300)
+            with open(os.path.join(rep, "report.json")) as f:
+                calls = [x for x in json.load(f)["collectives"] if x["coll"] == coll]
+            with open(dump) as f:
+                traced = traced_link_volume([json.loads(line) for line in f])
+            for alg in algs:
+                mine = [x for x in calls if x["algorithm"] == alg]
+                check(len(mine) >= 3, f"{coll} {alg}: {len(mine)} calls in the trace, want >= 3")
+                for x in mine:
+                    want = link_volume(topo, analytic_volume(sh, coll, alg, x["bytes"]))
+                    got = traced.get((x["comm_id"], x["seq"]), {})
+                    check(got == want, f"{coll} {alg} call {x['seq']} ({x['bytes']} bytes): "
+                          f"traced bytes per (link, direction) {dict(sorted(got.items()))}, "
+                          f"analytic {dict(sorted(want.items()))}")
+                if mine:
+                    print(f"{coll} {alg}: {len(mine)} calls, per (link, direction): "
+                          f"{dict(sorted(want.items()))}")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def case_mpirun(args, c):
     """Open MPI's mpirun, started in host 0, launches ranks in every host through
     `glucx-cluster exec` as its rsh agent; glucx-bench runs on OMPI_COMM_WORLD_*."""
@@ -698,12 +882,12 @@ def case_mpirun(args, c):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=["plan", "lifecycle", "hosts", "run", "routes", "shaping",
-                                     "trace", "mpirun", "accounting", "bottleneck"])
+                                     "trace", "mpirun", "accounting", "bottleneck", "volume"])
     ap.add_argument("--tool", required=True)
     ap.add_argument("--topology", required=True, help="topology YAML file")
     ap.add_argument("--topology-json", help="(plan) hand-written JSON of the same topology")
     ap.add_argument("--bench")
-    ap.add_argument("--analyze", help="(accounting, bottleneck) glucx-analyze")
+    ap.add_argument("--analyze", help="(accounting, bottleneck, volume) glucx-analyze")
     ap.add_argument("--name", default=f"glxt{os.getpid() % 10000}")
     args = ap.parse_args()
     if args.case == "plan":
