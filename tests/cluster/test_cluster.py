@@ -40,6 +40,12 @@ CASE:
              sends and routes, equal the algorithm's analytic volume exactly: per (rank, peer)
              pair derived here from the model's shape (packages, lines, the dimension order each
              local rank takes), summed over the model's routes
+  torch      (trace + analysis, the venv's python) the glucx torch.distributed backend on the
+             torus, a script with no glucx-specific call (torch_job.py: all_reduce, all_gather,
+             all_gather_into_tensor, _all_gather_base, reduce_scatter, reduce_scatter_tensor,
+             all_to_all_single) gets exact results on every rank, and every collective call in
+             the trace ran the algorithm glucx-info's selection map names for its size on this
+             topology, which for allreduce, allgather and reduce-scatter is a topology-aware one
   shaping    every link end has a tbf at the link's rate; degrade/restore change both ends; a
              link degraded to a quarter carries a stream slower than an untouched one (ratio
              only, never an absolute time); degrade/restore while a job runs; error messages of
@@ -848,6 +854,70 @@ def case_volume(args, c):
         shutil.rmtree(out, ignore_errors=True)
 
 
+def selection_maps(args):
+    """{collective: [(lo, hi or None, algorithm)]} of glucx-info --algorithms on the topology."""
+    info = os.path.join(os.path.dirname(args.tool), "glucx-info")
+    out = json.loads(run([info, "--algorithms", "--topology", args.topology, "--sizes", "1M",
+                          "--json"]).stdout)
+    return {c["name"]: [(r["lo"], r["hi"], r["algorithm"]) for r in c["ranges"]]
+            for c in out["collectives"]}
+
+
+def selected(maps, coll, nbytes):
+    for lo, hi, alg in maps[coll]:
+        if lo <= nbytes and (hi is None or nbytes < hi):
+            return alg
+    return None
+
+
+def case_torch(args, c):
+    """The glucx torch backend on the torus runs the topology-aware algorithms (issue 17,
+    part 5), with no change in the script."""
+    if not shutil.which("babeltrace2"):
+        print("SKIP: babeltrace2 is not installed")
+        return 77
+    check(args.python and os.access(args.python, os.X_OK),
+          f"no venv python at {args.python} (make venv)")
+    if failures:
+        return 1
+    topo = model(args)
+    maps = selection_maps(args)
+    aware = {"allreduce": ("hierarchical", "torus", "torus_rotated"),
+             "allgather": ("hierarchical",), "reduce_scatter": ("hierarchical",)}
+    c.up()
+    out = tempfile.mkdtemp(prefix=f"{c.name}-torch.")
+    sizes = [65536, 1 << 20]
+    try:
+        p = c("run", "--trace", os.path.join(out, "t"), "--timeout", str(scaled(240)), "--",
+              args.python, os.path.join(HERE, "torch_job.py"), *map(str, sizes),
+              timeout=scaled(300), check_rc=False)
+        print(p.stdout[-3000:])
+        check(p.returncode == 0, f"torch job: exit {p.returncode}\n{p.stderr[-3000:]}")
+        oks = [l for l in p.stdout.splitlines() if " ok algorithm=" in l]
+        check(len(oks) == topo["ranks"] * 7 * len(sizes),
+              f"{len(oks)} checked calls, want {topo['ranks'] * 7 * len(sizes)}")
+        tdir = os.path.join(out, "t")
+        rep = os.path.join(out, "report")
+        run([args.analyze, *[os.path.join(tdir, h) for h in sorted(os.listdir(tdir))], "-o", rep,
+             "--no-html", "--no-timeline", "--no-progress"], timeout=300)
+        with open(os.path.join(rep, "report.json")) as f:
+            calls = json.load(f)["collectives"]
+        seen = {}
+        for x in calls:
+            if x["coll"] not in ("allreduce", "allgather", "reduce_scatter", "alltoall"):
+                continue
+            want = selected(maps, x["coll"], x["bytes"])
+            check(x["algorithm"] == want, f"{x['coll']} of {x['bytes']} bytes ran "
+                  f"{x['algorithm']}, the selection map says {want}")
+            seen.setdefault(x["coll"], set()).add(x["algorithm"])
+        print(f"algorithms per collective in the trace: {seen}")
+        for coll, algs in aware.items():
+            check(seen.get(coll, set()) & set(algs),
+                  f"{coll}: ran {seen.get(coll)}, none of the topology-aware {algs}")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def case_mpirun(args, c):
     """Open MPI's mpirun, started in host 0, launches ranks in every host through
     `glucx-cluster exec` as its rsh agent; glucx-bench runs on OMPI_COMM_WORLD_*."""
@@ -882,12 +952,13 @@ def case_mpirun(args, c):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=["plan", "lifecycle", "hosts", "run", "routes", "shaping",
-                                     "trace", "mpirun", "accounting", "bottleneck", "volume"])
+                                     "trace", "mpirun", "accounting", "bottleneck", "volume", "torch"])
     ap.add_argument("--tool", required=True)
     ap.add_argument("--topology", required=True, help="topology YAML file")
     ap.add_argument("--topology-json", help="(plan) hand-written JSON of the same topology")
     ap.add_argument("--bench")
     ap.add_argument("--analyze", help="(accounting, bottleneck, volume) glucx-analyze")
+    ap.add_argument("--python", help="(torch) the venv's python, with the glucx package")
     ap.add_argument("--name", default=f"glxt{os.getpid() % 10000}")
     args = ap.parse_args()
     if args.case == "plan":
