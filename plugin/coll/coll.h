@@ -175,6 +175,19 @@ glucx_status_t glucx_coll_irecv(glucx_coll_ctx_t *ctx, int peer, unsigned step, 
  */
 glucx_status_t glucx_coll_waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n);
 
+/**
+ * Wait until at least one of the @p n posted requests @p reqs is done (for algorithms that keep
+ * several independent steps in flight and advance whichever completes first). Traced as a
+ * blocking wait when none is done on entry (the completed requests' send_end/recv_end inside
+ * it). The requests that completed are not checked here: pass each step's requests to
+ * glucx_coll_waitall once all are done (it returns at once and checks lengths and signatures).
+ * On a timeout, a failed transport or a foreign collective, fails the collective as
+ * glucx_coll_waitall does (naming the peer) and returns the status. The transport's wait_any is
+ * used where it has one; otherwise the first pending request is waited for.
+ * @return GLUCX_OK (some request done) or the failure status.
+ */
+glucx_status_t glucx_coll_wait_some(glucx_coll_ctx_t *ctx, glucx_tx_req_t *const *reqs, int n);
+
 /** isend to @p dst and irecv from @p src at @p step, then wait for both. Either side may be
  *  skipped by passing a peer of -1. */
 glucx_status_t glucx_coll_sendrecv(glucx_coll_ctx_t *ctx, int dst, const void *sbuf, size_t sbytes,

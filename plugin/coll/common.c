@@ -169,12 +169,11 @@ static glucx_status_t sig_mismatch(glucx_coll_ctx_t *ctx, int peer, uint16_t the
  * (requests still pending after a failure were completed by the transport's fail()). Once per
  * message (an algorithm may wait on a send again, e.g. the ring's last wait for all its sends);
  * none for a request still pending (a timed-out wait) or never posted. */
-static void trace_xfer_ends(const glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n)
+static void trace_xfer_end(const glucx_coll_ctx_t *ctx, glucx_tx_req_t *r)
 {
-    for (int i = 0; i < n; i++) {
-        glucx_tx_req_t *r = &reqs[i];
+    {
         if (r->traced || r->tag == 0 || !glucx_tx_req_done(r))
-            continue;
+            return;
         r->traced = 1;
         const uint64_t tag = r->tag & TRACE_TAG_MASK;
         const uint32_t step = (uint32_t)((tag >> GLUCX_COLL_TAG_STEP_SHIFT) & GLUCX_COLL_STEP_MAX);
@@ -185,6 +184,12 @@ static void trace_xfer_ends(const glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, i
             GLUCX_TP(send_end, ctx->trace_comm, ctx->comm_rank, ctx->trace_seq, step, r->peer,
                      glucx_topo_link_id(ctx->topo, ctx->comm_rank, r->peer), tag, r->posted);
     }
+}
+
+static void trace_xfer_ends(const glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n)
+{
+    for (int i = 0; i < n; i++)
+        trace_xfer_end(ctx, &reqs[i]);
 }
 
 static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n);
@@ -315,6 +320,64 @@ static glucx_status_t waitall(glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n
                                    glucx_dtype_name(ctx->args->dtype));
     }
     return GLUCX_OK;
+}
+
+glucx_status_t glucx_coll_wait_some(glucx_coll_ctx_t *ctx, glucx_tx_req_t *const *reqs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (glucx_tx_req_done(reqs[i]))
+            return GLUCX_OK;
+    if (n <= 0)
+        return glucx_coll_waitall(ctx, NULL, 0); /* OK, or the communicator's failure */
+    const int traced = GLUCX_TP_ON(wait_begin) || GLUCX_TP_ON(wait_end);
+    if (traced)
+        GLUCX_TP(wait_begin, ctx->trace_comm, ctx->comm_rank, GLUCX_TP_WAIT_COLL, ctx->trace_seq, 0,
+                 (uint32_t)n, GLUCX_INPROGRESS);
+    glucx_status_t st;
+    for (;;) {
+        /* slices, as waitall's, to look for a foreign collective in between */
+        int64_t until = ctx->deadline_ns;
+        const int64_t now = glucx_now_ns();
+        if (ctx->tx->ops->probe != NULL && now < until - CHECK_FOREIGN_NS)
+            until = now + CHECK_FOREIGN_NS;
+        if (ctx->tx->ops->wait_any != NULL) {
+            const unsigned gen = atomic_load_explicit(&ctx->tx->wake_gen, memory_order_acquire);
+            st = ctx->tx->ops->wait_any(ctx->tx, reqs, n, until, gen);
+            if (st == GLUCX_INPROGRESS) /* a wake() meant for another waiter: wait on */
+                continue;
+        } else {
+            int first = 0;
+            while (first < n - 1 && glucx_tx_req_done(reqs[first]))
+                first++;
+            st = ctx->tx->ops->wait(ctx->tx, &reqs[first], 1, until);
+        }
+        if (st != GLUCX_ERR_TIMEOUT || until >= ctx->deadline_ns ||
+            glucx_tx_failure(ctx->tx) != GLUCX_OK)
+            break;
+        st = check_foreign(ctx);
+        if (st != GLUCX_OK)
+            break;
+    }
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        found |= glucx_tx_req_done(reqs[i]);
+        if (GLUCX_TP_ON(send_end) || GLUCX_TP_ON(recv_end))
+            trace_xfer_end(ctx, reqs[i]);
+    }
+    if (traced)
+        GLUCX_TP(wait_end, ctx->trace_comm, ctx->comm_rank, GLUCX_TP_WAIT_COLL, ctx->trace_seq, 0,
+                 (uint32_t)n, found ? GLUCX_OK : st);
+    if (found && glucx_tx_failure(ctx->tx) == GLUCX_OK)
+        return GLUCX_OK;
+    if (glucx_tx_failure(ctx->tx) != GLUCX_OK || st == GLUCX_ERR_TIMEOUT) {
+        /* the first pending request, through waitall: its deadline has passed or the transport
+         * failed, so it returns at once with the message naming the peer */
+        for (int i = 0; i < n; i++)
+            if (!glucx_tx_req_done(reqs[i]))
+                return glucx_coll_waitall(ctx, reqs[i], 1);
+        return glucx_coll_waitall(ctx, reqs[0], 1);
+    }
+    return st == GLUCX_OK ? GLUCX_OK : glucx_coll_fail(ctx, st, "%s", ctx->tx->failure);
 }
 
 glucx_status_t glucx_coll_sendrecv(glucx_coll_ctx_t *ctx, int dst, const void *sbuf, size_t sbytes,

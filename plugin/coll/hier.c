@@ -295,3 +295,144 @@ glucx_status_t glucx_coll_dim_allgather(glucx_coll_ctx_t *ctx, glucx_coll_engine
     *step += (unsigned)(ctx->size > 1 ? ctx->size - 1 : 0);
     return st;
 }
+
+/* ---- step-by-step phases ---- */
+
+static int mod(int a, int n)
+{
+    return ((a % n) + n) % n;
+}
+
+/* Post step ph->s. */
+static glucx_status_t phase_post(glucx_coll_phase_t *ph)
+{
+    glucx_coll_ctx_t *c = &ph->sub;
+    const int n = c->size, i = c->rank, s = ph->s;
+    const unsigned step = ph->step + (unsigned)s;
+    const size_t es = c->esize;
+    glucx_status_t st = GLUCX_OK;
+    ph->nreq = 0;
+    memset(ph->reqs, 0, sizeof(*ph->reqs) * 2 * (size_t)(n - 1));
+    if (ph->engine == GLUCX_ENGINE_DIRECT) {
+        if (ph->rs) {
+            const size_t mine = ph->len[i] * es;
+            for (int g = 0; g < n && st == GLUCX_OK; g++)
+                if (g != i)
+                    st = glucx_coll_irecv(c, g, step,
+                                          ph->scratch + (size_t)(g < i ? g : g - 1) * mine, mine,
+                                          &ph->reqs[ph->nreq++]);
+            for (int k = 1; k < n && st == GLUCX_OK; k++) {
+                const int g = (i + k) % n;
+                st = glucx_coll_isend(c, g, step, ph->in + ph->off[g] * es, ph->len[g] * es,
+                                      &ph->reqs[ph->nreq++]);
+            }
+        } else {
+            for (int g = 0; g < n && st == GLUCX_OK; g++)
+                if (g != i)
+                    st = glucx_coll_irecv(c, g, step, ph->buf + ph->off[g] * es, ph->len[g] * es,
+                                          &ph->reqs[ph->nreq++]);
+            for (int k = 1; k < n && st == GLUCX_OK; k++)
+                st = glucx_coll_isend(c, (i + k) % n, step, ph->buf + ph->off[i] * es,
+                                      ph->len[i] * es, &ph->reqs[ph->nreq++]);
+        }
+        return st;
+    }
+    const int right = (i + 1) % n, left = mod(i - 1, n);
+    if (ph->rs) {
+        const int rb = mod(i - 2 - s, n), sb = mod(i - 1 - s, n);
+        st = glucx_coll_irecv(c, left, step, ph->scratch, ph->len[rb] * es, &ph->reqs[ph->nreq++]);
+        if (st == GLUCX_OK)
+            st = glucx_coll_isend(c, right, step, (s == 0 ? ph->in : ph->work) + ph->off[sb] * es,
+                                  ph->len[sb] * es, &ph->reqs[ph->nreq++]);
+    } else {
+        const int rb = mod(i - 1 - s, n), sb = mod(i - s, n);
+        st = glucx_coll_irecv(c, left, step, ph->buf + ph->off[rb] * es, ph->len[rb] * es,
+                              &ph->reqs[ph->nreq++]);
+        if (st == GLUCX_OK)
+            st = glucx_coll_isend(c, right, step, ph->buf + ph->off[sb] * es, ph->len[sb] * es,
+                                  &ph->reqs[ph->nreq++]);
+    }
+    return st;
+}
+
+glucx_status_t glucx_coll_phase_start(glucx_coll_phase_t *ph)
+{
+    glucx_coll_ctx_t *c = &ph->sub;
+    const int n = c->size, i = c->rank;
+    const size_t es = c->esize;
+    ph->s = 0;
+    ph->nreq = 0;
+    ph->reqs = NULL;
+    ph->scratch = NULL;
+    ph->nsteps = glucx_coll_phase_steps(ph->engine, n);
+    if (n < 2) {
+        if (ph->rs)
+            glucx_coll_copy(ph->out, ph->in + ph->off[0] * es, ph->len[0] * es);
+        return GLUCX_OK;
+    }
+    glucx_status_t st = GLUCX_OK;
+    size_t scratch = 0;
+    ph->own = ph->rs ? ph->in + ph->off[i] * es : NULL;
+    if (ph->rs && ph->engine == GLUCX_ENGINE_DIRECT) {
+        /* the own contribution is read after the first combine wrote out: keep a copy if they
+         * alias and the own member is not among the first two operands */
+        const int keep_own = ph->out == ph->own && i >= 2;
+        scratch = ((size_t)n - 1 + (size_t)keep_own) * ph->len[i] * es;
+    } else if (ph->rs) {
+        for (int b = 0; b < n; b++)
+            scratch = ph->len[b] * es > scratch ? ph->len[b] * es : scratch;
+    }
+    if (scratch > 0 && (ph->scratch = glucx_coll_malloc(c, scratch, &st)) == NULL)
+        return st;
+    ph->reqs = glucx_coll_malloc(c, sizeof(*ph->reqs) * 2 * ((size_t)n - 1), &st);
+    if (ph->reqs == NULL)
+        return st;
+    return phase_post(ph);
+}
+
+int glucx_coll_phase_ready(const glucx_coll_phase_t *ph)
+{
+    for (int k = 0; k < ph->nreq; k++)
+        if (!glucx_tx_req_done(&ph->reqs[k]))
+            return 0;
+    return 1;
+}
+
+glucx_status_t glucx_coll_phase_advance(glucx_coll_phase_t *ph)
+{
+    glucx_coll_ctx_t *c = &ph->sub;
+    const int n = c->size, i = c->rank, s = ph->s;
+    const size_t es = c->esize;
+    glucx_status_t st = glucx_coll_waitall(c, ph->reqs, ph->nreq); /* done: checks only */
+    if (st != GLUCX_OK)
+        return st;
+    if (ph->rs && ph->engine == GLUCX_ENGINE_DIRECT) {
+        const size_t mine = ph->len[i] * es;
+        const char *own = ph->own;
+        if (ph->out == own && i >= 2) {
+            char *copy = ph->scratch + (size_t)(n - 1) * mine;
+            memcpy(copy, own, mine);
+            own = copy;
+        }
+#define CONTRIB(g) ((g) == i ? own : ph->scratch + (size_t)((g) < i ? (g) : (g)-1) * mine)
+        glucx_coll_reduce(c, ph->out, CONTRIB(0), CONTRIB(1), ph->len[i]);
+        for (int g = 2; g < n; g++)
+            glucx_coll_reduce(c, ph->out, ph->out, CONTRIB(g), ph->len[i]);
+#undef CONTRIB
+    } else if (ph->rs) {
+        const int rb = mod(i - 2 - s, n);
+        char *dst = s == n - 2 ? ph->out : ph->work + ph->off[rb] * es;
+        glucx_coll_reduce(c, dst, ph->scratch, ph->in + ph->off[rb] * es, ph->len[rb]);
+    }
+    ph->s++;
+    return ph->s < ph->nsteps ? phase_post(ph) : GLUCX_OK;
+}
+
+void glucx_coll_phase_fini(glucx_coll_phase_t *ph)
+{
+    free(ph->reqs);
+    free(ph->scratch);
+    ph->reqs = NULL;
+    ph->scratch = NULL;
+    ph->nreq = 0;
+}

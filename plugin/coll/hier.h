@@ -155,6 +155,72 @@ glucx_status_t glucx_coll_dim_allgather(glucx_coll_ctx_t *ctx, glucx_coll_engine
                                         char *buf, const size_t *off, const size_t *len,
                                         unsigned *step);
 
+/* ---- the same phases, step by step (for algorithms that keep several in flight) ---- */
+
+/**
+ * A reduce-scatter or allgather of ctx's group along one dimension, run one step at a time
+ * without blocking, so that an algorithm can keep several (e.g. of different chunks) in flight
+ * and advance whichever completes (glucx_coll_wait_some). Messages, bytes per pair and reduction
+ * order are those of the blocking engines' definitions:
+ * - DIRECT reduce-scatter: one step; block b of @p in to member b, the n contributions of the own
+ *   block reduced in member order (the lowest first) into @p out.
+ * - RING reduce-scatter: n - 1 steps; at step s member i sends block (i - 1 - s) mod n (its input
+ *   at s = 0, then the partial sum in @p work) to its right neighbour and receives block
+ *   (i - 2 - s) mod n from its left one, adding its own input to it (into @p work, or @p out for
+ *   its own block at the last step).
+ * - DIRECT allgather: one step; the own block of @p buf to every member, theirs into place.
+ * - RING allgather: n - 1 steps; at step s block (i - s) mod n goes right, block (i - 1 - s) mod n
+ *   comes from the left into place.
+ * Blocks: len[b] elements at element offset off[b] (of @p in / @p work / @p buf); @p out may be
+ * work + off[i] or in + off[i] (in place). Step numbers @p step .. @p step + steps - 1
+ * (glucx_coll_phase_steps). The arrays and buffers are borrowed and must outlive the phase.
+ */
+typedef struct glucx_coll_phase {
+    glucx_coll_ctx_t sub; /**< the line (glucx_coll_layout_line) */
+    glucx_coll_engine_t engine;
+    int rs; /**< 1: reduce-scatter, 0: allgather */
+    const char *in;
+    char *work, *out, *buf;
+    const size_t *off, *len;
+    unsigned step;
+    int s, nsteps; /**< the step posted (or next), and how many */
+    glucx_tx_req_t *reqs;
+    int nreq; /**< requests of step s, all posted */
+    char *scratch;
+    const char *own; /**< direct reduce-scatter: the own contribution (a copy if out aliases it) */
+} glucx_coll_phase_t;
+
+/** Steps a phase of @p n members takes with @p engine (0 for one member). */
+static inline int glucx_coll_phase_steps(glucx_coll_engine_t engine, int n)
+{
+    return n < 2 ? 0 : engine == GLUCX_ENGINE_DIRECT ? 1 : n - 1;
+}
+
+/**
+ * Set up @p ph (its fields above filled by the caller: sub, engine, rs, in/work/out or buf,
+ * off, len, step) and post its first step; a group of one member is done at once (the own block
+ * copied to out). @return GLUCX_OK or the failure status (collective failed).
+ */
+glucx_status_t glucx_coll_phase_start(glucx_coll_phase_t *ph);
+
+/**
+ * When every one of ph->reqs[0..nreq) is done: check them (glucx_coll_waitall), finish step s
+ * (reductions), post the next. @return GLUCX_OK or the failure status.
+ */
+glucx_status_t glucx_coll_phase_advance(glucx_coll_phase_t *ph);
+
+/** 1 when every step is finished. */
+static inline int glucx_coll_phase_done(const glucx_coll_phase_t *ph)
+{
+    return ph->s >= ph->nsteps;
+}
+
+/** 1 when the posted step's requests are all done (glucx_coll_phase_advance may run). */
+int glucx_coll_phase_ready(const glucx_coll_phase_t *ph);
+
+/** Release what start allocated (also after a failure: the transport completed every request). */
+void glucx_coll_phase_fini(glucx_coll_phase_t *ph);
+
 /** Predicted time of one dimension's reduce-scatter (@p gamma: the reduction's cost per byte; 0
  *  for an allgather) of @p bytes in total over that dimension's @p d links, with @p flows such
  *  phases sharing each link (s->flows[d] when every local rank runs one). */

@@ -707,10 +707,11 @@ class Shape:
                 self.line[(r, d)] = [q * self.p + l for q in members]
                 self.index[(r, d)] = members.index(k)
 
-    def order(self, r, rotated):
-        """Outer dimensions in the order local rank r % p visits them."""
+    def order(self, r, rotated, chunk=0):
+        """Outer dimensions in the order rank r's local rank visits them (rotated: from
+        1 + (local rank + chunk) mod D on)."""
         nout = len(self.size) - 1
-        rot = (r % self.p) % nout if rotated and nout else 0
+        rot = (r % self.p + chunk) % nout if rotated and nout else 0
         return [1 + (j + rot) % nout for j in range(nout)]
 
 
@@ -749,18 +750,23 @@ def analytic_volume(sh, coll, alg, nbytes, es=4):
             dim_volume(dim, r, 0, nbytes // es, es, 0, vol)
         elif coll == "allreduce":
             torus, rotated = alg != "hierarchical", alg == "torus_rotated"
-            order = [0] + sh.order(r, rotated)
-            cnt, spans = nbytes // es, []
-            for k in order:
-                spans.append(cnt)
-                dim_volume(sh, r, k, cnt, es, 1, vol)
-                if torus or k == 0:  # down into this rank's block
-                    i, n = sh.index[(r, k)], sh.size[k]
-                    cnt = split(cnt, n, i)
-                else:  # hierarchical: the share's allreduce along k
-                    dim_volume(sh, r, k, cnt, es, 0, vol)
-            for j in reversed(range(len(order) if torus else 1)):
-                dim_volume(sh, r, order[j], spans[j], es, 0, vol)
+            count = nbytes // es
+            # torus_rotated: chunks of 1 MiB (1 to 8), chunk c of local rank l starting at
+            # outer dimension 1 + (l + c) mod D
+            chunks = min(8, max(1, nbytes // (1 << 20))) if rotated else 1
+            for c in range(chunks):
+                order = [0] + sh.order(r, rotated, c)
+                cnt, spans = split(count, chunks, c), []
+                for k in order:
+                    spans.append(cnt)
+                    dim_volume(sh, r, k, cnt, es, 1, vol)
+                    if torus or k == 0:  # down into this rank's block
+                        i, n = sh.index[(r, k)], sh.size[k]
+                        cnt = split(cnt, n, i)
+                    else:  # hierarchical: the share's allreduce along k
+                        dim_volume(sh, r, k, cnt, es, 0, vol)
+                for j in reversed(range(len(order) if torus else 1)):
+                    dim_volume(sh, r, order[j], spans[j], es, 0, vol)
         else:  # hierarchical allgather / reduce-scatter: count elements per rank's block
             rs = coll == "reduce_scatter"
             count = nbytes // es // sh.n
@@ -822,7 +828,8 @@ def case_volume(args, c):
     want_algs = {"allreduce": ["ring", "hierarchical", "torus", "torus_rotated"],
                  "allgather": ["hierarchical"], "reduce_scatter": ["hierarchical"]}
     # sizes that split unevenly into the 8 ranks' shares and the 2x2 torus's blocks
-    sizes = {"allreduce": 100004, "allgather": 8 * 4 * 3001, "reduce_scatter": 8 * 4 * 3001}
+    # (allreduce: 2 chunks of torus_rotated)
+    sizes = {"allreduce": 2200004, "allgather": 8 * 4 * 3001, "reduce_scatter": 8 * 4 * 3001}
     try:
         for coll, algs in want_algs.items():
             tdir = os.path.join(out, coll)

@@ -26,17 +26,22 @@
  * back), generalised to any number of dimensions as in Sack & Gropp's multi-dimensional
  * collectives.
  *
- * torus_rotated: the torus with each package rank's share taking the outer dimensions in its own
- * order, local rank l starting at outer dimension 1 + l mod D (D outer dimensions): while the
- * shares of some ranks cross dimension 1's links, others cross dimension 2's, so every
- * dimension's links carry data in every phase instead of one dimension at a time. The shares
- * are the chunks; the lines of different local ranks are disjoint, so no rank runs two phases
- * at once. Cost: phase j takes the longest of its rotations, each rotation's ranks sharing the
- * links of the dimension it is on. On the 2x2 torus of packages of 2 this halves the bytes per
- * link and phase against the torus (0.75 m / B per link against 1.5 m / B; flat ring 1.75).
+ * torus_rotated: the torus with the data cut into chunks (one per MiB, up to 8) that are all in
+ * flight at once, each chunk taking the outer dimensions in its own order: chunk c of local rank
+ * l starts at outer dimension 1 + (l + c) mod D (D outer dimensions), so while some chunks
+ * cross dimension 1's links, others cross dimension 2's, and a rank works on whichever chunk's
+ * step has arrived (glucx_coll_wait_some, the step-by-step phases of hier.h) instead of waiting
+ * for the slowest peer of one phase before the next. On the 2x2 torus of packages of 2 each link
+ * carries 0.75 m / B in all (torus 1.5, flat ring 1.75), and the chunks keep it busy.
+ * Cost: the busiest resource's total work (an outer link direction, or a rank's package
+ * exchanges and reductions) plus the pipeline's fill, one chunk's sequential time less its
+ * share of that resource; one chunk: the sequential rotated torus, phase j taking the longest
+ * of its rotations, each rotation's ranks sharing the links of the dimension it is on.
  * Source: the multi-dimensional, load-balanced collectives of Themis (Rashidi et al., ISCA
  * 2022), which split the data into chunks scheduled on the dimensions in different orders; here
- * the chunks and their orders are fixed by the local rank, so every rank derives the same plan.
+ * the chunks and their orders are fixed by the size and the local rank, so every rank derives
+ * the same plan; the pipelining of chunks through the phases as in Mikami et al.'s and NCCL's
+ * chunked hierarchical algorithms.
  *
  * Every element is reduced once, on the rank that owns it at the deepest reduce-scatter, and then
  * only copied: every rank ends with bitwise the same vector. Unequal packages: no shape,
@@ -44,6 +49,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "coll/allgather/ring.h"
 #include "coll/allreduce/allreduce.h"
@@ -104,9 +110,48 @@ double glucx_allreduce_torus_cost(const glucx_topo_t *topo, size_t bytes)
     return dims_cost(topo, bytes, TORUS);
 }
 
+static int tr_chunks(size_t count, size_t esize, int steps_per_chunk);
+
+/* torus_rotated, C chunks in flight: the busiest resource's total work plus the pipeline's fill.
+ * Resources: one direction of one link of each outer dimension (every local rank's chunks that
+ * cross it, reduce-scatter and allgather: beta only, the alphas are latency, in the fill) and
+ * each rank's package exchanges and reductions (beta_0 and gamma). Fill: one chunk's sequential
+ * time less its share of the busiest resource, so that one chunk costs exactly the sequential
+ * rotated torus. */
+static double pipelined_cost(const glucx_topo_t *topo, size_t bytes)
+{
+    glucx_coll_shape_t s;
+    if (!glucx_coll_shape(topo, &s) || s.ndims < 2)
+        return INFINITY;
+    const int p = s.size[0], nout = s.ndims - 1;
+    const int C = tr_chunks(bytes, 1, 1);
+    const double mc = (double)bytes / C, g = topo->gamma_ns_per_byte;
+    double load[GLUCX_NET_MAX_DIMS] = {0};
+    const double n0 = s.size[0];
+    for (int c = 0; c < C; c++) {
+        load[0] += (n0 - 1) / n0 * mc * (2 * s.link[0].beta_ns_per_byte + g);
+        for (int l = 0; l < p; l++) {
+            double x = mc / p;
+            for (int j = 0; j < nout; j++) {
+                const int d = glucx_coll_outer_dim(&s, 1, l + c, j);
+                const double n = s.size[d], v = (n - 1) / n * x;
+                load[d] += 2 * v * s.link[d].beta_ns_per_byte;
+                if (l == 0) /* this rank's own reductions (local rank 0 stands for any) */
+                    load[0] += v * g;
+                x /= n;
+            }
+        }
+    }
+    double lmax = 0;
+    for (int d = 0; d < s.ndims; d++)
+        lmax = load[d] > lmax ? load[d] : lmax;
+    const double seq = dims_cost(topo, (size_t)mc, TORUS_ROTATED);
+    return C == 1 ? seq : lmax + seq - lmax / C; /* (one chunk: exactly the sequential cost) */
+}
+
 double glucx_allreduce_torus_rotated_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    return dims_cost(topo, bytes, TORUS_ROTATED);
+    return pipelined_cost(topo, bytes);
 }
 
 static glucx_status_t run_dims(glucx_coll_ctx_t *ctx, int mode)
@@ -177,7 +222,166 @@ glucx_status_t glucx_allreduce_torus_run(glucx_coll_ctx_t *ctx)
     return run_dims(ctx, TORUS);
 }
 
+/* ---- torus_rotated: chunks in flight ---- */
+
+/* Chunks of the pipelined torus_rotated: one per TR_CHUNK_BYTES, 1 to TR_CHUNKS_MAX, at most one
+ * per element, and few enough that every message has its own step number. Measured on the
+ * emulated 2x2 torus (docs/perf.md): 256 KiB chunks made 1 MiB calls 1.3-1.6x slower than one
+ * chunk (messages of 32-64 KiB, each paying the transport's per-message cost), 1 MiB chunks
+ * keep 1 MiB calls as fast and give 16 MiB calls (8 chunks) the same time as 256-512 KiB ones;
+ * more than 8 chunks gained nothing. */
+#define TR_CHUNK_BYTES ((size_t)1 << 20)
+#define TR_CHUNKS_MAX 8
+
+static int tr_chunks(size_t count, size_t esize, int steps_per_chunk)
+{
+    size_t c = count * esize / TR_CHUNK_BYTES;
+    c = c < 1 ? 1 : c > TR_CHUNKS_MAX ? TR_CHUNKS_MAX : c;
+    c = c > count ? (count > 0 ? count : 1) : c;
+    while (c > 1 && c * (size_t)steps_per_chunk > GLUCX_COLL_STEP_CONFIRM)
+        c--;
+    return (int)c;
+}
+
+/* One chunk: its phases in order (reduce-scatter down the dimensions, allgather back up). */
+typedef struct tr_chunk {
+    size_t c0;     /* first element */
+    int j, nphase; /* the phase running (index into dim/base/off/len) and how many */
+    int dim[2 * GLUCX_NET_MAX_DIMS];
+    size_t base[GLUCX_NET_MAX_DIMS]; /* element offset of each reduce-scatter phase's span */
+    size_t *off[GLUCX_NET_MAX_DIMS], *len[GLUCX_NET_MAX_DIMS];
+    glucx_coll_ctx_t sub[GLUCX_NET_MAX_DIMS];
+    glucx_coll_phase_t ph;
+    int started;
+} tr_chunk_t;
+
+/* Set up and start phase ch->j of chunk ch (the first ndims phases reduce-scatter along the
+ * chunk's dimension order, the rest allgather back in reverse). */
+static glucx_status_t tr_start(glucx_coll_ctx_t *ctx, const glucx_coll_layout_t *lay,
+                               tr_chunk_t *ch, unsigned step)
+{
+    const glucx_coll_shape_t *s = &lay->shape;
+    const int nd = s->ndims, j = ch->j, rs = j < nd, k = rs ? j : 2 * nd - 1 - j;
+    const size_t es = ctx->esize;
+    char *out = (char *)ctx->recvbuf + ch->c0 * es;
+    glucx_coll_phase_t *ph = &ch->ph;
+    memset(ph, 0, sizeof(*ph));
+    ph->sub = ch->sub[k];
+    ph->engine = s->engine[ch->dim[k]];
+    ph->rs = rs;
+    ph->off = ch->off[k];
+    ph->len = ch->len[k];
+    ph->step = step;
+    char *span = out + ch->base[k] * es;
+    const int i = ch->sub[k].rank;
+    if (rs) {
+        ph->in = k == 0 ? (const char *)ctx->sendbuf + ch->c0 * es : span;
+        ph->work = span;
+        ph->out = span + ch->off[k][i] * es;
+    } else {
+        ph->buf = span;
+    }
+    ch->started = 1;
+    return glucx_coll_phase_start(ph);
+}
+
+static glucx_status_t run_pipelined(glucx_coll_ctx_t *ctx)
+{
+    glucx_coll_layout_t lay;
+    glucx_status_t st = glucx_coll_layout_init(ctx, &lay);
+    if (st != GLUCX_OK)
+        return st;
+    const glucx_coll_shape_t *s = &lay.shape;
+    const int nd = s->ndims, l = lay.index[0];
+    const size_t count = ctx->args->count;
+    int S = 0, nblk = 0; /* steps per chunk, blocks of all of a chunk's phases */
+    for (int d = 0; d < nd; d++) {
+        S += 2 * glucx_coll_phase_steps(s->engine[d], s->size[d]);
+        nblk += s->size[d];
+    }
+    const int C = tr_chunks(count, ctx->esize, S > 0 ? S : 1);
+    tr_chunk_t *ch = glucx_coll_malloc(ctx, sizeof(*ch) * (size_t)C, &st);
+    size_t *mem = ch == NULL
+                      ? NULL
+                      : glucx_coll_malloc(ctx, sizeof(size_t) * 2 * (size_t)nblk * (size_t)C, &st);
+    glucx_tx_req_t **pend =
+        mem == NULL ? NULL
+                    : glucx_coll_malloc(ctx, sizeof(*pend) * (size_t)C * 2 * (size_t)nblk, &st);
+    if (pend == NULL)
+        goto out;
+    memset(ch, 0, sizeof(*ch) * (size_t)C);
+    /* every chunk's plan: chunk c of local rank l takes the outer dimensions from 1 + (l + c)
+     * mod D on, so that consecutive chunks start in different dimensions */
+    size_t *next = mem;
+    for (int c = 0; c < C; c++) {
+        size_t cnt;
+        ch[c].c0 = glucx_coll_split(count, (size_t)C, (size_t)c, &cnt);
+        ch[c].nphase = 2 * nd;
+        size_t at = 0;
+        for (int k = 0; k < nd; k++) {
+            const int d = ch[c].dim[k] = k == 0 ? 0 : glucx_coll_outer_dim(s, 1, l + c, k - 1);
+            const int n = s->size[d], i = lay.index[d];
+            ch[c].off[k] = next;
+            ch[c].len[k] = next + n;
+            next += 2 * (size_t)n;
+            for (int b = 0; b < n; b++)
+                ch[c].off[k][b] = glucx_coll_split(cnt, (size_t)n, (size_t)b, &ch[c].len[k][b]);
+            glucx_coll_layout_line(ctx, &lay, d, &ch[c].sub[k]);
+            ch[c].base[k] = at;
+            at += ch[c].off[k][i];
+            cnt = ch[c].len[k][i];
+        }
+    }
+    /* start every chunk, then advance whichever phase step completes; a chunk's steps are
+     * numbered from c * S in its phase order (the same on every member of each line: they
+     * share l, c and so the order) */
+    int active = C;
+    for (int c = 0; c < C && st == GLUCX_OK; c++)
+        st = tr_start(ctx, &lay, &ch[c], (unsigned)(c * S));
+    unsigned used[TR_CHUNKS_MAX] = {0};
+    while (st == GLUCX_OK && active > 0) {
+        /* wait only when no running chunk's step is complete */
+        int np = 0, ready = 0;
+        for (int c = 0; c < C; c++) {
+            if (ch[c].j >= ch[c].nphase)
+                continue;
+            const int before = np;
+            for (int q = 0; q < ch[c].ph.nreq; q++)
+                if (!glucx_tx_req_done(&ch[c].ph.reqs[q]))
+                    pend[np++] = &ch[c].ph.reqs[q];
+            ready |= np == before;
+        }
+        if (!ready && (st = glucx_coll_wait_some(ctx, pend, np)) != GLUCX_OK)
+            break;
+        for (int c = 0; c < C && st == GLUCX_OK; c++) {
+            tr_chunk_t *x = &ch[c];
+            while (st == GLUCX_OK && x->j < x->nphase && glucx_coll_phase_ready(&x->ph)) {
+                if (!glucx_coll_phase_done(&x->ph))
+                    st = glucx_coll_phase_advance(&x->ph);
+                if (st != GLUCX_OK || !glucx_coll_phase_done(&x->ph))
+                    break;
+                used[c] += (unsigned)x->ph.nsteps;
+                glucx_coll_phase_fini(&x->ph);
+                x->started = 0;
+                if (++x->j == x->nphase)
+                    active--;
+                else
+                    st = tr_start(ctx, &lay, x, (unsigned)(c * S) + used[c]);
+            }
+        }
+    }
+    for (int c = 0; c < C; c++)
+        if (ch[c].started)
+            glucx_coll_phase_fini(&ch[c].ph);
+out:
+    free(pend);
+    free(mem);
+    free(ch);
+    glucx_coll_layout_fini(&lay);
+    return st;
+}
+
 glucx_status_t glucx_allreduce_torus_rotated_run(glucx_coll_ctx_t *ctx)
 {
-    return run_dims(ctx, TORUS_ROTATED);
+    return run_pipelined(ctx);
 }

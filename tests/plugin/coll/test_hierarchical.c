@@ -174,17 +174,18 @@ static void dim_volume(const shape_case_t *s, int r, int k, size_t cnt, size_t e
     }
 }
 
-/* Allreduce: torus (down through every dimension) or hierarchical (down through the package,
- * then an allreduce of the share along each outer dimension). */
-static void allreduce_volume(const shape_case_t *s, int r, size_t count, size_t es, int torus,
-                             int rotated, uint64_t *vol)
+/* Allreduce of one chunk of cnt elements: torus (down through every dimension) or hierarchical
+ * (down through the package, then an allreduce of the share along each outer dimension), the
+ * outer dimensions from 1 + rot mod D on. */
+static void allreduce_chunk_volume(const shape_case_t *s, int r, size_t cnt, size_t es, int torus,
+                                   int rot, uint64_t *vol)
 {
-    size_t cnt = count, spans[GLUCX_NET_MAX_DIMS];
+    size_t spans[GLUCX_NET_MAX_DIMS];
     int order[GLUCX_NET_MAX_DIMS]; /* dimensions in the order this rank visits them */
-    const int nout = s->ndims - 1, rot = rotated && nout > 0 ? s->index[r][0] % nout : 0;
+    const int nout = s->ndims - 1;
     order[0] = 0;
     for (int j = 1; j < s->ndims; j++)
-        order[j] = 1 + (j - 1 + rot) % nout;
+        order[j] = 1 + (j - 1 + rot % nout) % nout;
     for (int j = 0; j < s->ndims; j++) {
         const int k = order[j];
         spans[j] = cnt;
@@ -198,6 +199,26 @@ static void allreduce_volume(const shape_case_t *s, int r, size_t count, size_t 
     }
     for (int j = (torus ? s->ndims : 1) - 1; j >= 0; j--) /* allgather back */
         dim_volume(s, r, order[j], spans[j], es, 0, vol);
+}
+
+/* Allreduce: hierarchical and torus in one piece, in dimension order; torus_rotated (rotated) in
+ * chunks of 1 MiB (1 to 8, at most one per element), chunk c of local rank l starting at outer
+ * dimension 1 + (l + c) mod D. */
+static void allreduce_volume(const shape_case_t *s, int r, size_t count, size_t es, int torus,
+                             int rotated, uint64_t *vol)
+{
+    size_t chunks = 1;
+    if (rotated) {
+        chunks = count * es / (1 << 20);
+        chunks = chunks < 1 ? 1 : chunks > 8 ? 8 : chunks;
+        chunks = chunks > count && count > 0 ? count : chunks;
+    }
+    for (size_t c = 0; c < chunks; c++) {
+        size_t o, cnt;
+        split(count, (int)chunks, (int)c, &o, &cnt);
+        const int rot = s->ndims > 1 && rotated ? s->index[r][0] + (int)c : 0;
+        allreduce_chunk_volume(s, r, cnt, es, torus, rot, vol);
+    }
 }
 
 /* Hierarchical allgather (rs = 0) or reduce-scatter (rs = 1) of count elements per block: along
@@ -391,6 +412,29 @@ static void test_allreduce_dtypes_random(void **state)
     assert_int_equal(fails, 0);
 }
 
+/* torus_rotated in several chunks in flight (2, 4 and 8 chunks of 1 MiB): results within
+ * tolerance and bitwise equal on every rank (random floats), volume per pair, on every shape. */
+static void test_rotated_chunks(void **state)
+{
+    (void)state;
+    shape_case_t *s = shapes;
+    const int ns = nshapes;
+    int fails = 0;
+    for (int i = 0; i < ns; i++)
+        fails += run_coll(&s[i], GLUCX_COLL_ALLREDUCE, "torus_rotated", 550007, i % 2,
+                          GLUCX_DTYPE_F32, GLUCX_OP_SUM, 1);
+    const int torus = 12; /* "2x2 torus of packages of 2" */
+    assert_string_equal(s[torus].name, "2x2 torus of packages of 2");
+    for (int ip = 0; ip < 2; ip++)
+        fails += run_coll(&s[torus], GLUCX_COLL_ALLREDUCE, "torus_rotated", 1100003, ip,
+                          GLUCX_DTYPE_F32, GLUCX_OP_SUM, 1);
+    fails += run_coll(&s[torus], GLUCX_COLL_ALLREDUCE, "torus_rotated", 2200013, 1, GLUCX_DTYPE_F32,
+                      GLUCX_OP_SUM, 1);
+    fails += run_coll(&s[torus], GLUCX_COLL_ALLREDUCE, "torus_rotated", 300007, 0, GLUCX_DTYPE_F64,
+                      GLUCX_OP_MAX, 1);
+    assert_int_equal(fails, 0);
+}
+
 /* Hierarchical allgather and reduce-scatter on every shape: results, volume per pair. */
 static void test_offload_shapes(void **state)
 {
@@ -482,13 +526,24 @@ static void test_costs(void **state)
     assert_true(fabs(t->algs[to].cost(s.topo, (size_t)m) - want_t) < 1e-6 * want_t);
     assert_true(fabs(t->algs[h].cost(s.topo, (size_t)m) - want_h) < 1e-6 * want_h);
     assert_true(t->algs[to].cost(s.topo, (size_t)m) < t->algs[h].cost(s.topo, (size_t)m));
-    /* rotated: local rank 0 on dimension 1 while local rank 1 is on dimension 2, one flow per
-     * link and phase */
+    /* rotated, in 8 chunks of mc = 2 MiB in flight: one chunk's sequential time (local rank 0 on
+     * dimension 1 while local rank 1 is on dimension 2, one flow per link and phase) plus the
+     * busiest resource's work less one chunk's share of it; the busiest is an outer link
+     * direction: per chunk, 2 x (mc/2 + mc/4) / 2 bytes at 10 ns/B */
     const int rt = glucx_test_alg_index(GLUCX_COLL_ALLREDUCE, "torus_rotated");
-    const double want_r = rs0 + ag0 + (10000 + 0.5 * (m / 2) * (10 + g)) +
-                          (10000 + 0.5 * (m / 2) * 10) + (10000 + 0.5 * (m / 4) * (10 + g)) +
-                          (10000 + 0.5 * (m / 4) * 10);
+    const double mc = m / 8;
+    const double seq_r = 500 + 0.5 * mc * (0.02 + g) + 500 + 0.5 * mc * 0.02 +
+                         (10000 + 0.5 * (mc / 2) * (10 + g)) + (10000 + 0.5 * (mc / 2) * 10) +
+                         (10000 + 0.5 * (mc / 4) * (10 + g)) + (10000 + 0.5 * (mc / 4) * 10);
+    const double link = 8 * (2 * 0.5 * (mc / 2 + mc / 4) * 10);
+    const double want_r = link + seq_r - link / 8;
     assert_true(fabs(t->algs[rt].cost(s.topo, (size_t)m) - want_r) < 1e-6 * want_r);
+    /* one chunk (1 MiB): exactly the sequential rotated torus */
+    const double m1 = 1 << 20;
+    const double seq_1 = 500 + 0.5 * m1 * (0.02 + g) + 500 + 0.5 * m1 * 0.02 +
+                         (10000 + 0.5 * (m1 / 2) * (10 + g)) + (10000 + 0.5 * (m1 / 2) * 10) +
+                         (10000 + 0.5 * (m1 / 4) * (10 + g)) + (10000 + 0.5 * (m1 / 4) * 10);
+    assert_true(fabs(t->algs[rt].cost(s.topo, (size_t)m1) - seq_1) < 1e-6 * seq_1);
     /* hierarchical allgather / reduce-scatter of m bytes in all: the package phase is one direct
      * exchange per package position (4, of m/4 each); outside, local rank 0 starts on dimension
      * 1 while local rank 1 starts on dimension 2 (one flow per link): the allgather's first
@@ -516,7 +571,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout),           cmocka_unit_test(test_costs),
         cmocka_unit_test(test_allreduce_shapes), cmocka_unit_test(test_allreduce_dtypes_random),
-        cmocka_unit_test(test_offload_shapes),
+        cmocka_unit_test(test_offload_shapes),   cmocka_unit_test(test_rotated_chunks),
     };
     return cmocka_run_group_tests(tests, shapes_setup, shapes_teardown);
 }
