@@ -463,6 +463,14 @@ static int reorder(glucx_an_engine_t *e, const glucx_an_event_t *ev)
     return rq_release(e, glucx_an_clock_watermark(e->opt.clock, ev->ts));
 }
 
+int glucx_an_engine_set_clock(glucx_an_engine_t *e, const glucx_an_clock_t *clock)
+{
+    if (e->events > 0 || e->nrq > 0 || e->opt.clock_collect)
+        return -1;
+    e->opt.clock = clock;
+    return 0;
+}
+
 int glucx_an_engine_feed(glucx_an_engine_t *e, const glucx_an_event_t *ev)
 {
     if (e->opt.clock_collect)

@@ -48,6 +48,13 @@ typedef struct glucx_an_options {
  */
 glucx_an_engine_t *glucx_an_engine_create(const glucx_an_options_t *opt, char *err, size_t errlen);
 
+/**
+ * Correct the events' times with @p clock (borrowed, estimated, must outlive the engine), as
+ * glucx_an_options_t.clock does: for a caller that creates the engine before the estimate.
+ * Returns 0, or -1 when events were already fed or the engine collects (clock_collect).
+ */
+int glucx_an_engine_set_clock(glucx_an_engine_t *e, const glucx_an_clock_t *clock);
+
 /** Free everything; accepts NULL. Removes the temporary files. */
 void glucx_an_engine_destroy(glucx_an_engine_t *e);
 

@@ -43,8 +43,15 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: glucx-analyze TRACE... -o DIR [--template PATH] [--no-timeline] [--no-html]\n"
             "                     [--no-progress] [--list-limit N] [--dump-events FILE]\n"
+            "                     [--no-clock-sync] [--min-latency NS]\n"
             "  TRACE   a trace directory written by glucx-trace record (or any CTF trace with\n"
-            "          glucx events); several per-host directories are merged\n"
+            "          glucx events); several per-host directories are merged, one TRACE per\n"
+            "          host (glucx-cluster run --trace OUT: OUT/<host> each), with each host's\n"
+            "          clock offset and drift against the first TRACE's host estimated from\n"
+            "          their messages and corrected (report.json \"clock\")\n"
+            "  --no-clock-sync  merge several TRACEs without clock correction\n"
+            "  --min-latency NS a lower bound on every message's one-way latency for the clock\n"
+            "          estimate (default 0: causality only)\n"
             "  -o DIR  output directory: report.txt, report.json, report.html, timeline.json\n"
             "  --list-limit N  list at most N iterations, collectives and decisions each in\n"
             "          report.json (default 10000; 0: all); every one counts in the totals\n"
@@ -407,6 +414,57 @@ out:
     bt_value_put_ref(params);
     free(srcs);
     return rc;
+}
+
+/* ---- clock correction (several hosts) -------------------------------------------------------- */
+
+static void remove_tree(const char *path);
+
+/* Pass 1 of a multi-host merge: read the traces once to pair sends and receives, estimate each
+ * host's clock against the first (analysis/core/clocksync.h), and make @p eng correct its events
+ * with the estimate. Returns the estimate (the caller destroys it after the engine), or NULL
+ * when the clocks stay as they are: a warning in the report says why (a trace that cannot be
+ * read whole is then merged without correction). */
+static glucx_an_clock_t *clock_pass(const dirlist_t *traces, const glucx_an_sink_ctl_t *ctl,
+                                    int nhosts, int64_t min_latency, const char *stage,
+                                    glucx_an_engine_t *eng)
+{
+    char dir[4200], err[512], why[1024] = "";
+    snprintf(dir, sizeof(dir), "%s/.clock-pass", stage);
+    glucx_an_clock_t *cs = glucx_an_clock_create(nhosts, 0, min_latency);
+    glucx_an_options_t o = {.out_dir = dir, .clock_collect = cs};
+    glucx_an_engine_t *e1 = cs ? glucx_an_engine_create(&o, err, sizeof(err)) : NULL;
+    if (!e1) {
+        glucx_an_engine_warn(eng, "clock correction skipped: %s",
+                             cs ? err : "out of memory for the clock estimate");
+        glucx_an_clock_destroy(cs);
+        return NULL;
+    }
+    glucx_an_sink_ctl_t c1 = *ctl;
+    c1.engine = e1;
+    c1.dump = NULL; /* the analysis pass writes it */
+    c1.refused[0] = 0;
+    c1.ended = 0;
+    int gr = run_graph(traces, &c1, why, sizeof(why));
+    int rc = gr == GRAPH_OK && c1.ended && !c1.refused[0] ? 0 : -1;
+    if (rc != 0 && !c1.refused[0]) /* a refused trace is refused again by the analysis pass */
+        glucx_an_engine_warn(eng,
+                             "clock correction skipped: the traces could not be read whole "
+                             "to pair their messages (%s): hosts merged on their own clocks",
+                             why[0] ? why : "reading stopped early");
+    if (rc == 0 && glucx_an_clock_estimate(cs) != 0) {
+        glucx_an_engine_warn(eng, "clock correction skipped: out of memory for the estimate");
+        rc = -1;
+    }
+    if (rc == 0 && glucx_an_engine_set_clock(eng, cs) != 0)
+        rc = -1;
+    glucx_an_engine_destroy(e1);
+    remove_tree(dir);
+    if (rc != 0) {
+        glucx_an_clock_destroy(cs);
+        return NULL;
+    }
+    return cs;
 }
 
 /* ---- truncated stream files ------------------------------------------------------------------ */
@@ -800,7 +858,8 @@ static int publish(const char *stage, const char *out)
 int main(int argc, char **argv)
 {
     const char *out = NULL, *tmpl = NULL;
-    int timeline = 1, html = 1, want_progress = 1;
+    int timeline = 1, html = 1, want_progress = 1, clock_sync = 1;
+    long long min_latency = 0;
     long list_limit = 0;
     const char *dump_path = NULL;
     const char **paths = calloc((size_t)argc, sizeof(char *));
@@ -834,6 +893,15 @@ int main(int argc, char **argv)
                 return 2;
             }
             dump_path = argv[i];
+        } else if (strcmp(argv[i], "--min-latency") == 0) {
+            char *end = NULL;
+            if (++i >= argc || (min_latency = strtoll(argv[i], &end, 10)) < 0 || *end) {
+                fprintf(stderr, "glucx-analyze: --min-latency needs a number of ns >= 0\n");
+                usage(stderr);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--no-clock-sync") == 0) {
+            clock_sync = 0;
         } else if (strcmp(argv[i], "--no-timeline") == 0) {
             timeline = 0;
         } else if (strcmp(argv[i], "--no-html") == 0) {
@@ -861,6 +929,10 @@ int main(int argc, char **argv)
     char skipped[2048] = "", empty[2048] = "";
     int nempty = 0;
     dirlist_t traces = {0};
+    /* the first trace directory of each accepted TRACE (one host each): host_start[j] */
+    size_t *host_start = calloc((size_t)npaths + 1, sizeof(size_t));
+    if (!host_start)
+        return 1;
     for (int i = 0; i < npaths; i++) {
         struct stat st;
         if (stat(paths[i], &st) != 0) {
@@ -909,6 +981,7 @@ int main(int argc, char **argv)
                     }
                 }
                 if (!bad) {
+                    host_start[ok] = before;
                     paths[ok++] = paths[i];
                     continue;
                 }
@@ -926,9 +999,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "glucx-analyze: no trace to analyse\n");
         free(traces.v);
         free(paths);
+        free(host_start);
         return 2;
     }
     npaths = ok;
+    host_start[ok] = traces.n;
+    /* each trace directory's host: the TRACE argument it was found under */
+    int *host_of = calloc(traces.n ? traces.n : 1, sizeof(int));
+    if (!host_of) {
+        free(host_start);
+        return 1;
+    }
+    for (int j = 0; j < npaths; j++)
+        for (size_t k = host_start[j]; k < host_start[j + 1]; k++)
+            host_of[k] = j;
+    free(host_start);
+    glucx_an_clock_t *clock = NULL;
 
     int rc = 1;
     glucx_an_engine_t *eng = NULL;
@@ -995,8 +1081,11 @@ int main(int argc, char **argv)
                                .pidsets = pidsets,
                                .ninputs = traces.n,
                                .paths = (const char *const *)traces.v,
-                               .dump = dump};
+                               .dump = dump,
+                               .hosts = host_of};
     char why[1024] = "";
+    if (npaths > 1 && clock_sync)
+        clock = clock_pass(&traces, &ctl, npaths, (int64_t)min_latency, stage, eng);
     int gr = run_graph(&traces, &ctl, why, sizeof(why));
     if (gr == GRAPH_INIT_FAILED) {
         /* a stream file cut inside a packet (killed session, full disk): read a copy cut at the
@@ -1091,6 +1180,8 @@ out:
         rc = 1;
     }
     glucx_an_engine_destroy(eng);
+    glucx_an_clock_destroy(clock);
+    free(host_of);
     if (stage[0])
         remove_tree(stage);
     free(pidsets);
