@@ -41,15 +41,15 @@ typedef struct proc {
 } proc_t;
 
 typedef struct cmsg {
-    uint32_t sp, dp; /* process indices */
-    int64_t sb, re;  /* raw */
+    uint32_t sp, dp;  /* process indices */
+    int64_t sb, re;   /* raw */
     int64_t sbt, ret; /* mapped (offset and drift) */
 } cmsg_t;
 
 struct glucx_an_clock {
     int nhosts, ref;
     int64_t lmin, t0;
-    int64_t *first; /* per host: earliest event */
+    int64_t *first;          /* per host: earliest event */
     glucx_an_map_t proc_map; /* key -> proc index + 1 */
     proc_t *procs;
     size_t nprocs, capprocs;

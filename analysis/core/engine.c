@@ -781,8 +781,9 @@ int glucx_an_engine_finish(glucx_an_engine_t *e)
                 glucx_an_engine_warn(e, "clock correction: %s", ho->why);
         }
         if (glucx_an_clock_stats(e->opt.clock).clc_unresolved)
-            glucx_an_engine_warn(e, "clock correction: the logical clock did not settle in %d "
-                                    "passes (mis-paired messages?): violations may remain",
+            glucx_an_engine_warn(e,
+                                 "clock correction: the logical clock did not settle in %d "
+                                 "passes (mis-paired messages?): violations may remain",
                                  64);
     }
     for (size_t i = 0; i < e->ncomms; i++) {

@@ -29,9 +29,9 @@ typedef struct glucx_an_options {
                                        collectives and decisions lists (every one still counts in the
                                        totals); 0: 10000, negative: no limit */
     /** Pass 1 of a multi-host merge (borrowed, not NULL to enable): every event's time goes to
-     *  glucx_an_clock_seen() and every matched send/receive pair (matched as messages.c matches
-     *  them) to glucx_an_clock_add(), with the host (glucx_an_event_t.host_index) and process of each
-     *  side; nothing else is analysed. The engine writes no report: destroy it without
+     *  glucx_an_clock_seen() and every matched send/receive pair (matched as messages.c
+     *  matches them) to glucx_an_clock_add(), with each side's host (the events' host_index)
+     *  and process; nothing else is analysed. The engine writes no report: destroy it without
      *  glucx_an_engine_finish(). */
     glucx_an_clock_t *clock_collect;
     /** Pass 2 (borrowed, estimated with glucx_an_clock_estimate(), must outlive the engine): each

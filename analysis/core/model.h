@@ -16,6 +16,7 @@
  *   messages.c       send/receive matching, waits a message completes in, late sender/receiver
  *   critical_path.c  the critical path of an iteration
  *   failures.c       whether the run failed, and its first error
+ *   clocksync.c      clocks across hosts: offset, drift, logical clock (API: clocksync.h)
  *   timeline.c       timeline.json (Chrome / Perfetto trace events)
  *   verdict.c        the one-sentence verdict
  *   report.c         report.json, report.txt, report.html: reads results, computes nothing

@@ -876,6 +876,11 @@ static void txt_clock(const glucx_an_engine_t *e, FILE *f)
         const glucx_an_clock_host_t *ho = glucx_an_clock_host(cs, h);
         if (!ho)
             continue;
+        const char *path = (size_t)h < e->paths.n ? e->paths.v[h] : "";
+        if (ho->status == GLUCX_AN_CLOCK_REFERENCE) {
+            fprintf(f, "          host %d reference    %s\n", h, path);
+            continue;
+        }
         fprintf(f, "          host %d %-12s offset %+.0f ns", h,
                 glucx_an_clock_status_name(ho->status), ho->offset_ns);
         if (isfinite(ho->offset_bound_ns))
@@ -883,9 +888,8 @@ static void txt_clock(const glucx_an_engine_t *e, FILE *f)
         fprintf(f, ", drift %+.3f ppm", ho->drift * 1e6);
         if (isfinite(ho->drift_bound))
             fprintf(f, " +- %.3f", ho->drift_bound * 1e6);
-        fprintf(f, " (%" PRIu64 " messages from the reference, %" PRIu64 " to it)%s%s\n",
-                ho->to_host, ho->from_host, (size_t)h < e->paths.n ? " " : "",
-                (size_t)h < e->paths.n ? e->paths.v[h] : "");
+        fprintf(f, " (%" PRIu64 " messages from the reference, %" PRIu64 " to it) %s\n",
+                ho->to_host, ho->from_host, path);
     }
 }
 

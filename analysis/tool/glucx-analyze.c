@@ -13,6 +13,12 @@
  * reads a trace without a version with a warning in the report, and refuses any other version
  * (no report; the message names the trace and both versions).
  *
+ * Several TRACE arguments are one host each: the traces are read twice, first to pair sends and
+ * receives and estimate each host's clock offset and drift against the first TRACE's host
+ * (core/clocksync.h), then to analyse every event at its corrected time (the engine merges the
+ * hosts in corrected order and a controlled logical clock removes the violations left);
+ * --no-clock-sync reads them once, on their own clocks (METRICS.md, "Clocks across hosts").
+ *
  * Outputs are written into a staging directory DIR/.glucx-analyze-XXXXXX and renamed into DIR
  * only when all of them are complete (see publish()): on a full disk the run fails naming the
  * output file and the errno text, and nothing partial appears under a final name.
@@ -56,7 +62,8 @@ static void usage(FILE *f)
             "  --list-limit N  list at most N iterations, collectives and decisions each in\n"
             "          report.json (default 10000; 0: all); every one counts in the totals\n"
             "  --dump-events FILE  also write every glucx event as the analysis read it to FILE,\n"
-            "          one JSON object per line: event, ts (ns), vpid, vtid (-1: none), then\n"
+            "          one JSON object per line: event, ts (ns, the trace's own clock, before\n"
+            "          any clock correction), vpid, vtid (-1: none), then\n"
             "          its EVENTS.md fields in order (hex fields as \"0x...\" strings; fields the\n"
             "          analysis does not keep, such as select_map's ranges, left out)\n"
             "Definitions of every number: analysis/METRICS.md (installed with the docs).\n");
@@ -419,6 +426,8 @@ out:
 /* ---- clock correction (several hosts) -------------------------------------------------------- */
 
 static void remove_tree(const char *path);
+static int repair_traces(const dirlist_t *in, const char *dir, dirlist_t *out, char *what,
+                         size_t len, char *why, size_t whylen);
 
 /* Pass 1 of a multi-host merge: read the traces once to pair sends and receives, estimate each
  * host's clock against the first (analysis/core/clocksync.h), and make @p eng correct its events
@@ -446,6 +455,22 @@ static glucx_an_clock_t *clock_pass(const dirlist_t *traces, const glucx_an_sink
     c1.refused[0] = 0;
     c1.ended = 0;
     int gr = run_graph(traces, &c1, why, sizeof(why));
+    if (gr == GRAPH_INIT_FAILED) {
+        /* stream files cut inside a packet: pair the messages of their complete packets, as
+         * the analysis pass reads them (it repairs and reports the cut itself) */
+        char rep[4300], what[1024] = "";
+        snprintf(rep, sizeof(rep), "%s/.clock-repaired", stage);
+        dirlist_t fixed = {0};
+        if (repair_traces(traces, rep, &fixed, what, sizeof(what), err, sizeof(err)) > 0) {
+            c1.refused[0] = 0;
+            c1.ended = 0;
+            gr = run_graph(&fixed, &c1, why, sizeof(why));
+        }
+        remove_tree(rep);
+        for (size_t i = 0; i < fixed.n; i++)
+            free(fixed.v[i]);
+        free(fixed.v);
+    }
     int rc = gr == GRAPH_OK && c1.ended && !c1.refused[0] ? 0 : -1;
     if (rc != 0 && !c1.refused[0]) /* a refused trace is refused again by the analysis pass */
         glucx_an_engine_warn(eng,

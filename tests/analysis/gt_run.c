@@ -111,11 +111,17 @@ static int straggler_iters(glucx_comm_t *comm, int rank, int K, float *a, float 
     return 0;
 }
 
+/* The ranks of a mode's communicator. */
+static int nranks(const char *mode)
+{
+    if (strcmp(mode, "overlap") == 0 || strcmp(mode, "clock") == 0)
+        return 2;
+    return strcmp(mode, "fail") == 0 ? 3 : 4;
+}
+
 static int child(const char *mode, int rank, const char *store_dir, const char *out)
 {
-    int n = strcmp(mode, "overlap") == 0 || strcmp(mode, "clock") == 0 ? 2
-            : strcmp(mode, "fail") == 0                                  ? 3
-                                                                         : 4;
+    int n = nranks(mode);
     glucx_context_t *ctx = NULL;
     glucx_store_t *store = NULL;
     glucx_comm_t *comm = NULL;
@@ -260,9 +266,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *mode = argv[1];
-    int n = strcmp(mode, "overlap") == 0 || strcmp(mode, "clock") == 0 ? 2
-            : strcmp(mode, "fail") == 0                                  ? 3
-                                                                         : 4;
+    int n = nranks(mode);
     pid_t pids[4];
     for (int r = 0; r < n; r++) {
         pids[r] = fork();

@@ -522,10 +522,10 @@ int main(int argc, char **argv)
     if (argc > 1)
         g_dir = argv[1];
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_offsets),       cmocka_unit_test(test_three_hosts),
-        cmocka_unit_test(test_drift),         cmocka_unit_test(test_logical_clock),
-        cmocka_unit_test(test_no_messages),   cmocka_unit_test(test_one_direction),
-        cmocka_unit_test(test_too_few),       cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_offsets),     cmocka_unit_test(test_three_hosts),
+        cmocka_unit_test(test_drift),       cmocka_unit_test(test_logical_clock),
+        cmocka_unit_test(test_no_messages), cmocka_unit_test(test_one_direction),
+        cmocka_unit_test(test_too_few),     cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
