@@ -56,6 +56,7 @@ struct glucx_an_clock {
     cmsg_t *msgs;
     size_t nmsgs, capmsgs;
     glucx_an_clock_host_t *hosts;
+    char **names; /* [nhosts], NULL: none */
     int estimated;
     glucx_an_clock_stats_t st;
 };
@@ -86,7 +87,8 @@ glucx_an_clock_t *glucx_an_clock_create(int nhosts, int ref, int64_t min_latency
     cs->t0 = INT64_MAX;
     cs->first = malloc((size_t)nhosts * sizeof(*cs->first));
     cs->hosts = calloc((size_t)nhosts, sizeof(*cs->hosts));
-    if (!cs->first || !cs->hosts) {
+    cs->names = calloc((size_t)nhosts, sizeof(*cs->names));
+    if (!cs->first || !cs->hosts || !cs->names) {
         glucx_an_clock_destroy(cs);
         return NULL;
     }
@@ -105,8 +107,28 @@ void glucx_an_clock_destroy(glucx_an_clock_t *cs)
     free(cs->msgs);
     free(cs->first);
     free(cs->hosts);
+    for (int h = 0; cs->names && h < cs->nhosts; h++)
+        free(cs->names[h]);
+    free(cs->names);
     glucx_an_map_free(&cs->proc_map);
     free(cs);
+}
+
+int glucx_an_clock_set_name(glucx_an_clock_t *cs, int h, const char *name)
+{
+    if (h < 0 || h >= cs->nhosts)
+        return -1;
+    char *s = strdup(name);
+    if (!s)
+        return -1;
+    free(cs->names[h]);
+    cs->names[h] = s;
+    return 0;
+}
+
+const char *glucx_an_clock_name(const glucx_an_clock_t *cs, int h)
+{
+    return h >= 0 && h < cs->nhosts && cs->names[h] ? cs->names[h] : "";
 }
 
 int glucx_an_clock_nhosts(const glucx_an_clock_t *cs)

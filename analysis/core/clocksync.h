@@ -84,6 +84,14 @@ glucx_an_clock_t *glucx_an_clock_create(int nhosts, int ref, int64_t min_latency
 /** Free everything; accepts NULL. */
 void glucx_an_clock_destroy(glucx_an_clock_t *cs);
 
+/**
+ * Name host @p h for the report (a copy of @p name: its trace directory, and hostname when one
+ * directory holds several hosts). Returns 0, or -1 when out of memory or @p h is out of range.
+ */
+int glucx_an_clock_set_name(glucx_an_clock_t *cs, int h, const char *name);
+/** Host @p h's name ("" when none was set). Borrowed. */
+const char *glucx_an_clock_name(const glucx_an_clock_t *cs, int h);
+
 /** Hosts, reference and t0 (the reference host's first event seen; INT64_MAX before any). */
 int glucx_an_clock_nhosts(const glucx_an_clock_t *cs);
 int glucx_an_clock_ref(const glucx_an_clock_t *cs);

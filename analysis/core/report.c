@@ -515,8 +515,7 @@ static json_t *clock_json(const glucx_an_engine_t *e)
             continue;
         json_t *x = json_object();
         json_object_set_new(x, "host", json_integer(h));
-        json_object_set_new(x, "path",
-                            (size_t)h < e->paths.n ? json_string(e->paths.v[h]) : json_null());
+        json_object_set_new(x, "name", json_string(glucx_an_clock_name(cs, h)));
         json_object_set_new(x, "status", json_string(glucx_an_clock_status_name(ho->status)));
         json_object_set_new(x, "offset_ns", json_real(ho->offset_ns));
         json_object_set_new(x, "drift_ppm", json_real(ho->drift * 1e6));
@@ -876,7 +875,7 @@ static void txt_clock(const glucx_an_engine_t *e, FILE *f)
         const glucx_an_clock_host_t *ho = glucx_an_clock_host(cs, h);
         if (!ho)
             continue;
-        const char *path = (size_t)h < e->paths.n ? e->paths.v[h] : "";
+        const char *path = glucx_an_clock_name(cs, h);
         if (ho->status == GLUCX_AN_CLOCK_REFERENCE) {
             fprintf(f, "          host %d reference    %s\n", h, path);
             continue;

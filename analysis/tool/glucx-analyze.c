@@ -13,7 +13,8 @@
  * reads a trace without a version with a warning in the report, and refuses any other version
  * (no report; the message names the trace and both versions).
  *
- * Several TRACE arguments are one host each: the traces are read twice, first to pair sends and
+ * Several TRACE arguments are one host each (a TRACE whose traces name several hostnames, one
+ * host per name: assign_hosts()): the traces are read twice, first to pair sends and
  * receives and estimate each host's clock offset and drift against the first TRACE's host
  * (core/clocksync.h), then to analyse every event at its corrected time (the engine merges the
  * hosts in corrected order and a controlled logical clock removes the violations left);
@@ -51,10 +52,10 @@ static void usage(FILE *f)
             "                     [--no-progress] [--list-limit N] [--dump-events FILE]\n"
             "                     [--no-clock-sync] [--min-latency NS]\n"
             "  TRACE   a trace directory written by glucx-trace record (or any CTF trace with\n"
-            "          glucx events); several per-host directories are merged, one TRACE per\n"
-            "          host (glucx-cluster run --trace OUT: OUT/<host> each), with each host's\n"
-            "          clock offset and drift against the first TRACE's host estimated from\n"
-            "          their messages and corrected (report.json \"clock\")\n"
+            "          glucx events); several hosts' traces are merged (one TRACE per host, or a\n"
+            "          TRACE holding traces of several hostnames, as glucx-cluster run --trace\n"
+            "          OUT writes), with each host's clock offset and drift against the first\n"
+            "          host estimated from their messages and corrected (report.json \"clock\")\n"
             "  --no-clock-sync  merge several TRACEs without clock correction\n"
             "  --min-latency NS a lower bound on every message's one-way latency for the clock\n"
             "          estimate (default 0: causality only)\n"
@@ -425,6 +426,126 @@ out:
 
 /* ---- clock correction (several hosts) -------------------------------------------------------- */
 
+static uint32_t le32(const unsigned char *p);
+
+/* The hostname in the env block of trace directory @p dir's CTF metadata (LTTng writes it), into
+ * @p buf ("" when there is none). Packetized metadata (magic 0x75d11d57, 37-byte headers with the
+ * content size in bits at byte 24) is read packet by packet, text metadata as it is. */
+static void trace_hostname(const char *dir, char *buf, size_t len)
+{
+    char path[4200];
+    buf[0] = 0;
+    snprintf(path, sizeof(path), "%s/metadata", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    struct stat st;
+    size_t size = fstat(fileno(f), &st) == 0 ? (size_t)st.st_size : 0;
+    unsigned char *data = size && size < (64u << 20) ? malloc(size + 1) : NULL;
+    char *text = data ? malloc(size + 1) : NULL;
+    size_t n = 0;
+    if (text && fread(data, 1, size, f) == size) {
+        if (size >= 37 && le32(data) == 0x75d11d57u) {
+            for (size_t off = 0; off + 37 <= size;) {
+                size_t content = le32(data + off + 24) / 8, packet = le32(data + off + 28) / 8;
+                if (le32(data + off) != 0x75d11d57u || content < 37 || content > packet ||
+                    off + content > size || packet == 0)
+                    break;
+                memcpy(text + n, data + off + 37, content - 37);
+                n += content - 37;
+                off += packet;
+            }
+        } else {
+            memcpy(text, data, size);
+            n = size;
+        }
+        text[n] = 0;
+        const char *env = strstr(text, "env {");
+        const char *h = env ? strstr(env, "hostname = \"") : NULL;
+        if (h) {
+            h += strlen("hostname = \"");
+            size_t l = strcspn(h, "\"");
+            if (l >= len)
+                l = len - 1;
+            memcpy(buf, h, l);
+            buf[l] = 0;
+        }
+    }
+    free(text);
+    free(data);
+    fclose(f);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The host of each trace directory (@p host_of, [traces->n]) and each host's name (*names_p,
+ * allocated: free each and the array): every TRACE argument is one host or more, one per distinct
+ * hostname in its traces' metadata (glucx-cluster run --trace OUT given as one argument holds a
+ * trace per host), in argument order and, within one, hostname order. Host 0 is the reference.
+ * Returns the number of hosts, or -1 when out of memory. */
+static int assign_hosts(const dirlist_t *traces, const size_t *start, int nargs,
+                        const char *const *args, int *host_of, char ***names_p)
+{
+    char **hn = calloc(traces->n ? traces->n : 1, sizeof(char *));
+    char **names = calloc(traces->n ? traces->n : 1, sizeof(char *));
+    int nhosts = 0, rc = -1;
+    if (!hn || !names)
+        goto out;
+    for (size_t k = 0; k < traces->n; k++) {
+        char b[256];
+        trace_hostname(traces->v[k], b, sizeof(b));
+        if (!(hn[k] = strdup(b)))
+            goto out;
+    }
+    for (int j = 0; j < nargs; j++) {
+        size_t a = start[j], b = start[j + 1];
+        /* this argument's distinct hostnames, sorted */
+        char **u = malloc((b - a ? b - a : 1) * sizeof(char *));
+        if (!u)
+            goto out;
+        size_t nu = 0;
+        for (size_t k = a; k < b; k++)
+            u[nu++] = hn[k];
+        qsort(u, nu, sizeof(char *), cmp_str);
+        size_t w = 0;
+        for (size_t i = 0; i < nu; i++)
+            if (w == 0 || strcmp(u[w - 1], u[i]) != 0)
+                u[w++] = u[i];
+        for (size_t i = 0; i < w; i++) {
+            char name[4400];
+            if (w == 1)
+                snprintf(name, sizeof(name), "%s", args[j]);
+            else
+                snprintf(name, sizeof(name), "%s (host %s)", args[j], u[i]);
+            if (!(names[nhosts] = strdup(name))) {
+                free(u);
+                goto out;
+            }
+            for (size_t k = a; k < b; k++)
+                if (strcmp(hn[k], u[i]) == 0)
+                    host_of[k] = nhosts;
+            nhosts++;
+        }
+        free(u);
+    }
+    rc = nhosts;
+out:
+    for (size_t k = 0; hn && k < traces->n; k++)
+        free(hn[k]);
+    free(hn);
+    if (rc < 0) {
+        for (int h = 0; names && h < nhosts; h++)
+            free(names[h]);
+        free(names);
+        names = NULL;
+    }
+    *names_p = names;
+    return rc;
+}
+
 static void remove_tree(const char *path);
 static int repair_traces(const dirlist_t *in, const char *dir, dirlist_t *out, char *what,
                          size_t len, char *why, size_t whylen);
@@ -435,13 +556,18 @@ static int repair_traces(const dirlist_t *in, const char *dir, dirlist_t *out, c
  * when the clocks stay as they are: a warning in the report says why (a trace that cannot be
  * read whole is then merged without correction). */
 static glucx_an_clock_t *clock_pass(const dirlist_t *traces, const glucx_an_sink_ctl_t *ctl,
-                                    int nhosts, int64_t min_latency, const char *stage,
-                                    glucx_an_engine_t *eng)
+                                    int nhosts, const char *const *names, int64_t min_latency,
+                                    const char *stage, glucx_an_engine_t *eng)
 {
     char dir[4200], err[512], why[1024] = "";
     snprintf(dir, sizeof(dir), "%s/.clock-pass", stage);
     glucx_an_clock_t *cs = glucx_an_clock_create(nhosts, 0, min_latency);
     glucx_an_options_t o = {.out_dir = dir, .clock_collect = cs};
+    for (int h = 0; cs && h < nhosts; h++)
+        if (glucx_an_clock_set_name(cs, h, names[h]) != 0) {
+            glucx_an_clock_destroy(cs);
+            cs = NULL;
+        }
     glucx_an_engine_t *e1 = cs ? glucx_an_engine_create(&o, err, sizeof(err)) : NULL;
     if (!e1) {
         glucx_an_engine_warn(eng, "clock correction skipped: %s",
@@ -1029,16 +1155,17 @@ int main(int argc, char **argv)
     }
     npaths = ok;
     host_start[ok] = traces.n;
-    /* each trace directory's host: the TRACE argument it was found under */
+    /* each trace directory's host: its TRACE argument, split by the traces' hostnames */
     int *host_of = calloc(traces.n ? traces.n : 1, sizeof(int));
-    if (!host_of) {
-        free(host_start);
+    char **host_names = NULL;
+    int nhosts =
+        host_of ? assign_hosts(&traces, host_start, npaths, paths, host_of, &host_names) : -1;
+    free(host_start);
+    if (nhosts < 0) {
+        fprintf(stderr, "glucx-analyze: out of memory reading the traces' hosts\n");
+        free(host_of);
         return 1;
     }
-    for (int j = 0; j < npaths; j++)
-        for (size_t k = host_start[j]; k < host_start[j + 1]; k++)
-            host_of[k] = j;
-    free(host_start);
     glucx_an_clock_t *clock = NULL;
 
     int rc = 1;
@@ -1109,8 +1236,9 @@ int main(int argc, char **argv)
                                .dump = dump,
                                .hosts = host_of};
     char why[1024] = "";
-    if (npaths > 1 && clock_sync)
-        clock = clock_pass(&traces, &ctl, npaths, (int64_t)min_latency, stage, eng);
+    if (nhosts > 1 && clock_sync)
+        clock = clock_pass(&traces, &ctl, nhosts, (const char *const *)host_names,
+                           (int64_t)min_latency, stage, eng);
     int gr = run_graph(&traces, &ctl, why, sizeof(why));
     if (gr == GRAPH_INIT_FAILED) {
         /* a stream file cut inside a packet (killed session, full disk): read a copy cut at the
@@ -1207,6 +1335,9 @@ out:
     glucx_an_engine_destroy(eng);
     glucx_an_clock_destroy(clock);
     free(host_of);
+    for (int h = 0; h < nhosts; h++)
+        free(host_names[h]);
+    free(host_names);
     if (stage[0])
         remove_tree(stage);
     free(pidsets);

@@ -623,11 +623,12 @@ def trace_clock(trace):
     return got.pop()
 
 
-def shifted_copy(src, dst, shift_ns, drift=0.0, t0_ns=0):
+def shifted_copy(src, dst, shift_ns, drift=0.0, t0_ns=0, hostname=None):
     """A copy of trace src whose clock reads L(t) = t + shift_ns + drift' (t - t0_ns) where t
     is what src's clock reads (ns from origin): the clock class's frequency becomes
     round(f / (1 + drift)) (drift' = f / that - 1, returned with the offset at t0_ns) and its
     offset is moved to match; the metadata is written back as plain text (CTF 1.8 allows it).
+    hostname: the copy's env hostname instead of src's.
     @return (the offset at t0_ns, drift') the copy has against src, exactly."""
     from fractions import Fraction as F
     shutil.rmtree(dst, ignore_errors=True)
@@ -656,6 +657,9 @@ def shifted_copy(src, dst, shift_ns, drift=0.0, t0_ns=0):
             b = re.sub(rb"\boffset_s\s*=\s*-?\d+;\s*", b"", b)
             return re.sub(rb"\boffset\s*=\s*-?\d+;", b"offset_s = %d;\n\toffset = %d;" % (s2, o2), b)
         text = CLOCK_RE.sub(edit, text)
+        if hostname:
+            text = re.sub(rb'(env \{[^}]*\bhostname = ")[^"]*"', lambda m: m.group(1) +
+                          hostname.encode() + b'"', text, count=1)
         with open(p, "wb") as f:
             f.write(text)
         idx = os.path.join(root, "index")
@@ -734,9 +738,30 @@ def case_clock(a):
     cases = [("as-recorded", 0, 0.0), ("minus-50ms", -50 * 10**6, 0.0),
              ("minus-3ms", -3 * 10**6 - 123, 0.0), ("plus-50ms", 50 * 10**6, 0.0),
              ("drift-150ppm", 10**6, 150e-6), ("drift-minus-120ppm", -2 * 10**6, -120e-6)]
+    # last: one directory holding both hosts (as glucx-cluster run --trace OUT writes), the
+    # copy's hostname changed so the two traces name different hosts
+    cases.append(("one-directory", 50 * 10**6, 0.0))
     for name, shift, drift in cases:
         if name == "as-recorded":
             want_o, want_d = float(base), 0.0
+        elif name == "one-directory":
+            top = os.path.join(a.work, "clock", "cluster")
+            shutil.rmtree(top, ignore_errors=True)
+            os.makedirs(top)
+            shutil.copytree(d0, os.path.join(top, "a"))
+            host0 = re.search(rb'hostname = "([^"]*)"', metadata_text(next(
+                os.path.join(r, "metadata") for r, _, f in os.walk(d0) if "metadata" in f))).group(1)
+            dt_o, dt_d = shifted_copy(d1, os.path.join(top, "b"), shift, drift, t0,
+                                      host0.decode() + "-b")
+            out = os.path.join(a.work, "clock", name)
+            shutil.rmtree(out, ignore_errors=True)
+            run([a.analyze, top, "-o", out, "--no-html"])
+            rep = load_report(a, out)
+            names = [h["name"] for h in rep["clock"]["hosts"]]
+            check(names == ["%s (host %s)" % (top, host0.decode()),
+                            "%s (host %s-b)" % (top, host0.decode())],
+                  "hosts of one directory: %s" % names)
+            want_o, want_d = base * (1 + dt_d) + dt_o, dt_d
         else:
             b = os.path.join(a.work, "clock", name + "-trace")
             dt_o, dt_d = shifted_copy(d1, b, shift, drift, t0)
