@@ -293,14 +293,41 @@ static pt_t centroid(const poly_t *p)
 }
 
 /* The bounds host h's messages with the reference give (X: reference time - t0, ns; V: value):
- * upper (reference -> h): o + d X <= V; lower (h -> reference): o + d X >= V. */
+ * upper (reference -> h): o + d X <= V; lower (h -> reference): o + d X >= V. Through another
+ * host g (its times mapped to reference time with its estimate), e is the error that mapping may
+ * have at X (g's offset bound + drift bound x |X|): the true values lie within V +- e. */
 typedef struct bound {
-    double X, V;
+    double X, V, e;
     int upper;
 } bound_t;
 
-static void estimate_host(glucx_an_clock_t *cs, int h, const bound_t *b, size_t nb, poly_t *p,
-                          poly_t *tmp, int *oom)
+/* @p p := the box clipped by every bound, each relaxed by @p relax times its e; 0 or -1. */
+static int build_polygon(poly_t *p, poly_t *tmp, const bound_t *b, size_t nb, double S, double Dmax,
+                         double relax)
+{
+    if (p->cap < 4) {
+        pt_t *nv = realloc(p->v, 16 * sizeof(*nv));
+        if (!nv)
+            return -1;
+        p->v = nv;
+        p->cap = 16;
+    }
+    p->n = 4;
+    p->v[0] = (pt_t){-BOX_OFFSET_NS, -Dmax};
+    p->v[1] = (pt_t){BOX_OFFSET_NS, -Dmax};
+    p->v[2] = (pt_t){BOX_OFFSET_NS, Dmax};
+    p->v[3] = (pt_t){-BOX_OFFSET_NS, Dmax};
+    for (size_t i = 0; i < nb && p->n; i++) {
+        double x = b[i].X / S, e = relax * b[i].e;
+        int rc = b[i].upper ? clip(p, tmp, 1, x, b[i].V + e) : clip(p, tmp, -1, -x, -(b[i].V - e));
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void estimate_host(glucx_an_clock_t *cs, int h, int g, const bound_t *b, size_t nb,
+                          poly_t *p, poly_t *tmp, int *oom)
 {
     glucx_an_clock_host_t *ho = &cs->hosts[h];
     double lo = -INFINITY, hi = INFINITY, xmin = INFINITY, xmax = -INFINITY;
@@ -323,7 +350,7 @@ static void estimate_host(glucx_an_clock_t *cs, int h, const bound_t *b, size_t 
         snprintf(ho->why, sizeof(ho->why),
                  "host %d: no matched message with the reference host %d: its clock is not "
                  "corrected",
-                 h, cs->ref);
+                 h, g);
         return;
     }
     if (ho->to_host == 0 || ho->from_host == 0) {
@@ -335,44 +362,41 @@ static void estimate_host(glucx_an_clock_t *cs, int h, const bound_t *b, size_t 
             snprintf(ho->why, sizeof(ho->why),
                      "host %d: messages from the reference host %d only (%llu): its offset is at "
                      "most %.0f ns, with no lower bound",
-                     h, cs->ref, (unsigned long long)ho->to_host, hi);
+                     h, g, (unsigned long long)ho->to_host, hi);
         else
             snprintf(ho->why, sizeof(ho->why),
                      "host %d: messages to the reference host %d only (%llu): its offset is at "
                      "least %.0f ns, with no upper bound",
-                     h, cs->ref, (unsigned long long)ho->from_host, lo);
+                     h, g, (unsigned long long)ho->from_host, lo);
         return;
     }
     /* both directions: the polygon in (o, D), D = d * S */
     double S = xmax - xmin > 1 ? xmax - xmin : 1;
     double Dmax = BOX_DRIFT * S;
-    if (p->cap < 4) {
-        pt_t *nv = realloc(p->v, 16 * sizeof(*nv));
-        if (!nv) {
-            *oom = 1;
-            return;
-        }
-        p->v = nv;
-        p->cap = 16;
-    }
-    p->n = 4;
-    p->v[0] = (pt_t){-BOX_OFFSET_NS, -Dmax};
-    p->v[1] = (pt_t){BOX_OFFSET_NS, -Dmax};
-    p->v[2] = (pt_t){BOX_OFFSET_NS, Dmax};
-    p->v[3] = (pt_t){-BOX_OFFSET_NS, Dmax};
-    for (size_t i = 0; i < nb && p->n; i++) {
-        double x = b[i].X / S;
-        int rc = b[i].upper ? clip(p, tmp, 1, x, b[i].V) : clip(p, tmp, -1, -x, -b[i].V);
-        if (rc != 0) {
-            *oom = 1;
-            return;
-        }
+    int relaxed = 0;
+    for (size_t i = 0; i < nb; i++)
+        relaxed |= b[i].e > 0;
+    if (build_polygon(p, tmp, b, nb, S, Dmax, 0) != 0) {
+        *oom = 1;
+        return;
     }
     int drift_free = 0;
     for (size_t i = 0; i < p->n; i++)
         drift_free |= fabs(p->v[i].D) >= Dmax * (1 - 1e-9);
     if (p->n >= 3 && !drift_free) {
         pt_t c = centroid(p);
+        /* through another host: the truth lies in the polygon of the relaxed bounds, which
+         * holds this one; the bound is measured on it */
+        if (relaxed && build_polygon(p, tmp, b, nb, S, Dmax, 1) != 0) {
+            *oom = 1;
+            return;
+        }
+        for (size_t i = 0; relaxed && i < p->n; i++)
+            drift_free |= fabs(p->v[i].D) >= Dmax * (1 - 1e-9);
+        if (drift_free) {
+            ho->status = GLUCX_AN_CLOCK_INCONSISTENT; /* the caller keeps what it had */
+            return;
+        }
         double bo = 0, bd = 0, mino = INFINITY, maxo = -INFINITY;
         for (size_t i = 0; i < p->n; i++) {
             double eo = fabs(p->v[i].o - c.o), ed = fabs(p->v[i].D - c.D) / S;
@@ -399,7 +423,7 @@ static void estimate_host(glucx_an_clock_t *cs, int h, const bound_t *b, size_t 
         snprintf(ho->why, sizeof(ho->why),
                  "host %d: %llu + %llu messages with the reference host %d over %.3f ms do not "
                  "determine a drift: offset only (drift taken as 0)",
-                 h, (unsigned long long)ho->to_host, (unsigned long long)ho->from_host, cs->ref,
+                 h, (unsigned long long)ho->to_host, (unsigned long long)ho->from_host, g,
                  (xmax - xmin) / 1e6);
         return;
     }
@@ -409,7 +433,7 @@ static void estimate_host(glucx_an_clock_t *cs, int h, const bound_t *b, size_t 
              "host %d: no linear clock satisfies all %llu messages with the reference host %d "
              "(the bounds cross by %.0f ns: a clock that is not linear, or a minimum latency set "
              "too high): midpoint offset, the logical clock removes what is left",
-             h, (unsigned long long)nb, cs->ref, lo - hi);
+             h, (unsigned long long)nb, g, lo - hi);
 }
 
 /* ---- the logical clock ----------------------------------------------------------------------- */
@@ -467,7 +491,8 @@ static int by_ret(const void *a, const void *b)
 
 static int clc(glucx_an_clock_t *cs)
 {
-    qsort(cs->msgs, cs->nmsgs, sizeof(*cs->msgs), by_ret);
+    if (cs->nmsgs > 1)
+        qsort(cs->msgs, cs->nmsgs, sizeof(*cs->msgs), by_ret);
     int changed = 1, pass;
     for (pass = 0; changed && pass < CLC_MAX_PASSES; pass++) {
         changed = 0;
@@ -497,6 +522,12 @@ static int clc(glucx_an_clock_t *cs)
     return 0;
 }
 
+/* @p x of a host's clock in reference time, unrounded (@p ho: its estimate). */
+static double map_d(const glucx_an_clock_t *cs, const glucx_an_clock_host_t *ho, int64_t x)
+{
+    return (double)cs->t0 + ((double)(x - cs->t0) - ho->offset_ns) / (1 + ho->drift);
+}
+
 int glucx_an_clock_estimate(glucx_an_clock_t *cs)
 {
     if (cs->estimated)
@@ -510,10 +541,12 @@ int glucx_an_clock_estimate(glucx_an_clock_t *cs)
     }
     cs->st.messages = cs->nmsgs;
     /* the bounds, grouped by host */
-    size_t *count = calloc((size_t)cs->nhosts + 1, sizeof(size_t));
+    const size_t nh = (size_t)cs->nhosts;
+    size_t *count = calloc(nh + 1, sizeof(size_t));
+    uint64_t *pair = calloc(nh * nh, sizeof(uint64_t)); /* messages from host a to b: [a nh + b] */
     bound_t *b = malloc((cs->nmsgs ? cs->nmsgs : 1) * sizeof(*b));
     poly_t p = {0}, tmp = {0};
-    int oom = !count || !b;
+    int oom = !count || !b || !pair;
     for (size_t i = 0; !oom && i < cs->nmsgs; i++) {
         const cmsg_t *m = &cs->msgs[i];
         int hs = cs->procs[m->sp].host, hd = cs->procs[m->dp].host;
@@ -521,6 +554,7 @@ int glucx_an_clock_estimate(glucx_an_clock_t *cs)
         if (hs == hd)
             continue;
         cs->st.cross_host++;
+        pair[(size_t)hs * nh + (size_t)hd]++;
         if (hs == cs->ref)
             count[hd + 1]++;
         else if (hd == cs->ref)
@@ -535,24 +569,80 @@ int glucx_an_clock_estimate(glucx_an_clock_t *cs)
             continue;
         if (hs == cs->ref) { /* o + d (s - t0) <= re - s, s = sb + lmin */
             int64_t s = m->sb + cs->lmin;
-            b[count[hd]++] = (bound_t){(double)(s - cs->t0), (double)(m->re - s), 1};
+            b[count[hd]++] = (bound_t){(double)(s - cs->t0), (double)(m->re - s), 0, 1};
         } else { /* o + d (r - t0) >= sb - r, r = re - lmin */
             int64_t r = m->re - cs->lmin;
-            b[count[hs]++] = (bound_t){(double)(r - cs->t0), (double)(m->sb - r), 0};
+            b[count[hs]++] = (bound_t){(double)(r - cs->t0), (double)(m->sb - r), 0, 0};
         }
     }
     /* count[h] is now the end of host h's bounds (and the start of h + 1's) */
     for (int h = 0; !oom && h < cs->nhosts; h++) {
         glucx_an_clock_host_t *ho = &cs->hosts[h];
         memset(ho, 0, sizeof(*ho));
+        ho->via = -1;
         if (h == cs->ref) {
             ho->status = GLUCX_AN_CLOCK_REFERENCE;
             ho->offset_bound_ns = ho->drift_bound = 0;
             continue;
         }
         size_t start = h == 0 ? 0 : count[h - 1];
-        estimate_host(cs, h, b + start, count[h] - start, &p, &tmp, &oom);
+        estimate_host(cs, h, cs->ref, b + start, count[h] - start, &p, &tmp, &oom);
     }
+    /* A host without messages both ways with the reference (a ring's far side): through the
+     * estimated host it has most messages both ways with, that host's times mapped to reference
+     * time; each bound is relaxed by the error that mapping may have there (its offset bound +
+     * drift bound x |X|, + 1 ns of rounding). Repeated until no host improves: chains of any
+     * length settle, each link adding its error. */
+    for (int changed = 1; changed && !oom;) {
+        changed = 0;
+        for (int h = 0; h < cs->nhosts && !oom; h++) {
+            glucx_an_clock_host_t *ho = &cs->hosts[h];
+            if (ho->status != GLUCX_AN_CLOCK_NO_MESSAGES && ho->status != GLUCX_AN_CLOCK_ONE_SIDED)
+                continue;
+            int g = -1;
+            uint64_t gn = 0;
+            for (int k = 0; k < cs->nhosts; k++) {
+                uint64_t to = pair[(size_t)k * nh + (size_t)h],
+                         from = pair[(size_t)h * nh + (size_t)k];
+                if (k != h && cs->hosts[k].status == GLUCX_AN_CLOCK_OK && to && from &&
+                    to + from > gn) {
+                    g = k;
+                    gn = to + from;
+                }
+            }
+            if (g < 0)
+                continue;
+            const glucx_an_clock_host_t *go = &cs->hosts[g];
+            size_t nb = 0;
+            for (size_t i = 0; i < cs->nmsgs; i++) {
+                const cmsg_t *m = &cs->msgs[i];
+                int hs = cs->procs[m->sp].host, hd = cs->procs[m->dp].host;
+                if (hs == g && hd == h) {
+                    double s = map_d(cs, go, m->sb) + (double)cs->lmin, X = s - (double)cs->t0;
+                    b[nb++] = (bound_t){X, (double)m->re - s,
+                                        go->offset_bound_ns + go->drift_bound * fabs(X) + 1, 1};
+                } else if (hs == h && hd == g) {
+                    double r = map_d(cs, go, m->re) - (double)cs->lmin, X = r - (double)cs->t0;
+                    b[nb++] = (bound_t){X, (double)m->sb - r,
+                                        go->offset_bound_ns + go->drift_bound * fabs(X) + 1, 0};
+                }
+            }
+            glucx_an_clock_host_t keep = *ho;
+            memset(ho, 0, sizeof(*ho));
+            estimate_host(cs, h, g, b, nb, &p, &tmp, &oom);
+            if (ho->status != GLUCX_AN_CLOCK_OK) {
+                *ho = keep;
+                continue;
+            }
+            ho->via = g;
+            snprintf(ho->why, sizeof(ho->why),
+                     "host %d: no messages both ways with the reference host %d: estimated through "
+                     "host %d (%llu messages), whose error its bounds include",
+                     h, cs->ref, g, (unsigned long long)gn);
+            changed = 1;
+        }
+    }
+    free(pair);
     free(count);
     free(b);
     free(p.v);

@@ -22,6 +22,11 @@
  * synchronization for event traces of message-passing applications", Parallel Computing 35(12),
  * 2009); here every matched message of the trace is a measurement, none is added to the run.
  *
+ * A host without messages both ways with the reference is estimated the same way against the
+ * estimated host it has most messages both ways with, whose times are first mapped to reference
+ * time; each of its bounds is widened by the error that mapping may have, so its error bound
+ * includes the intermediate host's.
+ *
  * Remaining violations (a non-linear clock, jitter, host pairs without direct messages) are
  * removed by a controlled logical clock (Rabenseifner, "The controlled logical clock", 1997;
  * Becker et al. 2009 above) with forward amortisation only: each process p gets a shift D_p(t)
@@ -70,8 +75,11 @@ typedef struct glucx_an_clock_host {
     /** The range of offsets consistent with the messages (drift as applied), ns; a side
      *  without bound is -INFINITY / INFINITY (one_sided, no_messages); inconsistent: lo > hi. */
     double offset_lo_ns, offset_hi_ns;
-    uint64_t to_host, from_host; /**< matched messages reference -> host, host -> reference */
-    char why[256];               /**< a sentence naming the host when the status is not ok */
+    uint64_t to_host, from_host; /**< matched messages reference -> host, host -> reference
+                                      (through another host: that host -> this one, back) */
+    int via;       /**< -1: estimated against the reference; else the host it was estimated through
+                        (no messages both ways with the reference): its bounds include that host's */
+    char why[256]; /**< a sentence naming the host when the status is not ok */
 } glucx_an_clock_host_t;
 
 /**

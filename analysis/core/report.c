@@ -525,6 +525,7 @@ static json_t *clock_json(const glucx_an_engine_t *e)
         json_object_set_new(x, "offset_max_ns", num_or_null(ho->offset_hi_ns));
         json_object_set_new(x, "messages_from_reference", json_integer((json_int_t)ho->to_host));
         json_object_set_new(x, "messages_to_reference", json_integer((json_int_t)ho->from_host));
+        json_object_set_new(x, "via_host", ho->via >= 0 ? json_integer(ho->via) : json_null());
         json_object_set_new(x, "note", json_string(ho->why));
         json_array_append_new(hosts, x);
     }
@@ -887,8 +888,12 @@ static void txt_clock(const glucx_an_engine_t *e, FILE *f)
         fprintf(f, ", drift %+.3f ppm", ho->drift * 1e6);
         if (isfinite(ho->drift_bound))
             fprintf(f, " +- %.3f", ho->drift_bound * 1e6);
-        fprintf(f, " (%" PRIu64 " messages from the reference, %" PRIu64 " to it) %s\n",
-                ho->to_host, ho->from_host, path);
+        if (ho->via >= 0)
+            fprintf(f, " (through host %d: %" PRIu64 " messages from it, %" PRIu64 " to it) %s\n",
+                    ho->via, ho->to_host, ho->from_host, path);
+        else
+            fprintf(f, " (%" PRIu64 " messages from the reference, %" PRIu64 " to it) %s\n",
+                    ho->to_host, ho->from_host, path);
     }
 }
 

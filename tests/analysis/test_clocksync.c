@@ -408,19 +408,66 @@ static void test_logical_clock(void **state)
 
 /* ---- inputs that do not determine a clock -------------------------------------------------- */
 
-/* Host 2 exchanges messages only with host 1, never with the reference: not corrected, named. */
+/* A ring's far side: host 2 exchanges messages only with host 1, never with the reference. It is
+ * estimated through host 1 (host 1's times mapped with its own estimate), and its bound includes
+ * host 1's error: the known offset and drift must lie within it, and it is at most the two links'
+ * one-way latencies together. */
+static void test_chain(void **state)
+{
+    (void)state;
+    run_t r;
+    begin_run(&r, 3);
+    r.off_ns[1] = 1e6;
+    r.drift[1] = 120e-6;
+    r.off_ns[2] = -40e6;
+    r.drift[2] = -200e-6;
+    unsigned k = 0;
+    for (int64_t t = T0 + 100000; t < T0 + INT64_C(21000000000); t += 50000000, k++) {
+        message(&r, 0, 1, 4 * k, t, lat_of(4 * k, 20000, 30000));
+        message(&r, 1, 0, 4 * k + 1, t + 10000000, lat_of(4 * k + 1, 20000, 30000));
+        message(&r, 1, 2, 4 * k + 2, t + 20000000, lat_of(4 * k + 2, 20000, 30000));
+        message(&r, 2, 1, 4 * k + 3, t + 30000000, lat_of(4 * k + 3, 20000, 30000));
+    }
+    int64_t lat_max = r.lat_max;
+    glucx_an_clock_t *cs;
+    json_t *rep = merge(&r, "chain", &cs);
+    json_t *h1 = host_rec(rep, 1), *h2 = host_rec(rep, 2);
+    assert_string_equal(status_of(rep, 1), "ok");
+    assert_true(json_is_null(json_object_get(h1, "via_host")));
+    assert_string_equal(status_of(rep, 2), "ok");
+    assert_int_equal(json_integer_value(json_object_get(h2, "via_host")), 1);
+    double o = getn(h2, "offset_ns"), ob = getn(h2, "offset_bound_ns");
+    double d = getn(h2, "drift_ppm"), db = getn(h2, "drift_bound_ppm");
+    print_message("through host 1: offset %.1f +- %.1f ns (want -40 ms), drift %.3f +- %.3f ppm "
+                  "(want -200); host 1's bound %.1f ns\n",
+                  o, ob, d, db, getn(h1, "offset_bound_ns"));
+    assert_true(fabs(o - -40e6) <= ob);
+    assert_true(fabs(d - -200) <= db);
+    assert_true(fabs(d - -200) <= 0.05 * 200);
+    assert_true(ob > getn(h1, "offset_bound_ns") && ob <= 2.0 * (double)lat_max);
+    const char *note = json_string_value(json_object_get(h2, "note"));
+    assert_non_null(strstr(note, "host 2: no messages both ways with the reference host 0: "
+                                 "estimated through host 1"));
+    assert_int_equal(clock_count(rep, "violations_after"), 0);
+    json_decref(rep);
+    glucx_an_clock_destroy(cs);
+}
+
+/* Host 2 exchanges no message at all (it only computes): not corrected, and named. */
 static void test_no_messages(void **state)
 {
     (void)state;
     run_t r;
     begin_run(&r, 3);
     r.off_ns[1] = 1e6;
+    r.off_ns[2] = 5e6;
     unsigned k = 0;
     for (int64_t t = T0 + 100000; t < T0 + 500000000; t += 10000000, k++) {
-        message(&r, 0, 1, 4 * k, t, 30000);
-        message(&r, 1, 0, 4 * k + 1, t + 1000000, 30000);
-        message(&r, 1, 2, 4 * k + 2, t + 2000000, 30000);
-        message(&r, 2, 1, 4 * k + 3, t + 3000000, 30000);
+        message(&r, 0, 1, 2 * k, t, 30000);
+        message(&r, 1, 0, 2 * k + 1, t + 1000000, 30000);
+        uint64_t id = k;
+        add(&r, GLUCX_AN_EV_COMPUTE_BEGIN, t + 2000000, 2, fill_phase, &id);
+        add(&r, GLUCX_AN_EV_COMPUTE_END, t + 3000000, 2, fill_phase, &id);
     }
     glucx_an_clock_t *cs;
     json_t *rep = merge(&r, "no-messages", &cs);
@@ -437,8 +484,6 @@ static void test_no_messages(void **state)
     int found = 0;
     json_array_foreach(w, i, x) found |= strstr(json_string_value(x), "host 2: no matched") != NULL;
     assert_true(found);
-    /* host 2's clock is the truth here but host 1 was corrected: the 1 <-> 2 messages may then
-     * violate; the logical clock removes that */
     assert_int_equal(clock_count(rep, "violations_after"), 0);
     json_decref(rep);
     glucx_an_clock_destroy(cs);
@@ -522,10 +567,11 @@ int main(int argc, char **argv)
     if (argc > 1)
         g_dir = argv[1];
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_offsets),     cmocka_unit_test(test_three_hosts),
-        cmocka_unit_test(test_drift),       cmocka_unit_test(test_logical_clock),
-        cmocka_unit_test(test_no_messages), cmocka_unit_test(test_one_direction),
-        cmocka_unit_test(test_too_few),     cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_offsets),       cmocka_unit_test(test_three_hosts),
+        cmocka_unit_test(test_drift),         cmocka_unit_test(test_logical_clock),
+        cmocka_unit_test(test_chain),         cmocka_unit_test(test_no_messages),
+        cmocka_unit_test(test_one_direction), cmocka_unit_test(test_too_few),
+        cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
