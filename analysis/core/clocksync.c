@@ -1,5 +1,6 @@
 /*
- * Clock correction across hosts (METRICS.md, "Clocks"; the model and sources: clocksync.h).
+ * Clock correction across hosts (METRICS.md, "Clocks across hosts"; the model and the sources:
+ * clocksync.h).
  *
  * Estimate: per host, the half-planes of its messages with the reference clip a polygon in
  * (o, D) with D = d * S, S the span of the messages' reference times (so both coordinates are ns
