@@ -451,8 +451,21 @@ static int reorder(glucx_an_engine_t *e, const glucx_an_event_t *ev)
 {
     uint64_t key[3];
     glucx_an_clock_proc_key(ev, key);
-    rq_ent_t x = {glucx_an_clock_apply(e->opt.clock, ev->host_index, key, ev->ts), e->rq_arrivals++,
-                  clone_event(ev)};
+    const int64_t t = glucx_an_clock_apply(e->opt.clock, ev->host_index, key, ev->ts);
+    const int64_t wm = glucx_an_clock_watermark(e->opt.clock, ev->ts);
+    if (t <= wm) {
+        /* its turn already: after the held events up to its time (they arrived earlier), no
+         * copy needed */
+        if (rq_release(e, t) != 0)
+            return -1;
+        glucx_an_event_t local = *ev;
+        local.ts = t;
+        e->rq_arrivals++;
+        if (feed_one(e, &local) != 0)
+            return -1;
+        return rq_release(e, wm);
+    }
+    rq_ent_t x = {t, e->rq_arrivals++, clone_event(ev)};
     if (!x.ev)
         return glucx_an_oom(e, "reorder window");
     x.ev->ts = x.ts;
@@ -460,7 +473,7 @@ static int reorder(glucx_an_engine_t *e, const glucx_an_event_t *ev)
         free(x.ev);
         return glucx_an_oom(e, "reorder window");
     }
-    return rq_release(e, glucx_an_clock_watermark(e->opt.clock, ev->ts));
+    return rq_release(e, wm);
 }
 
 int glucx_an_engine_set_clock(glucx_an_engine_t *e, const glucx_an_clock_t *clock)

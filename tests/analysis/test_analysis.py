@@ -48,6 +48,15 @@ ring allgather of S bytes per rank set (4 calls: 1 warm-up, 3 timed; ring pairs 
               larger direction's (the ring crosses links 0 and 2 both ways).
   phys_hosts  no file, two hosts of two ranks: the model glucx assumes (a link per rank pair of
               a host, an uplink per host to one switch; docs/topology.md), checked the same way.
+Clocks across hosts (analysis/METRICS.md, "Clocks across hosts"):
+  clock       two ranks, each under its own glucx-trace (two traces, as two hosts), a small
+              allreduce every 21 ms for about 21 s; copies of rank 1's trace whose metadata clock
+              is shifted by -50 ms, -3 ms, +50 ms and skewed by +150 and -120 ppm (frequency and
+              offset rewritten, the exact shift and drift computed from them): each offset within
+              the report's stated bound of the known one, the bound at most the link's median
+              one-way latency (measured on the unshifted pair), each drift within 5 % and its
+              bound, no causality violation left; and the +50 ms copy with another hostname put
+              in one directory with rank 0's trace: one argument, two hosts.
 Every report.json is validated against the schema. Exit 0 pass, 77 skip.
 """
 import argparse
