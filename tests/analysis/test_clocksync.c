@@ -156,13 +156,14 @@ static void sort_raw(run_t *r)
     free(t);
 }
 
-/* Both passes over the run: the estimate, then the corrected analysis; returns report.json. */
-static json_t *merge(run_t *r, const char *name, glucx_an_clock_t **cs_p)
+/* Both passes over the run with minimum latency @p lmin: the estimate, then the corrected
+ * analysis; returns report.json. */
+static json_t *merge_lmin(run_t *r, const char *name, int64_t lmin, glucx_an_clock_t **cs_p)
 {
     sort_raw(r);
     mkdir(g_dir, 0777);
     char out[512], err[256];
-    glucx_an_clock_t *cs = glucx_an_clock_create(r->nhosts, 0, 0);
+    glucx_an_clock_t *cs = glucx_an_clock_create(r->nhosts, 0, lmin);
     assert_non_null(cs);
     snprintf(out, sizeof(out), "%s/%s-pass1", g_dir, name);
     glucx_an_options_t o1 = {.out_dir = out, .clock_collect = cs};
@@ -195,6 +196,11 @@ static json_t *merge(run_t *r, const char *name, glucx_an_clock_t **cs_p)
     free(r->v);
     r->v = NULL;
     return rep;
+}
+
+static json_t *merge(run_t *r, const char *name, glucx_an_clock_t **cs_p)
+{
+    return merge_lmin(r, name, 0, cs_p);
 }
 
 static json_t *host_rec(json_t *rep, int h)
@@ -542,6 +548,39 @@ static void test_too_few(void **state)
     glucx_an_clock_destroy(cs);
 }
 
+/* A known minimum latency (--min-latency) narrows the bounds: the messages' true one-way
+ * latencies are at least 20 us; with lmin = 20 us the offset bound shrinks below the one with
+ * lmin = 0 and still holds the known offset. */
+static void test_min_latency(void **state)
+{
+    (void)state;
+    double bound[2];
+    for (int i = 0; i < 2; i++) {
+        run_t r;
+        begin_run(&r, 2);
+        r.off_ns[1] = 5e6;
+        unsigned k = 0;
+        for (int64_t t = T0 + 100000; t < T0 + 1000000000; t += 10000000, k++) {
+            message(&r, 0, 1, 2 * k, t, lat_of(2 * k, 20000, 30000));
+            message(&r, 1, 0, 2 * k + 1, t + 3000000, lat_of(2 * k + 1, 20000, 30000));
+        }
+        assert_true(r.lat_min >= 20000);
+        glucx_an_clock_t *cs;
+        json_t *rep = merge_lmin(&r, i ? "lmin-20us" : "lmin-0", i ? 20000 : 0, &cs);
+        json_t *h1 = host_rec(rep, 1);
+        assert_string_equal(status_of(rep, 1), "ok");
+        assert_int_equal(clock_count(rep, "min_latency_ns"), i ? 20000 : 0);
+        bound[i] = getn(h1, "offset_bound_ns");
+        assert_true(fabs(getn(h1, "offset_ns") - 5e6) <= bound[i]);
+        assert_int_equal(clock_count(rep, "violations_after"), 0);
+        json_decref(rep);
+        glucx_an_clock_destroy(cs);
+    }
+    print_message("offset bound: %.1f ns with lmin 0, %.1f ns with lmin 20 us\n", bound[0],
+                  bound[1]);
+    assert_true(bound[1] < bound[0]);
+}
+
 /* Bad arguments to the estimator are refused, not crashed on. */
 static void test_bad_arguments(void **state)
 {
@@ -571,7 +610,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_drift),         cmocka_unit_test(test_logical_clock),
         cmocka_unit_test(test_chain),         cmocka_unit_test(test_no_messages),
         cmocka_unit_test(test_one_direction), cmocka_unit_test(test_too_few),
-        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_min_latency),   cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
