@@ -271,7 +271,7 @@ static int note_process(glucx_an_engine_t *e, comm_st_t *c, const glucx_an_event
     return 0;
 }
 
-int glucx_an_engine_feed(glucx_an_engine_t *e, const glucx_an_event_t *ev)
+static int feed_one(glucx_an_engine_t *e, const glucx_an_event_t *ev)
 {
     if (ev->kind < 0 || ev->kind >= GLUCX_AN_EV_COUNT) {
         e->ignored++;
@@ -320,6 +320,177 @@ int glucx_an_engine_feed(glucx_an_engine_t *e, const glucx_an_event_t *ev)
         return buffer_event(e, c, p);
     }
     return process(e, c, p);
+}
+
+/* ---- multi-host merge: clock collection (pass 1) and corrected order (pass 2) -------------- */
+
+/* Pass 1: the event's time for t0, and its message events for the matching. */
+static int collect(glucx_an_engine_t *e, const glucx_an_event_t *ev)
+{
+    glucx_an_clock_seen(e->opt.clock_collect, ev->host_index, ev->ts);
+    if (ev->kind != GLUCX_AN_EV_SEND_BEGIN && ev->kind != GLUCX_AN_EV_SEND_END &&
+        ev->kind != GLUCX_AN_EV_RECV_BEGIN && ev->kind != GLUCX_AN_EV_RECV_END)
+        return 0;
+    if (ev->comm_id == 0 || ev->rank < 0)
+        return 0;
+    comm_st_t *c = get_comm(e, ev->comm_id);
+    if (!c)
+        return glucx_an_oom(e, "communicators");
+    rank_st_t *rs = get_rank(e, c, ev->rank, ev->ts);
+    if (!rs)
+        return 0;
+    return glucx_an_msg_event(e, c, rs, ev);
+}
+
+/* An event held in the reorder window: one allocation with its strings and arrays. */
+typedef struct rq_ent {
+    int64_t ts;
+    uint64_t arrival;
+    glucx_an_event_t *ev;
+} rq_ent_t;
+
+static glucx_an_event_t *clone_event(const glucx_an_event_t *ev)
+{
+    const char *const strs[] = {ev->name, ev->host, ev->transport, ev->reason, ev->phase, ev->text};
+    size_t n = sizeof(*ev), ns = sizeof(strs) / sizeof(strs[0]);
+    size_t hops = ev->nhops * sizeof(int32_t), alts = ev->nalt * sizeof(int32_t);
+    size_t costs = ev->nalt * sizeof(uint64_t), dirs = ev->dirs ? ev->nhops : 0;
+    n += hops + costs + alts + dirs; /* 8-byte aligned first: after the struct, costs, ids */
+    for (size_t i = 0; i < ns; i++)
+        n += strlen(strs[i]) + 1;
+    glucx_an_event_t *c = malloc(n);
+    if (!c)
+        return NULL;
+    *c = *ev;
+    char *p = (char *)(c + 1);
+    if (ev->nalt) {
+        memcpy(p, ev->alt_cost_ns, costs);
+        c->alt_cost_ns = (const uint64_t *)p;
+        p += costs;
+        memcpy(p, ev->alt_ids, alts);
+        c->alt_ids = (const int32_t *)p;
+        p += alts;
+    }
+    if (ev->nhops) {
+        memcpy(p, ev->hops, hops);
+        c->hops = (const int32_t *)p;
+        p += hops;
+        if (ev->dirs) {
+            memcpy(p, ev->dirs, dirs);
+            c->dirs = (const uint8_t *)p;
+            p += dirs;
+        }
+    }
+    const char **dst[] = {&c->name, &c->host, &c->transport, &c->reason, &c->phase, &c->text};
+    for (size_t i = 0; i < ns; i++) {
+        size_t l = strlen(strs[i]) + 1;
+        memcpy(p, strs[i], l);
+        *dst[i] = p;
+        p += l;
+    }
+    return c;
+}
+
+static int rq_less(const rq_ent_t *a, const rq_ent_t *b)
+{
+    return a->ts < b->ts || (a->ts == b->ts && a->arrival < b->arrival);
+}
+
+static int rq_push(glucx_an_engine_t *e, rq_ent_t x)
+{
+    if (!GROW(e->rq, e->caprq, e->nrq + 1))
+        return -1;
+    size_t i = e->nrq++;
+    while (i > 0 && rq_less(&x, &e->rq[(i - 1) / 2])) {
+        e->rq[i] = e->rq[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    e->rq[i] = x;
+    return 0;
+}
+
+static rq_ent_t rq_pop(glucx_an_engine_t *e)
+{
+    rq_ent_t top = e->rq[0], x = e->rq[--e->nrq];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        const rq_ent_t *best = &x;
+        if (l < e->nrq && rq_less(&e->rq[l], best)) {
+            m = l;
+            best = &e->rq[l];
+        }
+        if (l + 1 < e->nrq && rq_less(&e->rq[l + 1], best))
+            m = l + 1;
+        if (m == i)
+            break;
+        e->rq[i] = e->rq[m];
+        i = m;
+    }
+    if (e->nrq > 0)
+        e->rq[i] = x;
+    return top;
+}
+
+/* Analyse the held events whose corrected time is at most @p upto; 0 or -1. */
+static int rq_release(glucx_an_engine_t *e, int64_t upto)
+{
+    while (e->nrq > 0 && e->rq[0].ts <= upto) {
+        rq_ent_t x = rq_pop(e);
+        int rc = feed_one(e, x.ev);
+        free(x.ev);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Pass 2: the event at its corrected time, analysed once no later raw event can come before it
+ * (the watermark: the earliest corrected time of the current raw time on any host). */
+static int reorder(glucx_an_engine_t *e, const glucx_an_event_t *ev)
+{
+    uint64_t key[3];
+    glucx_an_clock_proc_key(ev, key);
+    const int64_t t = glucx_an_clock_apply(e->opt.clock, ev->host_index, key, ev->ts);
+    const int64_t wm = glucx_an_clock_watermark(e->opt.clock, ev->ts);
+    if (t <= wm) {
+        /* its turn already: after the held events up to its time (they arrived earlier), no
+         * copy needed */
+        if (rq_release(e, t) != 0)
+            return -1;
+        glucx_an_event_t local = *ev;
+        local.ts = t;
+        e->rq_arrivals++;
+        if (feed_one(e, &local) != 0)
+            return -1;
+        return rq_release(e, wm);
+    }
+    rq_ent_t x = {t, e->rq_arrivals++, clone_event(ev)};
+    if (!x.ev)
+        return glucx_an_oom(e, "reorder window");
+    x.ev->ts = x.ts;
+    if (rq_push(e, x) != 0) {
+        free(x.ev);
+        return glucx_an_oom(e, "reorder window");
+    }
+    return rq_release(e, wm);
+}
+
+int glucx_an_engine_set_clock(glucx_an_engine_t *e, const glucx_an_clock_t *clock)
+{
+    if (e->events > 0 || e->nrq > 0 || e->opt.clock_collect)
+        return -1;
+    e->opt.clock = clock;
+    return 0;
+}
+
+int glucx_an_engine_feed(glucx_an_engine_t *e, const glucx_an_event_t *ev)
+{
+    if (e->opt.clock_collect)
+        return collect(e, ev);
+    if (e->opt.clock)
+        return reorder(e, ev);
+    return feed_one(e, ev);
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
@@ -440,6 +611,9 @@ void glucx_an_engine_destroy(glucx_an_engine_t *e)
     if (!e)
         return;
     glucx_an_msgs_free(e);
+    for (size_t i = 0; i < e->nrq; i++)
+        free(e->rq[i].ev);
+    free(e->rq);
     for (size_t i = 0; i < e->colls.cap; i++)
         if (e->colls.slots[i].val)
             glucx_an_coll_free(e->colls.slots[i].val);
@@ -581,6 +755,9 @@ int glucx_an_engine_finish(glucx_an_engine_t *e)
         return -1;
     }
     e->finished = 1;
+    /* the events still in the merge's reorder window come first */
+    if (rq_release(e, INT64_MAX) != 0)
+        return -1;
     /* the order matters: iterations and collectives close first (they feed the stragglers,
      * groups and links), then the trace facts, the outputs streamed so far, and at last the
      * passes that need every result (link totals, decision savings, the verdict) */
@@ -609,6 +786,19 @@ int glucx_an_engine_finish(glucx_an_engine_t *e)
                                 "GLOO_DEVICE_TRANSPORT=UCX traces its communication)",
                                 e->fw_orphans);
     glucx_an_msgs_finish(e);
+    if (e->opt.clock) {
+        /* a host whose clock could not be estimated from both sides is named */
+        for (int h = 0; h < glucx_an_clock_nhosts(e->opt.clock); h++) {
+            const glucx_an_clock_host_t *ho = glucx_an_clock_host(e->opt.clock, h);
+            if (ho && ho->why[0])
+                glucx_an_engine_warn(e, "clock correction: %s", ho->why);
+        }
+        if (glucx_an_clock_stats(e->opt.clock).clc_unresolved)
+            glucx_an_engine_warn(e,
+                                 "clock correction: the logical clock did not settle in %d "
+                                 "passes (mis-paired messages?): violations may remain",
+                                 64);
+    }
     for (size_t i = 0; i < e->ncomms; i++) {
         comm_st_t *c = e->comms[i];
         if (!c->have_init)

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "clocksync.h"
 #include "event.h"
 
 typedef struct glucx_an_engine glucx_an_engine_t;
@@ -27,6 +28,18 @@ typedef struct glucx_an_options {
     long list_limit;              /**< at most this many entries each in report.json's iterations,
                                        collectives and decisions lists (every one still counts in the
                                        totals); 0: 10000, negative: no limit */
+    /** Pass 1 of a multi-host merge (borrowed, not NULL to enable): every event's time goes to
+     *  glucx_an_clock_seen() and every matched send/receive pair (matched as messages.c
+     *  matches them) to glucx_an_clock_add(), with each side's host (the events' host_index)
+     *  and process; nothing else is analysed. The engine writes no report: destroy it without
+     *  glucx_an_engine_finish(). */
+    glucx_an_clock_t *clock_collect;
+    /** Pass 2 (borrowed, estimated with glucx_an_clock_estimate(), must outlive the engine): each
+     *  event's time is corrected with glucx_an_clock_apply() (offset, drift and logical clock)
+     *  and the events are merged in corrected time order (a reorder window as wide as the
+     *  hosts' offsets) before the analysis; report.json's clock section gives the estimate.
+     *  Events may then be fed in the raw order the muxer gives (non-decreasing raw time). */
+    const glucx_an_clock_t *clock;
 } glucx_an_options_t;
 
 /**
@@ -34,6 +47,13 @@ typedef struct glucx_an_options {
  * @p err (naming the directory and the errno text).
  */
 glucx_an_engine_t *glucx_an_engine_create(const glucx_an_options_t *opt, char *err, size_t errlen);
+
+/**
+ * Correct the events' times with @p clock (borrowed, estimated, must outlive the engine), as
+ * glucx_an_options_t.clock does: for a caller that creates the engine before the estimate.
+ * Returns 0, or -1 when events were already fed or the engine collects (clock_collect).
+ */
+int glucx_an_engine_set_clock(glucx_an_engine_t *e, const glucx_an_clock_t *clock);
 
 /** Free everything; accepts NULL. Removes the temporary files. */
 void glucx_an_engine_destroy(glucx_an_engine_t *e);

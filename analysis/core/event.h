@@ -88,6 +88,10 @@ typedef struct glucx_an_event {
     uint64_t comm_id;   /**< 0 = none */
     int32_t rank;       /**< -1 = none */
     int64_t vpid, vtid; /**< -1 when the trace has no such context */
+    /** The host whose clock stamped the event: glucx-analyze's input index of its host (one
+     *  TRACE argument per host), 0 by default. Only a multi-host merge with clock correction
+     *  (glucx_an_options_t.clock) reads it. */
+    int32_t host_index;
     /* comm_init */
     int32_t size, package, npackages;
     const char *name, *host;

@@ -162,6 +162,13 @@ static int msg_complete(glucx_an_engine_t *e, msg_st_t *m)
 {
     comm_st_t *c = m->c;
     int rc = 0;
+    if (e->opt.clock_collect) {
+        /* pass 1 of a multi-host merge: the pair is all the clock estimate needs */
+        if (glucx_an_clock_add(e->opt.clock_collect, m->shost, m->skey, m->sb, m->dhost, m->dkey,
+                               m->re) != 0)
+            rc = glucx_an_oom(e, "clock samples");
+        goto out;
+    }
     if (m->re < m->sb) {
         e->causality++;
         goto out;
@@ -209,19 +216,21 @@ int glucx_an_msg_event(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
     int is_begin = ev->kind == GLUCX_AN_EV_SEND_BEGIN || ev->kind == GLUCX_AN_EV_RECV_BEGIN;
     int in_coll = (ev->tag & GLUCX_AN_TAG_COLL_BIT) != 0;
     int gloo = !in_coll && (ev->tag & GLUCX_AN_TAG_SLOT_BIT) != 0;
+    /* pass 1 of a multi-host merge: the matching only (msg_complete hands the pair over) */
+    const int collect = e->opt.clock_collect != NULL;
 
-    if (!in_coll)
+    if (!collect && !in_coll)
         glucx_an_bd_change(e, rs, r, ev->ts, 0, is_begin ? 1 : -1, 0);
-    else
+    else if (!collect)
         glucx_an_bd_advance(e, rs, r, ev->ts);
 
-    if (gloo && ev->peer >= 0 && glucx_an_coll_gloo_msg(e, c, rs, ev) != 0)
+    if (!collect && gloo && ev->peer >= 0 && glucx_an_coll_gloo_msg(e, c, rs, ev) != 0)
         return -1;
 
     if (is_send) {
         if (ev->peer < 0)
             return 0;
-        if (is_begin) {
+        if (is_begin && !collect) {
             link_st_t *l = glucx_an_link_get(e, c, r, ev->peer);
             if (!l)
                 return glucx_an_oom(e, "links");
@@ -235,6 +244,10 @@ int glucx_an_msg_event(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
         if (!m)
             return glucx_an_oom(e, "messages");
         m->have |= bit;
+        if (is_begin || !(m->have & 1)) {
+            m->shost = ev->host_index;
+            glucx_an_clock_proc_key(ev, m->skey);
+        }
         if (is_begin) {
             m->sb = ev->ts;
             m->bytes = ev->bytes;
@@ -271,6 +284,10 @@ int glucx_an_msg_event(glucx_an_engine_t *e, comm_st_t *c, rank_st_t *rs,
     if (!m)
         return glucx_an_oom(e, "messages");
     m->have |= bit;
+    if (!is_begin) {
+        m->dhost = ev->host_index;
+        glucx_an_clock_proc_key(ev, m->dkey);
+    }
     if (is_begin) {
         m->rb = ev->ts;
     } else {

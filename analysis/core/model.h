@@ -16,6 +16,7 @@
  *   messages.c       send/receive matching, waits a message completes in, late sender/receiver
  *   critical_path.c  the critical path of an iteration
  *   failures.c       whether the run failed, and its first error
+ *   clocksync.c      clocks across hosts: offset, drift, logical clock (API: clocksync.h)
  *   timeline.c       timeline.json (Chrome / Perfetto trace events)
  *   verdict.c        the one-sentence verdict
  *   report.c         report.json, report.txt, report.html: reads results, computes nothing
@@ -247,6 +248,9 @@ typedef struct msg_st {
     /* the receiver's wait open on the recv_end's thread when the recv_end was seen (its
      * wait_rec_t.id), 0 = none: the message is attributed to that wait only */
     uint64_t wait_id;
+    /* clock collection (options.clock_collect): the host and process of each side */
+    int32_t shost, dhost;
+    uint64_t skey[3], dkey[3];
 } msg_st_t;
 
 typedef struct group_st {
@@ -371,6 +375,11 @@ struct glucx_an_engine {
     verdict_st_t vd;
     char verdict[1024];
     int finished;
+    /* multi-host merge (options.clock): events waiting for their corrected time to come up,
+     * a binary min-heap on (ts, arrival) */
+    struct rq_ent *rq;
+    size_t nrq, caprq;
+    uint64_t rq_arrivals;
 };
 
 /* ---- temporary records --------------------------------------------------------------------- */

@@ -492,6 +492,56 @@ static int cmp_lateness(const void *a, const void *b)
 
 static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_t period);
 
+/* A number, or null when it is not finite (a bound that does not exist). */
+static json_t *num_or_null(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* report.json's clock section (METRICS.md, "Clocks"): null without a multi-host merge. */
+static json_t *clock_json(const glucx_an_engine_t *e)
+{
+    const glucx_an_clock_t *cs = e->opt.clock;
+    if (!cs)
+        return json_null();
+    glucx_an_clock_stats_t st = glucx_an_clock_stats(cs);
+    json_t *o = json_object(), *hosts = json_array();
+    json_object_set_new(o, "reference_host", json_integer(glucx_an_clock_ref(cs)));
+    json_object_set_new(o, "t0_ns", json_integer(glucx_an_clock_t0(cs)));
+    json_object_set_new(o, "min_latency_ns", json_integer(glucx_an_clock_min_latency(cs)));
+    for (int h = 0; h < glucx_an_clock_nhosts(cs); h++) {
+        const glucx_an_clock_host_t *ho = glucx_an_clock_host(cs, h);
+        if (!ho)
+            continue;
+        json_t *x = json_object();
+        json_object_set_new(x, "host", json_integer(h));
+        json_object_set_new(x, "name", json_string(glucx_an_clock_name(cs, h)));
+        json_object_set_new(x, "status", json_string(glucx_an_clock_status_name(ho->status)));
+        json_object_set_new(x, "offset_ns", json_real(ho->offset_ns));
+        json_object_set_new(x, "drift_ppm", json_real(ho->drift * 1e6));
+        json_object_set_new(x, "offset_bound_ns", num_or_null(ho->offset_bound_ns));
+        json_object_set_new(x, "drift_bound_ppm", num_or_null(ho->drift_bound * 1e6));
+        json_object_set_new(x, "offset_min_ns", num_or_null(ho->offset_lo_ns));
+        json_object_set_new(x, "offset_max_ns", num_or_null(ho->offset_hi_ns));
+        json_object_set_new(x, "messages_from_reference", json_integer((json_int_t)ho->to_host));
+        json_object_set_new(x, "messages_to_reference", json_integer((json_int_t)ho->from_host));
+        json_object_set_new(x, "via_host", ho->via >= 0 ? json_integer(ho->via) : json_null());
+        json_object_set_new(x, "note", json_string(ho->why));
+        json_array_append_new(hosts, x);
+    }
+    json_object_set_new(o, "hosts", hosts);
+    json_object_set_new(o, "messages", json_integer((json_int_t)st.messages));
+    json_object_set_new(o, "cross_host_messages", json_integer((json_int_t)st.cross_host));
+    json_object_set_new(o, "violations_before", json_integer((json_int_t)st.violations_before));
+    json_object_set_new(o, "violations_after_offsets",
+                        json_integer((json_int_t)st.violations_synced));
+    json_object_set_new(o, "violations_after", json_integer((json_int_t)e->causality));
+    json_object_set_new(o, "clc_moved_receives", json_integer((json_int_t)st.clc_moved));
+    json_object_set_new(o, "clc_max_shift_ns", json_integer(st.clc_max_shift_ns));
+    json_object_set_new(o, "clc_unresolved", json_boolean(st.clc_unresolved));
+    return o;
+}
+
 int glucx_an_report_write(glucx_an_engine_t *e)
 {
     char path[4096], tmp[4096], hex[24];
@@ -591,6 +641,7 @@ int glucx_an_report_write(glucx_an_engine_t *e)
     json_object_set_new(tr, "causality_violations", json_integer((json_int_t)e->causality));
     json_object_set_new(tr, "comms", comms);
     rc |= put(f, "trace", tr, 0);
+    rc |= put(f, "clock", clock_json(e), 0);
     rc |= put(f, "verdict", verdict, 0);
 
     json_t *sum = json_object(), *st = json_object();
@@ -807,6 +858,45 @@ int glucx_an_report_write(glucx_an_engine_t *e)
 
 /* ---- report.txt ----------------------------------------------------------------------------- */
 
+/* The clock correction of a multi-host merge: one line per host. */
+static void txt_clock(const glucx_an_engine_t *e, FILE *f)
+{
+    const glucx_an_clock_t *cs = e->opt.clock;
+    if (!cs)
+        return;
+    glucx_an_clock_stats_t st = glucx_an_clock_stats(cs);
+    char b1[32], b2[32];
+    fprintf(f,
+            "clocks    reference host %d; causality violations %" PRIu64 " before, %" PRIu64
+            " after offset and drift, %" PRIu64 " after the logical clock (%" PRIu64
+            " receives moved, at most %s)\n",
+            glucx_an_clock_ref(cs), st.violations_before, st.violations_synced, e->causality,
+            st.clc_moved, glucx_an_fmt_ns((double)st.clc_max_shift_ns, b1, sizeof(b1)));
+    for (int h = 0; h < glucx_an_clock_nhosts(cs); h++) {
+        const glucx_an_clock_host_t *ho = glucx_an_clock_host(cs, h);
+        if (!ho)
+            continue;
+        const char *path = glucx_an_clock_name(cs, h);
+        if (ho->status == GLUCX_AN_CLOCK_REFERENCE) {
+            fprintf(f, "          host %d reference    %s\n", h, path);
+            continue;
+        }
+        fprintf(f, "          host %d %-12s offset %+.0f ns", h,
+                glucx_an_clock_status_name(ho->status), ho->offset_ns);
+        if (isfinite(ho->offset_bound_ns))
+            fprintf(f, " +- %s", glucx_an_fmt_ns(ho->offset_bound_ns, b2, sizeof(b2)));
+        fprintf(f, ", drift %+.3f ppm", ho->drift * 1e6);
+        if (isfinite(ho->drift_bound))
+            fprintf(f, " +- %.3f", ho->drift_bound * 1e6);
+        if (ho->via >= 0)
+            fprintf(f, " (through host %d: %" PRIu64 " messages from it, %" PRIu64 " to it) %s\n",
+                    ho->via, ho->to_host, ho->from_host, path);
+        else
+            fprintf(f, " (%" PRIu64 " messages from the reference, %" PRIu64 " to it) %s\n",
+                    ho->to_host, ho->from_host, path);
+    }
+}
+
 static void pct(FILE *f, int64_t x, int64_t of)
 {
     fprintf(f, " %5.1f%%", of > 0 ? 100.0 * (double)x / (double)of : 0.0);
@@ -891,6 +981,7 @@ static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_
     }
     for (size_t i = 0; i < e->warnings.n; i++)
         fprintf(f, "warning: %s\n", e->warnings.v[i]);
+    txt_clock(e, f);
     fprintf(f, "iterations %" PRIu64 " (%s", e->iterations, source);
     if (period)
         fprintf(f, ", %u collectives each", period);

@@ -13,6 +13,13 @@
  * reads a trace without a version with a warning in the report, and refuses any other version
  * (no report; the message names the trace and both versions).
  *
+ * Several TRACE arguments are one host each (a TRACE whose traces name several hostnames, one
+ * host per name: assign_hosts()): the traces are read twice, first to pair sends and
+ * receives and estimate each host's clock offset and drift against the first TRACE's host
+ * (core/clocksync.h), then to analyse every event at its corrected time (the engine merges the
+ * hosts in corrected order and a controlled logical clock removes the violations left);
+ * --no-clock-sync reads them once, on their own clocks (METRICS.md, "Clocks across hosts").
+ *
  * Outputs are written into a staging directory DIR/.glucx-analyze-XXXXXX and renamed into DIR
  * only when all of them are complete (see publish()): on a full disk the run fails naming the
  * output file and the errno text, and nothing partial appears under a final name.
@@ -43,13 +50,21 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: glucx-analyze TRACE... -o DIR [--template PATH] [--no-timeline] [--no-html]\n"
             "                     [--no-progress] [--list-limit N] [--dump-events FILE]\n"
+            "                     [--no-clock-sync] [--min-latency NS]\n"
             "  TRACE   a trace directory written by glucx-trace record (or any CTF trace with\n"
-            "          glucx events); several per-host directories are merged\n"
+            "          glucx events); several hosts' traces are merged (one TRACE per host, or a\n"
+            "          TRACE holding traces of several hostnames, as glucx-cluster run --trace\n"
+            "          OUT writes), with each host's clock offset and drift against the first\n"
+            "          host estimated from their messages and corrected (report.json \"clock\")\n"
+            "  --no-clock-sync  merge several TRACEs without clock correction\n"
+            "  --min-latency NS a lower bound on every message's one-way latency for the clock\n"
+            "          estimate (default 0: causality only)\n"
             "  -o DIR  output directory: report.txt, report.json, report.html, timeline.json\n"
             "  --list-limit N  list at most N iterations, collectives and decisions each in\n"
             "          report.json (default 10000; 0: all); every one counts in the totals\n"
             "  --dump-events FILE  also write every glucx event as the analysis read it to FILE,\n"
-            "          one JSON object per line: event, ts (ns), vpid, vtid (-1: none), then\n"
+            "          one JSON object per line: event, ts (ns, the trace's own clock, before\n"
+            "          any clock correction), vpid, vtid (-1: none), then\n"
             "          its EVENTS.md fields in order (hex fields as \"0x...\" strings; fields the\n"
             "          analysis does not keep, such as select_map's ranges, left out)\n"
             "Definitions of every number: analysis/METRICS.md (installed with the docs).\n");
@@ -407,6 +422,200 @@ out:
     bt_value_put_ref(params);
     free(srcs);
     return rc;
+}
+
+/* ---- clock correction (several hosts) -------------------------------------------------------- */
+
+static uint32_t le32(const unsigned char *p);
+
+/* The hostname in the env block of trace directory @p dir's CTF metadata (LTTng writes it), into
+ * @p buf ("" when there is none). Packetized metadata (magic 0x75d11d57, 37-byte headers with the
+ * content size in bits at byte 24) is read packet by packet, text metadata as it is. */
+static void trace_hostname(const char *dir, char *buf, size_t len)
+{
+    char path[4200];
+    buf[0] = 0;
+    snprintf(path, sizeof(path), "%s/metadata", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    struct stat st;
+    size_t size = fstat(fileno(f), &st) == 0 ? (size_t)st.st_size : 0;
+    unsigned char *data = size && size < (64u << 20) ? malloc(size + 1) : NULL;
+    char *text = data ? malloc(size + 1) : NULL;
+    size_t n = 0;
+    if (text && fread(data, 1, size, f) == size) {
+        if (size >= 37 && le32(data) == 0x75d11d57u) {
+            for (size_t off = 0; off + 37 <= size;) {
+                size_t content = le32(data + off + 24) / 8, packet = le32(data + off + 28) / 8;
+                if (le32(data + off) != 0x75d11d57u || content < 37 || content > packet ||
+                    off + content > size || packet == 0)
+                    break;
+                memcpy(text + n, data + off + 37, content - 37);
+                n += content - 37;
+                off += packet;
+            }
+        } else {
+            memcpy(text, data, size);
+            n = size;
+        }
+        text[n] = 0;
+        const char *env = strstr(text, "env {");
+        const char *h = env ? strstr(env, "hostname = \"") : NULL;
+        if (h) {
+            h += strlen("hostname = \"");
+            size_t l = strcspn(h, "\"");
+            if (l >= len)
+                l = len - 1;
+            memcpy(buf, h, l);
+            buf[l] = 0;
+        }
+    }
+    free(text);
+    free(data);
+    fclose(f);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The host of each trace directory (@p host_of, [traces->n]) and each host's name (*names_p,
+ * allocated: free each and the array): every TRACE argument is one host or more, one per distinct
+ * hostname in its traces' metadata (glucx-cluster run --trace OUT given as one argument holds a
+ * trace per host), in argument order and, within one, hostname order. Host 0 is the reference.
+ * Returns the number of hosts, or -1 when out of memory. */
+static int assign_hosts(const dirlist_t *traces, const size_t *start, int nargs,
+                        const char *const *args, int *host_of, char ***names_p)
+{
+    char **hn = calloc(traces->n ? traces->n : 1, sizeof(char *));
+    char **names = calloc(traces->n ? traces->n : 1, sizeof(char *));
+    int nhosts = 0, rc = -1;
+    if (!hn || !names)
+        goto out;
+    for (size_t k = 0; k < traces->n; k++) {
+        char b[256];
+        trace_hostname(traces->v[k], b, sizeof(b));
+        if (!(hn[k] = strdup(b)))
+            goto out;
+    }
+    for (int j = 0; j < nargs; j++) {
+        size_t a = start[j], b = start[j + 1];
+        /* this argument's distinct hostnames, sorted */
+        char **u = malloc((b - a ? b - a : 1) * sizeof(char *));
+        if (!u)
+            goto out;
+        size_t nu = 0;
+        for (size_t k = a; k < b; k++)
+            u[nu++] = hn[k];
+        qsort(u, nu, sizeof(char *), cmp_str);
+        size_t w = 0;
+        for (size_t i = 0; i < nu; i++)
+            if (w == 0 || strcmp(u[w - 1], u[i]) != 0)
+                u[w++] = u[i];
+        for (size_t i = 0; i < w; i++) {
+            char name[4400];
+            if (w == 1)
+                snprintf(name, sizeof(name), "%s", args[j]);
+            else
+                snprintf(name, sizeof(name), "%s (host %s)", args[j], u[i]);
+            if (!(names[nhosts] = strdup(name))) {
+                free(u);
+                goto out;
+            }
+            for (size_t k = a; k < b; k++)
+                if (strcmp(hn[k], u[i]) == 0)
+                    host_of[k] = nhosts;
+            nhosts++;
+        }
+        free(u);
+    }
+    rc = nhosts;
+out:
+    for (size_t k = 0; hn && k < traces->n; k++)
+        free(hn[k]);
+    free(hn);
+    if (rc < 0) {
+        for (int h = 0; names && h < nhosts; h++)
+            free(names[h]);
+        free(names);
+        names = NULL;
+    }
+    *names_p = names;
+    return rc;
+}
+
+static void remove_tree(const char *path);
+static int repair_traces(const dirlist_t *in, const char *dir, dirlist_t *out, char *what,
+                         size_t len, char *why, size_t whylen);
+
+/* Pass 1 of a multi-host merge: read the traces once to pair sends and receives, estimate each
+ * host's clock against the first (analysis/core/clocksync.h), and make @p eng correct its events
+ * with the estimate. Returns the estimate (the caller destroys it after the engine), or NULL
+ * when the clocks stay as they are: a warning in the report says why (a trace that cannot be
+ * read whole is then merged without correction). */
+static glucx_an_clock_t *clock_pass(const dirlist_t *traces, const glucx_an_sink_ctl_t *ctl,
+                                    int nhosts, const char *const *names, int64_t min_latency,
+                                    const char *stage, glucx_an_engine_t *eng)
+{
+    char dir[4200], err[512], why[1024] = "";
+    snprintf(dir, sizeof(dir), "%s/.clock-pass", stage);
+    glucx_an_clock_t *cs = glucx_an_clock_create(nhosts, 0, min_latency);
+    glucx_an_options_t o = {.out_dir = dir, .clock_collect = cs};
+    for (int h = 0; cs && h < nhosts; h++)
+        if (glucx_an_clock_set_name(cs, h, names[h]) != 0) {
+            glucx_an_clock_destroy(cs);
+            cs = NULL;
+        }
+    glucx_an_engine_t *e1 = cs ? glucx_an_engine_create(&o, err, sizeof(err)) : NULL;
+    if (!e1) {
+        glucx_an_engine_warn(eng, "clock correction skipped: %s",
+                             cs ? err : "out of memory for the clock estimate");
+        glucx_an_clock_destroy(cs);
+        return NULL;
+    }
+    glucx_an_sink_ctl_t c1 = *ctl;
+    c1.engine = e1;
+    c1.dump = NULL; /* the analysis pass writes it */
+    c1.refused[0] = 0;
+    c1.ended = 0;
+    int gr = run_graph(traces, &c1, why, sizeof(why));
+    if (gr == GRAPH_INIT_FAILED) {
+        /* stream files cut inside a packet: pair the messages of their complete packets, as
+         * the analysis pass reads them (it repairs and reports the cut itself) */
+        char rep[4300], what[1024] = "";
+        snprintf(rep, sizeof(rep), "%s/.clock-repaired", stage);
+        dirlist_t fixed = {0};
+        if (repair_traces(traces, rep, &fixed, what, sizeof(what), err, sizeof(err)) > 0) {
+            c1.refused[0] = 0;
+            c1.ended = 0;
+            gr = run_graph(&fixed, &c1, why, sizeof(why));
+        }
+        remove_tree(rep);
+        for (size_t i = 0; i < fixed.n; i++)
+            free(fixed.v[i]);
+        free(fixed.v);
+    }
+    int rc = gr == GRAPH_OK && c1.ended && !c1.refused[0] ? 0 : -1;
+    if (rc != 0 && !c1.refused[0]) /* a refused trace is refused again by the analysis pass */
+        glucx_an_engine_warn(eng,
+                             "clock correction skipped: the traces could not be read whole "
+                             "to pair their messages (%s): hosts merged on their own clocks",
+                             why[0] ? why : "reading stopped early");
+    if (rc == 0 && glucx_an_clock_estimate(cs) != 0) {
+        glucx_an_engine_warn(eng, "clock correction skipped: out of memory for the estimate");
+        rc = -1;
+    }
+    if (rc == 0 && glucx_an_engine_set_clock(eng, cs) != 0)
+        rc = -1;
+    glucx_an_engine_destroy(e1);
+    remove_tree(dir);
+    if (rc != 0) {
+        glucx_an_clock_destroy(cs);
+        return NULL;
+    }
+    return cs;
 }
 
 /* ---- truncated stream files ------------------------------------------------------------------ */
@@ -800,7 +1009,8 @@ static int publish(const char *stage, const char *out)
 int main(int argc, char **argv)
 {
     const char *out = NULL, *tmpl = NULL;
-    int timeline = 1, html = 1, want_progress = 1;
+    int timeline = 1, html = 1, want_progress = 1, clock_sync = 1;
+    long long min_latency = 0;
     long list_limit = 0;
     const char *dump_path = NULL;
     const char **paths = calloc((size_t)argc, sizeof(char *));
@@ -834,6 +1044,15 @@ int main(int argc, char **argv)
                 return 2;
             }
             dump_path = argv[i];
+        } else if (strcmp(argv[i], "--min-latency") == 0) {
+            char *end = NULL;
+            if (++i >= argc || (min_latency = strtoll(argv[i], &end, 10)) < 0 || *end) {
+                fprintf(stderr, "glucx-analyze: --min-latency needs a number of ns >= 0\n");
+                usage(stderr);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--no-clock-sync") == 0) {
+            clock_sync = 0;
         } else if (strcmp(argv[i], "--no-timeline") == 0) {
             timeline = 0;
         } else if (strcmp(argv[i], "--no-html") == 0) {
@@ -861,6 +1080,10 @@ int main(int argc, char **argv)
     char skipped[2048] = "", empty[2048] = "";
     int nempty = 0;
     dirlist_t traces = {0};
+    /* the first trace directory of each accepted TRACE (one host each): host_start[j] */
+    size_t *host_start = calloc((size_t)npaths + 1, sizeof(size_t));
+    if (!host_start)
+        return 1;
     for (int i = 0; i < npaths; i++) {
         struct stat st;
         if (stat(paths[i], &st) != 0) {
@@ -909,6 +1132,7 @@ int main(int argc, char **argv)
                     }
                 }
                 if (!bad) {
+                    host_start[ok] = before;
                     paths[ok++] = paths[i];
                     continue;
                 }
@@ -926,9 +1150,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "glucx-analyze: no trace to analyse\n");
         free(traces.v);
         free(paths);
+        free(host_start);
         return 2;
     }
     npaths = ok;
+    host_start[ok] = traces.n;
+    /* each trace directory's host: its TRACE argument, split by the traces' hostnames */
+    int *host_of = calloc(traces.n ? traces.n : 1, sizeof(int));
+    char **host_names = NULL;
+    int nhosts =
+        host_of ? assign_hosts(&traces, host_start, npaths, paths, host_of, &host_names) : -1;
+    free(host_start);
+    if (nhosts < 0) {
+        fprintf(stderr, "glucx-analyze: out of memory reading the traces' hosts\n");
+        free(host_of);
+        return 1;
+    }
+    glucx_an_clock_t *clock = NULL;
 
     int rc = 1;
     glucx_an_engine_t *eng = NULL;
@@ -995,8 +1233,12 @@ int main(int argc, char **argv)
                                .pidsets = pidsets,
                                .ninputs = traces.n,
                                .paths = (const char *const *)traces.v,
-                               .dump = dump};
+                               .dump = dump,
+                               .hosts = host_of};
     char why[1024] = "";
+    if (nhosts > 1 && clock_sync)
+        clock = clock_pass(&traces, &ctl, nhosts, (const char *const *)host_names,
+                           (int64_t)min_latency, stage, eng);
     int gr = run_graph(&traces, &ctl, why, sizeof(why));
     if (gr == GRAPH_INIT_FAILED) {
         /* a stream file cut inside a packet (killed session, full disk): read a copy cut at the
@@ -1091,6 +1333,11 @@ out:
         rc = 1;
     }
     glucx_an_engine_destroy(eng);
+    glucx_an_clock_destroy(clock);
+    free(host_of);
+    for (int h = 0; h < nhosts; h++)
+        free(host_names[h]);
+    free(host_names);
     if (stage[0])
         remove_tree(stage);
     free(pidsets);

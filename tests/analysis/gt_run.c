@@ -21,6 +21,11 @@
  *                                   "t0_ns=" / "t1_ns=" CLOCK_REALTIME before / after the failing
  *                                   call, "slept_ns=" its total sleep, and last "text=" its
  *                                   glucx_last_error().
+ *   gt_run clock STOREDIR OUT       2 ranks: CLOCK_ITERS small allreduces, one every
+ *                                   CLOCK_GAP_MS (a run of about 21 s with messages both ways
+ *                                   throughout: the clock-correction test runs each rank under
+ *                                   its own glucx-trace, as two hosts, and shifts one trace's
+ *                                   clock). OUT gets "iterations=".
  *
  * Ranks are exec'd children (gt_run child MODE RANK STOREDIR OUT). Exit 0 on success.
  */
@@ -41,6 +46,8 @@
 #include "support/timescale.h" /* glucx_test_ms(): the suite's time-scale factor */
 
 #define DELAY_MS 20
+#define CLOCK_ITERS 1000
+#define CLOCK_GAP_MS 21
 #define FAIL_ITERS 4
 /* 1 MiB blocks on 4 ranks: each travels as several ring segments with the same (seq, step) */
 #define ARB (4 * 1024 * 1024)
@@ -104,9 +111,17 @@ static int straggler_iters(glucx_comm_t *comm, int rank, int K, float *a, float 
     return 0;
 }
 
+/* The ranks of a mode's communicator. */
+static int nranks(const char *mode)
+{
+    if (strcmp(mode, "overlap") == 0 || strcmp(mode, "clock") == 0)
+        return 2;
+    return strcmp(mode, "fail") == 0 ? 3 : 4;
+}
+
 static int child(const char *mode, int rank, const char *store_dir, const char *out)
 {
-    int n = strcmp(mode, "overlap") == 0 ? 2 : strcmp(mode, "fail") == 0 ? 3 : 4;
+    int n = nranks(mode);
     glucx_context_t *ctx = NULL;
     glucx_store_t *store = NULL;
     glucx_comm_t *comm = NULL;
@@ -181,6 +196,17 @@ static int child(const char *mode, int rank, const char *store_dir, const char *
             CHECK(f, "cannot write %s", out);
             fprintf(f, "compute_inside_ns=%" PRId64 "\nspan_ns=%" PRId64 "\n", inside, span);
         }
+    } else if (strcmp(mode, "clock") == 0) {
+        for (int k = 0; k < CLOCK_ITERS; k++) {
+            st = glucx_allreduce(comm, a, b, 16, GLUCX_DTYPE_F32, GLUCX_OP_SUM, NULL);
+            CHECK(st == GLUCX_OK, "allreduce: %s", glucx_status_string(st));
+            sleep_ms(CLOCK_GAP_MS);
+        }
+        if (rank == 0) {
+            f = fopen(out, "w");
+            CHECK(f, "cannot write %s", out);
+            fprintf(f, "iterations=%d\n", CLOCK_ITERS);
+        }
     } else if (strcmp(mode, "fail") == 0) {
         int64_t slept = 0;
         if (straggler_iters(comm, rank, FAIL_ITERS, a, b, &slept) != 0)
@@ -236,11 +262,11 @@ int main(int argc, char **argv)
     if (argc == 6 && strcmp(argv[1], "child") == 0)
         return child(argv[2], atoi(argv[3]), argv[4], argv[5]);
     if (argc != 4) {
-        fprintf(stderr, "usage: gt_run straggler|overlap|bytes|missing|fail STOREDIR OUT\n");
+        fprintf(stderr, "usage: gt_run straggler|overlap|bytes|missing|fail|clock STOREDIR OUT\n");
         return 2;
     }
     const char *mode = argv[1];
-    int n = strcmp(mode, "overlap") == 0 ? 2 : strcmp(mode, "fail") == 0 ? 3 : 4;
+    int n = nranks(mode);
     pid_t pids[4];
     for (int r = 0; r < n; r++) {
         pids[r] = fork();

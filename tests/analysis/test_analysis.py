@@ -48,6 +48,15 @@ ring allgather of S bytes per rank set (4 calls: 1 warm-up, 3 timed; ring pairs 
               larger direction's (the ring crosses links 0 and 2 both ways).
   phys_hosts  no file, two hosts of two ranks: the model glucx assumes (a link per rank pair of
               a host, an uplink per host to one switch; docs/topology.md), checked the same way.
+Clocks across hosts (analysis/METRICS.md, "Clocks across hosts"):
+  clock       two ranks, each under its own glucx-trace (two traces, as two hosts), a small
+              allreduce every 21 ms for about 21 s; copies of rank 1's trace whose metadata clock
+              is shifted by -50 ms, -3 ms, +50 ms and skewed by +150 and -120 ppm (frequency and
+              offset rewritten, the exact shift and drift computed from them): each offset within
+              the report's stated bound of the known one, the bound at most the link's median
+              one-way latency (measured on the unshifted pair), each drift within 5 % and its
+              bound, no causality violation left; and the +50 ms copy with another hostname put
+              in one directory with rank 0's trace: one argument, two hosts.
 Every report.json is validated against the schema. Exit 0 pass, 77 skip.
 """
 import argparse
@@ -585,6 +594,214 @@ def edit_metadata(path, edit):
         pos += y - x
     with open(path, "wb") as f:
         f.write(data)
+
+
+def metadata_text(path):
+    """The text of CTF metadata file path: its packets' contents joined (or the file itself)."""
+    data = open(path, "rb").read()
+    if len(data) < MD_HEADER or struct.unpack_from("<I", data, 0)[0] != MD_MAGIC:
+        return data
+    out, off = [], 0
+    while off < len(data):
+        content_bits, packet_bits = struct.unpack_from("<II", data, off + 24)
+        out.append(data[off + MD_HEADER:off + content_bits // 8])
+        off += packet_bits // 8
+    return b"".join(out)
+
+
+CLOCK_RE = re.compile(rb"clock \{.*?\};", re.S)
+
+
+def clock_fields(text):
+    """(freq, offset_s, offset) of the one clock class in metadata text."""
+    blocks = CLOCK_RE.findall(text)
+    check(len(blocks) == 1, "expected one clock class in the metadata, found %d" % len(blocks))
+    def get(k):  # an absent offset_s is 0 (LTTng writes the whole offset in cycles)
+        m = re.search(rb"\b" + k + rb"\s*=\s*(-?\d+)", blocks[0])
+        return int(m.group(1)) if m else 0
+    return get(b"freq"), get(b"offset_s"), get(b"offset")
+
+
+def trace_clock(trace):
+    """The clock of every metadata file under trace (they must agree): (freq, offset_s, offset)."""
+    got = set()
+    for root, _, files in os.walk(trace):
+        if "metadata" in files:
+            got.add(clock_fields(metadata_text(os.path.join(root, "metadata"))))
+    check(len(got) == 1, "%s: %d different clocks" % (trace, len(got)))
+    return got.pop()
+
+
+def shifted_copy(src, dst, shift_ns, drift=0.0, t0_ns=0, hostname=None):
+    """A copy of trace src whose clock reads L(t) = t + shift_ns + drift' (t - t0_ns) where t
+    is what src's clock reads (ns from origin): the clock class's frequency becomes
+    round(f / (1 + drift)) (drift' = f / that - 1, returned with the offset at t0_ns) and its
+    offset is moved to match; the metadata is written back as plain text (CTF 1.8 allows it).
+    hostname: the copy's env hostname instead of src's.
+    @return (the offset at t0_ns, drift') the copy has against src, exactly."""
+    from fractions import Fraction as F
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    freq, off_s, off = trace_clock(src)
+    nf = round(freq / (1 + drift)) if drift else freq
+    d = F(freq, nf) - 1
+    # src: ns(c) = off_s 1e9 + (off + c) 1e9 / freq; want ns'(c) = ns(c) + shift + d (ns(c) - t0)
+    # = K + c 1e9 (1 + d) / freq with K below; ns'(c) = s' 1e9 + (o' + c) 1e9 / nf
+    base = off_s * 10**9 + F(off * 10**9, freq)
+    k = base + shift_ns + d * (base - t0_ns)
+    s2 = k // 10**9  # floor: the remainder fits in one second of the new frequency
+    o2 = round((k - s2 * 10**9) * nf / 10**9)
+    if o2 >= nf:
+        s2, o2 = s2 + 1, o2 - nf
+    err = (s2 * 10**9 + F(o2 * 10**9, nf)) - k  # what rounding o2 leaves, < 1 ns
+    for root, _, files in os.walk(dst):
+        if "metadata" not in files:
+            continue
+        p = os.path.join(root, "metadata")
+        text = metadata_text(p)
+
+        def edit(m):
+            b = m.group(0)
+            b = re.sub(rb"\bfreq\s*=\s*-?\d+", b"freq = %d" % nf, b)
+            b = re.sub(rb"\boffset_s\s*=\s*-?\d+;\s*", b"", b)
+            return re.sub(rb"\boffset\s*=\s*-?\d+;", b"offset_s = %d;\n\toffset = %d;" % (s2, o2), b)
+        text = CLOCK_RE.sub(edit, text)
+        if hostname:
+            text = re.sub(rb'(env \{[^}]*\bhostname = ")[^"]*"', lambda m: m.group(1) +
+                          hostname.encode() + b'"', text, count=1)
+        with open(p, "wb") as f:
+            f.write(text)
+        idx = os.path.join(root, "index")
+        shutil.rmtree(idx, ignore_errors=True)  # packet indexes: Babeltrace reads the streams
+    return float(shift_ns + err), float(d)
+
+
+def message_latencies(dump):
+    """One-way latencies (re - sb, ns) of the matched messages of a --dump-events file, per
+    direction (src, dst): sends and receives paired in order per (comm, seq, step, src, dst), as
+    METRICS.md defines the matching."""
+    sends, recvs = {}, {}
+    with open(dump) as f:
+        for line in f:
+            e = json.loads(line)
+            if e["event"] == "send_begin" and e["peer"] >= 0:
+                sends.setdefault((e["comm_id"], e["seq"], e["step"], e["rank"], e["peer"]),
+                                 []).append(e["ts"])
+            elif e["event"] == "recv_end" and e["peer"] >= 0:
+                recvs.setdefault((e["comm_id"], e["seq"], e["step"], e["peer"], e["rank"]),
+                                 []).append(e["ts"])
+    lat = {}
+    for k, sb in sends.items():
+        for x, y in zip(sb, recvs.get(k, [])):
+            lat.setdefault((k[3], k[4]), []).append(y - x)
+    return lat
+
+
+def case_clock(a):
+    """Two ranks, each under its own glucx-trace (two traces, as two hosts would write), then
+    copies of rank 1's trace with its clock shifted and skewed by known amounts (metadata
+    rewritten): the estimate must be within its stated bound of the known shift, the bound at
+    most the link's typical (median) one-way latency, the drift within 5 %, and no causality
+    violation left."""
+    store = os.path.join(a.work, "clock-store")
+    shutil.rmtree(store, ignore_errors=True)
+    os.makedirs(store)
+    truth = os.path.join(a.work, "clock-truth.txt")
+    dirs, procs = [], []
+    for r in (0, 1):
+        d = os.path.join(a.work, "clock-%d" % r, "trace")
+        shutil.rmtree(os.path.dirname(d), ignore_errors=True)
+        os.makedirs(os.path.dirname(d))
+        dirs.append(d)
+        e = dict(os.environ)
+        e.pop("GLUCX_TRACE", None)
+        procs.append(subprocess.Popen([a.glucx_trace, "record", "-o", d, "--", a.gt, "child",
+                                       "clock", str(r), store, truth],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      env=e))
+    for p in procs:
+        so, se = p.communicate(timeout=scaled(120))
+        check(p.returncode == 0, "traced clock rank failed (rc %d):\n%s\n%s" % (p.returncode, so, se))
+    d0, d1 = dirs
+    # the two traces share the machine's clock: their relative offset is their metadata's
+    f0, s0, o0 = trace_clock(d0)
+    f1, s1, o1 = trace_clock(d1)
+    check(f0 == f1 == 10**9, "unexpected clock frequencies %d, %d" % (f0, f1))
+    base = (s1 * 10**9 + o1) - (s0 * 10**9 + o0)
+
+    def merged(b, name, dump=None):
+        out = os.path.join(a.work, "clock", name)
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [a.analyze, d0, b, "-o", out, "--no-html"] + (["--dump-events", dump] if dump else [])
+        run(cmd)
+        return load_report(a, out)
+
+    dump = os.path.join(a.work, "clock", "events.jsonl")
+    os.makedirs(os.path.dirname(dump), exist_ok=True)
+    rep = merged(d1, "as-recorded", dump)
+    lat = message_latencies(dump)
+    check(set(lat) == {(0, 1), (1, 0)} and all(len(v) >= 1000 for v in lat.values()),
+          "messages both ways expected: %s" % {k: len(v) for k, v in lat.items()})
+    typical = max(sorted(v)[len(v) // 2] for v in lat.values())
+    t0 = rep["clock"]["t0_ns"]
+    cases = [("as-recorded", 0, 0.0), ("minus-50ms", -50 * 10**6, 0.0),
+             ("minus-3ms", -3 * 10**6 - 123, 0.0), ("plus-50ms", 50 * 10**6, 0.0),
+             ("drift-150ppm", 10**6, 150e-6), ("drift-minus-120ppm", -2 * 10**6, -120e-6)]
+    # last: one directory holding both hosts (as glucx-cluster run --trace OUT writes), the
+    # copy's hostname changed so the two traces name different hosts
+    cases.append(("one-directory", 50 * 10**6, 0.0))
+    for name, shift, drift in cases:
+        if name == "as-recorded":
+            want_o, want_d = float(base), 0.0
+        elif name == "one-directory":
+            top = os.path.join(a.work, "clock", "cluster")
+            shutil.rmtree(top, ignore_errors=True)
+            os.makedirs(top)
+            shutil.copytree(d0, os.path.join(top, "a"))
+            host0 = re.search(rb'hostname = "([^"]*)"', metadata_text(next(
+                os.path.join(r, "metadata") for r, _, f in os.walk(d0) if "metadata" in f))).group(1)
+            dt_o, dt_d = shifted_copy(d1, os.path.join(top, "b"), shift, drift, t0,
+                                      host0.decode() + "-b")
+            out = os.path.join(a.work, "clock", name)
+            shutil.rmtree(out, ignore_errors=True)
+            run([a.analyze, top, "-o", out, "--no-html"])
+            rep = load_report(a, out)
+            names = [h["name"] for h in rep["clock"]["hosts"]]
+            check(names == ["%s (host %s)" % (top, host0.decode()),
+                            "%s (host %s-b)" % (top, host0.decode())],
+                  "hosts of one directory: %s" % names)
+            want_o, want_d = base * (1 + dt_d) + dt_o, dt_d
+        else:
+            b = os.path.join(a.work, "clock", name + "-trace")
+            dt_o, dt_d = shifted_copy(d1, b, shift, drift, t0)
+            rep = merged(b, name)
+            # offset at t0 of the copy against rank 0's clock: the recorded one carried along
+            want_o, want_d = base * (1 + dt_d) + dt_o, dt_d
+        h = rep["clock"]["hosts"][1]
+        print("clock %s: offset %.0f ns (want %.0f) +- %.0f, drift %.3f ppm (want %.3f) +- %s, "
+              "typical one-way latency %d ns, violations %d -> %d -> %d" % (
+                  name, h["offset_ns"], want_o, h["offset_bound_ns"], h["drift_ppm"], want_d * 1e6,
+                  h["drift_bound_ppm"], typical, rep["clock"]["violations_before"],
+                  rep["clock"]["violations_after_offsets"], rep["clock"]["violations_after"]))
+        check(h["status"] == "ok", "%s: status %s (%s)" % (name, h["status"], h["note"]))
+        check(abs(h["offset_ns"] - want_o) <= h["offset_bound_ns"],
+              "%s: offset %.0f ns, want %.0f within the bound %.0f" % (
+                  name, h["offset_ns"], want_o, h["offset_bound_ns"]))
+        check(h["offset_bound_ns"] <= typical,
+              "%s: bound %.0f ns above the typical one-way latency %d ns" % (
+                  name, h["offset_bound_ns"], typical))
+        if drift:
+            check(abs(h["drift_ppm"] - want_d * 1e6) <= 0.05 * abs(want_d * 1e6),
+                  "%s: drift %.3f ppm, want %.3f within 5%%" % (name, h["drift_ppm"], want_d * 1e6))
+        check(abs(h["drift_ppm"] - want_d * 1e6) <= h["drift_bound_ppm"],
+              "%s: drift %.3f ppm, want %.3f within the bound %.3f" % (
+                  name, h["drift_ppm"], want_d * 1e6, h["drift_bound_ppm"]))
+        if abs(shift) >= 10**6:
+            check(rep["clock"]["violations_before"] > 0, "%s: no violation before" % name)
+        check(rep["clock"]["violations_after"] == 0 and rep["trace"]["causality_violations"] == 0,
+              "%s: violations left after the merge" % name)
+        check(rep["trace"]["unmatched_sends"] == 0 and rep["trace"]["unmatched_recvs"] == 0,
+              "%s: unmatched messages" % name)
 
 
 def case_unknown_version(a):

@@ -1113,6 +1113,11 @@ bt_component_class_sink_consume_method_status glucx_an_sink_consume(bt_self_comp
                 rc = -1;
                 break;
             }
+            if (s->ctl && s->ctl->hosts) {
+                /* the host whose clock stamped it (multi-host merge with clock correction) */
+                size_t input = event_input(s, ev);
+                e.host_index = input < s->ctl->ninputs ? s->ctl->hosts[input] : 0;
+            }
             if (s->ctl && s->ctl->dump && dump_event(s->ctl->dump, &e) != 0) {
                 snprintf(s->stop_why, sizeof(s->stop_why),
                          "cannot write the event dump (--dump-events) after %" PRIu64 " events",

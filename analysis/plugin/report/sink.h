@@ -65,6 +65,10 @@ typedef struct glucx_an_sink_ctl {
      *  trace and both versions. The sink then stopped the graph with an error before feeding
      *  any event of that trace's refused classes; the caller must not write a report. */
     char refused[512];
+    /** Host index by input index (@p ninputs entries, borrowed; NULL: all 0): set as each
+     *  event's glucx_an_event_t.host_index, the clock it was stamped with (glucx-analyze: one
+     *  TRACE argument per host, numbered in argument order). */
+    const int *hosts;
 } glucx_an_sink_ctl_t;
 
 bt_component_class_initialize_method_status
