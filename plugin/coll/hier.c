@@ -436,3 +436,81 @@ void glucx_coll_phase_fini(glucx_coll_phase_t *ph)
     ph->scratch = NULL;
     ph->nreq = 0;
 }
+
+/* ---- chunks in flight ---- */
+
+typedef struct pipe_chunk {
+    int j; /* the phase running; nphase when the chunk is done */
+    glucx_coll_phase_t ph;
+    int started;
+} pipe_chunk_t;
+
+static glucx_status_t pipe_start(pipe_chunk_t *x, int c, unsigned spc, glucx_coll_phase_fn build,
+                                 void *arg)
+{
+    memset(&x->ph, 0, sizeof(x->ph));
+    glucx_status_t st = build(arg, c, x->j, &x->ph);
+    if (st != GLUCX_OK)
+        return st;
+    x->ph.step += (unsigned)c * spc;
+    x->started = 1;
+    return glucx_coll_phase_start(&x->ph);
+}
+
+glucx_status_t glucx_coll_pipeline(glucx_coll_ctx_t *ctx, int nchunks, int nphase,
+                                   unsigned steps_per_chunk, glucx_coll_phase_fn build, void *arg)
+{
+    glucx_status_t st = GLUCX_OK;
+    pipe_chunk_t *ch = glucx_coll_malloc(ctx, sizeof(*ch) * (size_t)nchunks, &st);
+    if (ch == NULL)
+        return st;
+    memset(ch, 0, sizeof(*ch) * (size_t)nchunks);
+    int npend = 0, active = nphase > 0 ? nchunks : 0;
+    for (int c = 0; c < nchunks && st == GLUCX_OK && active; c++)
+        st = pipe_start(&ch[c], c, steps_per_chunk, build, arg);
+    glucx_tx_req_t **pend = NULL;
+    while (st == GLUCX_OK && active > 0) {
+        /* wait only when no running chunk's step is complete */
+        int np = 0, ready = 0, need = 0;
+        for (int c = 0; c < nchunks; c++)
+            need += ch[c].j < nphase ? ch[c].ph.nreq : 0;
+        if (need > npend) {
+            free(pend);
+            if ((pend = glucx_coll_malloc(ctx, sizeof(*pend) * (size_t)need, &st)) == NULL)
+                break;
+            npend = need;
+        }
+        for (int c = 0; c < nchunks; c++) {
+            if (ch[c].j >= nphase)
+                continue;
+            const int before = np;
+            for (int q = 0; q < ch[c].ph.nreq; q++)
+                if (!glucx_tx_req_done(&ch[c].ph.reqs[q]))
+                    pend[np++] = &ch[c].ph.reqs[q];
+            ready |= np == before;
+        }
+        if (!ready && (st = glucx_coll_wait_some(ctx, pend, np)) != GLUCX_OK)
+            break;
+        for (int c = 0; c < nchunks && st == GLUCX_OK; c++) {
+            pipe_chunk_t *x = &ch[c];
+            while (st == GLUCX_OK && x->j < nphase && glucx_coll_phase_ready(&x->ph)) {
+                if (!glucx_coll_phase_done(&x->ph))
+                    st = glucx_coll_phase_advance(&x->ph);
+                if (st != GLUCX_OK || !glucx_coll_phase_done(&x->ph))
+                    break;
+                glucx_coll_phase_fini(&x->ph);
+                x->started = 0;
+                if (++x->j == nphase)
+                    active--;
+                else
+                    st = pipe_start(x, c, steps_per_chunk, build, arg);
+            }
+        }
+    }
+    for (int c = 0; c < nchunks; c++)
+        if (ch[c].started)
+            glucx_coll_phase_fini(&ch[c].ph);
+    free(pend);
+    free(ch);
+    return st;
+}

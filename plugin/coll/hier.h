@@ -221,6 +221,25 @@ int glucx_coll_phase_ready(const glucx_coll_phase_t *ph);
 /** Release what start allocated (also after a failure: the transport completed every request). */
 void glucx_coll_phase_fini(glucx_coll_phase_t *ph);
 
+/**
+ * Builds phase @p j of chunk @p c into @p ph: sub, engine, rs, the buffers, off/len (borrowed:
+ * they must outlive the phase) and ph->step, the phase's first step counted from the chunk's
+ * first (the executor adds c x steps_per_chunk). Members of one line must number a phase alike.
+ * @return GLUCX_OK or a failure status (collective failed).
+ */
+typedef glucx_status_t (*glucx_coll_phase_fn)(void *arg, int c, int j, glucx_coll_phase_t *ph);
+
+/**
+ * Run @p nchunks chunks of @p nphase phases each, every chunk's phases one after the other and
+ * all chunks in flight at once: the rank advances whichever chunk's step has arrived
+ * (glucx_coll_wait_some) and starts that chunk's next phase when one finishes, so a slow peer of
+ * one chunk does not hold the others. Chunk c uses steps c x @p steps_per_chunk onwards
+ * (nchunks x steps_per_chunk must stay below GLUCX_COLL_STEP_CONFIRM).
+ * @return GLUCX_OK or the first failure status (the collective is failed then).
+ */
+glucx_status_t glucx_coll_pipeline(glucx_coll_ctx_t *ctx, int nchunks, int nphase,
+                                   unsigned steps_per_chunk, glucx_coll_phase_fn build, void *arg);
+
 /** Predicted time of one dimension's reduce-scatter (@p gamma: the reduction's cost per byte; 0
  *  for an allgather) of @p bytes in total over that dimension's @p d links, with @p flows such
  *  phases sharing each link (s->flows[d] when every local rank runs one). */

@@ -243,46 +243,48 @@ static int tr_chunks(size_t count, size_t esize, int steps_per_chunk)
     return (int)c;
 }
 
-/* One chunk: its phases in order (reduce-scatter down the dimensions, allgather back up). */
-typedef struct tr_chunk {
-    size_t c0;     /* first element */
-    int j, nphase; /* the phase running (index into dim/base/off/len) and how many */
-    int dim[2 * GLUCX_NET_MAX_DIMS];
-    size_t base[GLUCX_NET_MAX_DIMS]; /* element offset of each reduce-scatter phase's span */
-    size_t *off[GLUCX_NET_MAX_DIMS], *len[GLUCX_NET_MAX_DIMS];
-    glucx_coll_ctx_t sub[GLUCX_NET_MAX_DIMS];
-    glucx_coll_phase_t ph;
-    int started;
-} tr_chunk_t;
+/* The plan: per chunk, its dimension order, each reduce-scatter phase's span and blocks. */
+typedef struct tr_plan {
+    glucx_coll_ctx_t *ctx;
+    const glucx_coll_shape_t *s;
+    int nd;
+    size_t *c0;   /* [C] first element of each chunk */
+    int *dim;     /* [C * nd] */
+    size_t *base; /* [C * nd] element offset (in the chunk) of each reduce-scatter phase's span */
+    size_t **off, **len; /* [C * nd] blocks of each phase */
+    glucx_coll_ctx_t *sub; /* [C * nd] the line of each phase */
+    unsigned steps; /* per chunk */
+} tr_plan_t;
 
-/* Set up and start phase ch->j of chunk ch (the first ndims phases reduce-scatter along the
- * chunk's dimension order, the rest allgather back in reverse). */
-static glucx_status_t tr_start(glucx_coll_ctx_t *ctx, const glucx_coll_layout_t *lay,
-                               tr_chunk_t *ch, unsigned step)
+/* Phase j of chunk c: the first nd reduce-scatter down the chunk's dimension order, the rest
+ * allgather back in reverse; steps numbered in that order (the package's last allgather from
+ * steps - its own, the same for every local rank). */
+static glucx_status_t tr_build(void *arg, int c, int j, glucx_coll_phase_t *ph)
 {
-    const glucx_coll_shape_t *s = &lay->shape;
-    const int nd = s->ndims, j = ch->j, rs = j < nd, k = rs ? j : 2 * nd - 1 - j;
+    const tr_plan_t *pl = arg;
+    glucx_coll_ctx_t *ctx = pl->ctx;
+    const int nd = pl->nd, rs = j < nd, k = rs ? j : 2 * nd - 1 - j, q = c * nd + k;
     const size_t es = ctx->esize;
-    char *out = (char *)ctx->recvbuf + ch->c0 * es;
-    glucx_coll_phase_t *ph = &ch->ph;
-    memset(ph, 0, sizeof(*ph));
-    ph->sub = ch->sub[k];
-    ph->engine = s->engine[ch->dim[k]];
+    char *out = (char *)ctx->recvbuf + pl->c0[c] * es, *span = out + pl->base[q] * es;
+    unsigned step = 0;
+    for (int i = 0; i < j; i++) {
+        const int d = pl->dim[c * nd + (i < nd ? i : 2 * nd - 1 - i)];
+        step += (unsigned)glucx_coll_phase_steps(pl->s->engine[d], pl->s->size[d]);
+    }
+    ph->sub = pl->sub[q];
+    ph->engine = pl->s->engine[pl->dim[q]];
     ph->rs = rs;
-    ph->off = ch->off[k];
-    ph->len = ch->len[k];
+    ph->off = pl->off[q];
+    ph->len = pl->len[q];
     ph->step = step;
-    char *span = out + ch->base[k] * es;
-    const int i = ch->sub[k].rank;
     if (rs) {
-        ph->in = k == 0 ? (const char *)ctx->sendbuf + ch->c0 * es : span;
+        ph->in = k == 0 ? (const char *)ctx->sendbuf + pl->c0[c] * es : span;
         ph->work = span;
-        ph->out = span + ch->off[k][i] * es;
+        ph->out = span + pl->off[q][pl->sub[q].rank] * es;
     } else {
         ph->buf = span;
     }
-    ch->started = 1;
-    return glucx_coll_phase_start(ph);
+    return GLUCX_OK;
 }
 
 static glucx_status_t run_pipelined(glucx_coll_ctx_t *ctx)
@@ -300,83 +302,46 @@ static glucx_status_t run_pipelined(glucx_coll_ctx_t *ctx)
         nblk += s->size[d];
     }
     const int C = tr_chunks(count, ctx->esize, S > 0 ? S : 1);
-    tr_chunk_t *ch = glucx_coll_malloc(ctx, sizeof(*ch) * (size_t)C, &st);
-    size_t *mem = ch == NULL
-                      ? NULL
-                      : glucx_coll_malloc(ctx, sizeof(size_t) * 2 * (size_t)nblk * (size_t)C, &st);
-    glucx_tx_req_t **pend =
-        mem == NULL ? NULL
-                    : glucx_coll_malloc(ctx, sizeof(*pend) * (size_t)C * 2 * (size_t)nblk, &st);
-    if (pend == NULL)
-        goto out;
-    memset(ch, 0, sizeof(*ch) * (size_t)C);
-    /* every chunk's plan: chunk c of local rank l takes the outer dimensions from 1 + (l + c)
-     * mod D on, so that consecutive chunks start in different dimensions */
-    size_t *next = mem;
+    const size_t Q = (size_t)C * (size_t)nd;
+    tr_plan_t pl = {.ctx = ctx, .s = s, .nd = nd, .steps = (unsigned)S};
+    /* one allocation: c0, base, off/len pointers, dims, subgroups, block arrays */
+    const size_t bytes = sizeof(size_t) * ((size_t)C + Q + 2 * (size_t)nblk * (size_t)C) +
+                         sizeof(size_t *) * 2 * Q + sizeof(int) * Q +
+                         sizeof(glucx_coll_ctx_t) * Q;
+    char *mem = glucx_coll_malloc(ctx, bytes, &st);
+    if (mem == NULL) {
+        glucx_coll_layout_fini(&lay);
+        return st;
+    }
+    pl.sub = (glucx_coll_ctx_t *)mem;
+    pl.off = (size_t **)(pl.sub + Q);
+    pl.len = pl.off + Q;
+    pl.c0 = (size_t *)(pl.len + Q);
+    pl.base = pl.c0 + C;
+    size_t *next = pl.base + Q;
+    pl.dim = (int *)(next + 2 * (size_t)nblk * (size_t)C);
+    /* chunk c of local rank l takes the outer dimensions from 1 + (l + c) mod D on, so that
+     * consecutive chunks start in different dimensions */
     for (int c = 0; c < C; c++) {
-        size_t cnt;
-        ch[c].c0 = glucx_coll_split(count, (size_t)C, (size_t)c, &cnt);
-        ch[c].nphase = 2 * nd;
-        size_t at = 0;
+        size_t cnt, at = 0;
+        pl.c0[c] = glucx_coll_split(count, (size_t)C, (size_t)c, &cnt);
         for (int k = 0; k < nd; k++) {
-            const int d = ch[c].dim[k] = k == 0 ? 0 : glucx_coll_outer_dim(s, 1, l + c, k - 1);
+            const size_t q = (size_t)c * (size_t)nd + (size_t)k;
+            const int d = pl.dim[q] = k == 0 ? 0 : glucx_coll_outer_dim(s, 1, l + c, k - 1);
             const int n = s->size[d], i = lay.index[d];
-            ch[c].off[k] = next;
-            ch[c].len[k] = next + n;
+            pl.off[q] = next;
+            pl.len[q] = next + n;
             next += 2 * (size_t)n;
             for (int b = 0; b < n; b++)
-                ch[c].off[k][b] = glucx_coll_split(cnt, (size_t)n, (size_t)b, &ch[c].len[k][b]);
-            glucx_coll_layout_line(ctx, &lay, d, &ch[c].sub[k]);
-            ch[c].base[k] = at;
-            at += ch[c].off[k][i];
-            cnt = ch[c].len[k][i];
+                pl.off[q][b] = glucx_coll_split(cnt, (size_t)n, (size_t)b, &pl.len[q][b]);
+            glucx_coll_layout_line(ctx, &lay, d, &pl.sub[q]);
+            pl.base[q] = at;
+            at += pl.off[q][i];
+            cnt = pl.len[q][i];
         }
     }
-    /* start every chunk, then advance whichever phase step completes; a chunk's steps are
-     * numbered from c * S in its phase order (the same on every member of each line: they
-     * share l, c and so the order) */
-    int active = C;
-    for (int c = 0; c < C && st == GLUCX_OK; c++)
-        st = tr_start(ctx, &lay, &ch[c], (unsigned)(c * S));
-    unsigned used[TR_CHUNKS_MAX] = {0};
-    while (st == GLUCX_OK && active > 0) {
-        /* wait only when no running chunk's step is complete */
-        int np = 0, ready = 0;
-        for (int c = 0; c < C; c++) {
-            if (ch[c].j >= ch[c].nphase)
-                continue;
-            const int before = np;
-            for (int q = 0; q < ch[c].ph.nreq; q++)
-                if (!glucx_tx_req_done(&ch[c].ph.reqs[q]))
-                    pend[np++] = &ch[c].ph.reqs[q];
-            ready |= np == before;
-        }
-        if (!ready && (st = glucx_coll_wait_some(ctx, pend, np)) != GLUCX_OK)
-            break;
-        for (int c = 0; c < C && st == GLUCX_OK; c++) {
-            tr_chunk_t *x = &ch[c];
-            while (st == GLUCX_OK && x->j < x->nphase && glucx_coll_phase_ready(&x->ph)) {
-                if (!glucx_coll_phase_done(&x->ph))
-                    st = glucx_coll_phase_advance(&x->ph);
-                if (st != GLUCX_OK || !glucx_coll_phase_done(&x->ph))
-                    break;
-                used[c] += (unsigned)x->ph.nsteps;
-                glucx_coll_phase_fini(&x->ph);
-                x->started = 0;
-                if (++x->j == x->nphase)
-                    active--;
-                else
-                    st = tr_start(ctx, &lay, x, (unsigned)(c * S) + used[c]);
-            }
-        }
-    }
-    for (int c = 0; c < C; c++)
-        if (ch[c].started)
-            glucx_coll_phase_fini(&ch[c].ph);
-out:
-    free(pend);
+    st = glucx_coll_pipeline(ctx, C, 2 * nd, (unsigned)S, tr_build, &pl);
     free(mem);
-    free(ch);
     glucx_coll_layout_fini(&lay);
     return st;
 }
