@@ -66,12 +66,11 @@ double glucx_coll_dim_cost(const glucx_coll_shape_t *s, int d, double bytes, dou
     return steps * l.alpha_ns + (n - 1) / n * bytes * (l.beta_ns_per_byte * flows + gamma);
 }
 
-double glucx_coll_offload_cost(const glucx_topo_t *topo, size_t bytes, int rs)
+/* One chunk of @p bytes through the phases in sequence (glucx_coll_offload_cost's fill). */
+static double offload_seq(const glucx_topo_t *topo, const glucx_coll_shape_t s, double bytes,
+                          int rs)
 {
-    glucx_coll_shape_t s;
-    if (!glucx_coll_shape(topo, &s) || s.ndims < 2)
-        return INFINITY; /* one package: the flat algorithms */
-    const double m = (double)bytes, x = m / topo->size, P = topo->npackages;
+    const double m = bytes, x = m / topo->size, P = topo->npackages;
     const double g = rs ? topo->gamma_ns_per_byte : 0;
     const int p = s.size[0], nout = s.ndims - 1, nrot = p < nout ? p : nout;
     glucx_coll_shape_t d0 = s; /* the reduce-scatter's package phase runs the direct engine */
@@ -98,6 +97,41 @@ double glucx_coll_offload_cost(const glucx_topo_t *topo, size_t bytes, int rs)
         c += phase;
     }
     return c;
+}
+
+double glucx_coll_offload_cost(const glucx_topo_t *topo, size_t bytes, int rs)
+{
+    glucx_coll_shape_t s;
+    if (!glucx_coll_shape(topo, &s) || s.ndims < 2)
+        return INFINITY; /* one package: the flat algorithms */
+    const int C = glucx_coll_pipeline_chunks(bytes, GLUCX_COLL_OFFLOAD_CHUNK_BYTES, SIZE_MAX, 1);
+    const double mc = (double)bytes / C, x = mc / topo->size;
+    const double seq = offload_seq(topo, s, mc, rs);
+    if (C == 1)
+        return seq;
+    /* the busiest resource: one direction of an outer link (every local rank's chunks that
+     * cross it, beta only), or a rank's package exchanges and reductions */
+    const int p = s.size[0], nout = s.ndims - 1;
+    const double g = rs ? topo->gamma_ns_per_byte : 0, n0 = p;
+    double load[GLUCX_NET_MAX_DIMS] = {0};
+    for (int c = 0; c < C; c++) {
+        load[0] += (n0 - 1) / n0 * mc * (s.link[0].beta_ns_per_byte + g);
+        for (int l = 0; l < p; l++) {
+            double G = 1;
+            for (int j = 0; j < nout; j++) {
+                const int d = glucx_coll_outer_dim(&s, 1, l + c, j);
+                const double n = s.size[d], v = (n - 1) / n * G * n * x;
+                load[d] += v * s.link[d].beta_ns_per_byte;
+                if (l == 0) /* this rank's own reductions (local rank 0 stands for any) */
+                    load[0] += v * g;
+                G *= n;
+            }
+        }
+    }
+    double lmax = 0;
+    for (int d = 0; d < s.ndims; d++)
+        lmax = load[d] > lmax ? load[d] : lmax;
+    return lmax + seq - lmax / C;
 }
 
 glucx_status_t glucx_coll_layout_init(glucx_coll_ctx_t *ctx, glucx_coll_layout_t *layout)
@@ -457,7 +491,18 @@ static glucx_status_t pipe_start(pipe_chunk_t *x, int c, unsigned spc, glucx_col
     return glucx_coll_phase_start(&x->ph);
 }
 
-glucx_status_t glucx_coll_pipeline(glucx_coll_ctx_t *ctx, int nchunks, int nphase,
+int glucx_coll_pipeline_chunks(size_t bytes, size_t chunk_bytes, size_t max_chunks,
+                               unsigned steps_per_chunk)
+{
+    size_t c = bytes / chunk_bytes;
+    c = c < 1 ? 1 : c > GLUCX_COLL_CHUNKS_MAX ? GLUCX_COLL_CHUNKS_MAX : c;
+    c = c > max_chunks ? (max_chunks > 0 ? max_chunks : 1) : c;
+    while (c > 1 && c * steps_per_chunk > GLUCX_COLL_STEP_CONFIRM)
+        c--;
+    return (int)c;
+}
+
+glucx_status_t glucx_coll_pipeline(glucx_coll_ctx_t *ctx, int nchunks, const int *nphase,
                                    unsigned steps_per_chunk, glucx_coll_phase_fn build, void *arg)
 {
     glucx_status_t st = GLUCX_OK;
@@ -465,15 +510,19 @@ glucx_status_t glucx_coll_pipeline(glucx_coll_ctx_t *ctx, int nchunks, int nphas
     if (ch == NULL)
         return st;
     memset(ch, 0, sizeof(*ch) * (size_t)nchunks);
-    int npend = 0, active = nphase > 0 ? nchunks : 0;
-    for (int c = 0; c < nchunks && st == GLUCX_OK && active; c++)
-        st = pipe_start(&ch[c], c, steps_per_chunk, build, arg);
+    int npend = 0, active = 0;
+    for (int c = 0; c < nchunks && st == GLUCX_OK; c++) {
+        if (nphase[c] > 0) {
+            active++;
+            st = pipe_start(&ch[c], c, steps_per_chunk, build, arg);
+        }
+    }
     glucx_tx_req_t **pend = NULL;
     while (st == GLUCX_OK && active > 0) {
         /* wait only when no running chunk's step is complete */
         int np = 0, ready = 0, need = 0;
         for (int c = 0; c < nchunks; c++)
-            need += ch[c].j < nphase ? ch[c].ph.nreq : 0;
+            need += ch[c].j < nphase[c] ? ch[c].ph.nreq : 0;
         if (need > npend) {
             free(pend);
             if ((pend = glucx_coll_malloc(ctx, sizeof(*pend) * (size_t)need, &st)) == NULL)
@@ -481,7 +530,7 @@ glucx_status_t glucx_coll_pipeline(glucx_coll_ctx_t *ctx, int nchunks, int nphas
             npend = need;
         }
         for (int c = 0; c < nchunks; c++) {
-            if (ch[c].j >= nphase)
+            if (ch[c].j >= nphase[c])
                 continue;
             const int before = np;
             for (int q = 0; q < ch[c].ph.nreq; q++)
@@ -493,14 +542,14 @@ glucx_status_t glucx_coll_pipeline(glucx_coll_ctx_t *ctx, int nchunks, int nphas
             break;
         for (int c = 0; c < nchunks && st == GLUCX_OK; c++) {
             pipe_chunk_t *x = &ch[c];
-            while (st == GLUCX_OK && x->j < nphase && glucx_coll_phase_ready(&x->ph)) {
+            while (st == GLUCX_OK && x->j < nphase[c] && glucx_coll_phase_ready(&x->ph)) {
                 if (!glucx_coll_phase_done(&x->ph))
                     st = glucx_coll_phase_advance(&x->ph);
                 if (st != GLUCX_OK || !glucx_coll_phase_done(&x->ph))
                     break;
                 glucx_coll_phase_fini(&x->ph);
                 x->started = 0;
-                if (++x->j == nphase)
+                if (++x->j == nphase[c])
                     active--;
                 else
                     st = pipe_start(x, c, steps_per_chunk, build, arg);

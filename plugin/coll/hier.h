@@ -230,15 +230,31 @@ void glucx_coll_phase_fini(glucx_coll_phase_t *ph);
 typedef glucx_status_t (*glucx_coll_phase_fn)(void *arg, int c, int j, glucx_coll_phase_t *ph);
 
 /**
- * Run @p nchunks chunks of @p nphase phases each, every chunk's phases one after the other and
+ * Run @p nchunks chunks, chunk c of nphase[c] phases, every chunk's phases one after the other and
  * all chunks in flight at once: the rank advances whichever chunk's step has arrived
  * (glucx_coll_wait_some) and starts that chunk's next phase when one finishes, so a slow peer of
  * one chunk does not hold the others. Chunk c uses steps c x @p steps_per_chunk onwards
  * (nchunks x steps_per_chunk must stay below GLUCX_COLL_STEP_CONFIRM).
  * @return GLUCX_OK or the first failure status (the collective is failed then).
  */
-glucx_status_t glucx_coll_pipeline(glucx_coll_ctx_t *ctx, int nchunks, int nphase,
+glucx_status_t glucx_coll_pipeline(glucx_coll_ctx_t *ctx, int nchunks, const int *nphase,
                                    unsigned steps_per_chunk, glucx_coll_phase_fn build, void *arg);
+
+/**
+ * Chunks for a pipelined algorithm on @p bytes in all: one per @p chunk_bytes, 1 to
+ * GLUCX_COLL_CHUNKS_MAX (8), at most @p max_chunks (e.g. elements per block), and few enough
+ * that @p steps_per_chunk steps each fit below GLUCX_COLL_STEP_CONFIRM. Pure.
+ * The chunk sizes keep the messages at a few hundred KiB: measured on the emulated 2x2 torus
+ * (docs/perf.md), smaller messages pay the transport's per-message cost (torus_rotated with
+ * 256 KiB chunks: 1 MiB allreduces 1.3-1.6x slower than one chunk; the hierarchical allgather
+ * and reduce-scatter with 1 MiB chunks of all blocks: 4 MiB calls 1.4-2x slower than one
+ * chunk), and more than 8 chunks gained nothing at 16 MiB.
+ */
+#define GLUCX_COLL_ALLREDUCE_CHUNK_BYTES ((size_t)1 << 20) /**< torus_rotated: of the vector */
+#define GLUCX_COLL_OFFLOAD_CHUNK_BYTES ((size_t)4 << 20)   /**< allgather/RS: of all blocks */
+#define GLUCX_COLL_CHUNKS_MAX 8
+int glucx_coll_pipeline_chunks(size_t bytes, size_t chunk_bytes, size_t max_chunks,
+                               unsigned steps_per_chunk);
 
 /** Predicted time of one dimension's reduce-scatter (@p gamma: the reduction's cost per byte; 0
  *  for an allgather) of @p bytes in total over that dimension's @p d links, with @p flows such
@@ -248,11 +264,15 @@ double glucx_coll_dim_cost(const glucx_coll_shape_t *s, int d, double bytes, dou
 
 /**
  * Predicted time (ns) of the hierarchical allgather (@p rs = 0) or reduce-scatter (@p rs = 1) of
- * @p bytes in total (all blocks) on @p topo: the package phase (one direct or ring exchange per
- * package position, of one block per member), then the outer phases with every local rank's
- * blocks taking the outer dimensions in its rotated order (glucx_coll_outer_dim), each phase the
- * longest of its rotations, the local ranks of one rotation sharing the links of its dimension.
- * See plugin/coll/allgather/hierarchical.c for the formula and its source. INFINITY without a
+ * @p bytes in total (all blocks) on @p topo, its chunks in flight (glucx_coll_pipeline_chunks):
+ * the busiest resource's total work (one direction of an outer link, every local rank's chunks
+ * that cross it, beta only; or a rank's package exchanges and reductions) plus the pipeline's
+ * fill, one chunk's sequential time less its share of that resource. One chunk's sequential
+ * time: the package phase (one direct or ring exchange per package position, of one block per
+ * member), then the outer phases with every local rank's blocks taking the outer dimensions in
+ * its rotated order (glucx_coll_outer_dim), each phase the longest of its rotations, the local
+ * ranks of one rotation sharing the links of its dimension. See
+ * plugin/coll/allgather/hierarchical.c for the formula and its source. INFINITY without a
  * shape or with one package. Pure.
  */
 double glucx_coll_offload_cost(const glucx_topo_t *topo, size_t bytes, int rs);

@@ -770,12 +770,15 @@ def analytic_volume(sh, coll, alg, nbytes, es=4):
         else:  # hierarchical allgather / reduce-scatter: count elements per rank's block
             rs = coll == "reduce_scatter"
             count = nbytes // es // sh.n
-            G = 1
-            for k in sh.order(r, True):
-                dim_volume(sh, r, k, sh.size[k] * G * count, es, rs, vol)
-                G *= sh.size[k]
-            # the package: one exchange per package position (the reduce-scatter's direct)
-            dim_volume(sh, r, 0, sh.size[0] * G * count, es, rs, vol, direct=rs)
+            # chunks of 4 MiB of all blocks (1 to 8), chunk c rotated by (local rank + c)
+            chunks = min(8, max(1, nbytes // (4 << 20)), max(count, 1))
+            for c in range(chunks):
+                cnt, G = split(count, chunks, c), 1
+                for k in sh.order(r, True, c):
+                    dim_volume(sh, r, k, sh.size[k] * G * cnt, es, rs, vol)
+                    G *= sh.size[k]
+                # the package: one exchange per package position (the reduce-scatter's direct)
+                dim_volume(sh, r, 0, sh.size[0] * G * cnt, es, rs, vol, direct=rs)
     return vol
 
 
@@ -828,8 +831,8 @@ def case_volume(args, c):
     want_algs = {"allreduce": ["ring", "hierarchical", "torus", "torus_rotated"],
                  "allgather": ["hierarchical"], "reduce_scatter": ["hierarchical"]}
     # sizes that split unevenly into the 8 ranks' shares and the 2x2 torus's blocks
-    # (allreduce: 2 chunks of torus_rotated)
-    sizes = {"allreduce": 2200004, "allgather": 8 * 4 * 3001, "reduce_scatter": 8 * 4 * 3001}
+    # (2 chunks of torus_rotated and of the hierarchical allgather and reduce-scatter)
+    sizes = {"allreduce": 2200004, "allgather": 8 * 4 * 270001, "reduce_scatter": 8 * 4 * 270001}
     try:
         for coll, algs in want_algs.items():
             tdir = os.path.join(out, coll)

@@ -110,8 +110,6 @@ double glucx_allreduce_torus_cost(const glucx_topo_t *topo, size_t bytes)
     return dims_cost(topo, bytes, TORUS);
 }
 
-static int tr_chunks(size_t count, size_t esize, int steps_per_chunk);
-
 /* torus_rotated, C chunks in flight: the busiest resource's total work plus the pipeline's fill.
  * Resources: one direction of one link of each outer dimension (every local rank's chunks that
  * cross it, reduce-scatter and allgather: beta only, the alphas are latency, in the fill) and
@@ -124,7 +122,7 @@ static double pipelined_cost(const glucx_topo_t *topo, size_t bytes)
     if (!glucx_coll_shape(topo, &s) || s.ndims < 2)
         return INFINITY;
     const int p = s.size[0], nout = s.ndims - 1;
-    const int C = tr_chunks(bytes, 1, 1);
+    const int C = glucx_coll_pipeline_chunks(bytes, GLUCX_COLL_ALLREDUCE_CHUNK_BYTES, SIZE_MAX, 1);
     const double mc = (double)bytes / C, g = topo->gamma_ns_per_byte;
     double load[GLUCX_NET_MAX_DIMS] = {0};
     const double n0 = s.size[0];
@@ -224,25 +222,6 @@ glucx_status_t glucx_allreduce_torus_run(glucx_coll_ctx_t *ctx)
 
 /* ---- torus_rotated: chunks in flight ---- */
 
-/* Chunks of the pipelined torus_rotated: one per TR_CHUNK_BYTES, 1 to TR_CHUNKS_MAX, at most one
- * per element, and few enough that every message has its own step number. Measured on the
- * emulated 2x2 torus (docs/perf.md): 256 KiB chunks made 1 MiB calls 1.3-1.6x slower than one
- * chunk (messages of 32-64 KiB, each paying the transport's per-message cost), 1 MiB chunks
- * keep 1 MiB calls as fast and give 16 MiB calls (8 chunks) the same time as 256-512 KiB ones;
- * more than 8 chunks gained nothing. */
-#define TR_CHUNK_BYTES ((size_t)1 << 20)
-#define TR_CHUNKS_MAX 8
-
-static int tr_chunks(size_t count, size_t esize, int steps_per_chunk)
-{
-    size_t c = count * esize / TR_CHUNK_BYTES;
-    c = c < 1 ? 1 : c > TR_CHUNKS_MAX ? TR_CHUNKS_MAX : c;
-    c = c > count ? (count > 0 ? count : 1) : c;
-    while (c > 1 && c * (size_t)steps_per_chunk > GLUCX_COLL_STEP_CONFIRM)
-        c--;
-    return (int)c;
-}
-
 /* The plan: per chunk, its dimension order, each reduce-scatter phase's span and blocks. */
 typedef struct tr_plan {
     glucx_coll_ctx_t *ctx;
@@ -251,9 +230,9 @@ typedef struct tr_plan {
     size_t *c0;   /* [C] first element of each chunk */
     int *dim;     /* [C * nd] */
     size_t *base; /* [C * nd] element offset (in the chunk) of each reduce-scatter phase's span */
-    size_t **off, **len; /* [C * nd] blocks of each phase */
+    size_t **off, **len;   /* [C * nd] blocks of each phase */
     glucx_coll_ctx_t *sub; /* [C * nd] the line of each phase */
-    unsigned steps; /* per chunk */
+    unsigned steps;        /* per chunk */
 } tr_plan_t;
 
 /* Phase j of chunk c: the first nd reduce-scatter down the chunk's dimension order, the rest
@@ -301,13 +280,13 @@ static glucx_status_t run_pipelined(glucx_coll_ctx_t *ctx)
         S += 2 * glucx_coll_phase_steps(s->engine[d], s->size[d]);
         nblk += s->size[d];
     }
-    const int C = tr_chunks(count, ctx->esize, S > 0 ? S : 1);
+    const int C = glucx_coll_pipeline_chunks(count * ctx->esize, GLUCX_COLL_ALLREDUCE_CHUNK_BYTES,
+                                             count, (unsigned)(S > 0 ? S : 1));
     const size_t Q = (size_t)C * (size_t)nd;
     tr_plan_t pl = {.ctx = ctx, .s = s, .nd = nd, .steps = (unsigned)S};
     /* one allocation: c0, base, off/len pointers, dims, subgroups, block arrays */
     const size_t bytes = sizeof(size_t) * ((size_t)C + Q + 2 * (size_t)nblk * (size_t)C) +
-                         sizeof(size_t *) * 2 * Q + sizeof(int) * Q +
-                         sizeof(glucx_coll_ctx_t) * Q;
+                         sizeof(size_t *) * 2 * Q + sizeof(int) * Q + sizeof(glucx_coll_ctx_t) * Q;
     char *mem = glucx_coll_malloc(ctx, bytes, &st);
     if (mem == NULL) {
         glucx_coll_layout_fini(&lay);
@@ -340,7 +319,10 @@ static glucx_status_t run_pipelined(glucx_coll_ctx_t *ctx)
             cnt = pl.len[q][i];
         }
     }
-    st = glucx_coll_pipeline(ctx, C, 2 * nd, (unsigned)S, tr_build, &pl);
+    int nphase[GLUCX_COLL_CHUNKS_MAX];
+    for (int c = 0; c < C; c++)
+        nphase[c] = 2 * nd;
+    st = glucx_coll_pipeline(ctx, C, nphase, (unsigned)S, tr_build, &pl);
     free(mem);
     glucx_coll_layout_fini(&lay);
     return st;

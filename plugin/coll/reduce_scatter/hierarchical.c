@@ -23,6 +23,7 @@
  */
 #include <stdlib.h>
 
+#include "coll/allgather/ring.h"
 #include "coll/hier.h"
 #include "coll/reduce_scatter/reduce_scatter.h"
 
@@ -46,6 +47,75 @@ static int scratch_index(const glucx_coll_layout_t *lay, int l, int q)
     return t;
 }
 
+/* The plan every phase is built from: chunk c is elements [c0[c], +cc[c]) of every block, with
+ * its own scratch T_c of P blocks of cc[c] elements (ordered by the chunk's dimension order);
+ * its phases are the package's (one direct reduce-scatter per package position, into T_c), then
+ * the outer ones from the last of its order. */
+typedef struct rs_plan {
+    glucx_coll_ctx_t *ctx;
+    const glucx_coll_layout_t *lay;
+    glucx_coll_ctx_t sub[GLUCX_NET_MAX_DIMS];
+    size_t c0[GLUCX_COLL_CHUNKS_MAX], cc[GLUCX_COLL_CHUNKS_MAX];
+    char *T;           /* the chunks' scratches, T_c at T + P c0[c] elements; NULL: one package */
+    size_t *off, *len; /* [C][nmax] */
+    size_t nmax;
+} rs_plan_t;
+
+static glucx_status_t rs_build(void *arg, int c, int j, glucx_coll_phase_t *ph)
+{
+    const rs_plan_t *pl = arg;
+    const glucx_coll_layout_t *lay = pl->lay;
+    const glucx_coll_shape_t *s = &lay->shape;
+    glucx_coll_ctx_t *ctx = pl->ctx;
+    const int p = s->size[0], P = lay->npackages, r = lay->index[0] + c, nout = s->ndims - 1;
+    const size_t es = ctx->esize, count = ctx->args->count, cc = pl->cc[c];
+    size_t *off = pl->off + (size_t)c * pl->nmax, *len = pl->len + (size_t)c * pl->nmax;
+    char *T = pl->T != NULL ? pl->T + (size_t)P * pl->c0[c] * es : NULL;
+    ph->rs = 1;
+    ph->off = off;
+    ph->len = len;
+    if (j < P) { /* inside the package: the blocks of position j's ranks, read in place */
+        for (int i = 0; i < p; i++) {
+            off[i] = (size_t)lay->ranks[j * p + i] * count + pl->c0[c];
+            len[i] = cc;
+        }
+        ph->sub = pl->sub[0];
+        /* direct even on a Ring package: the ring engine writes partials into its input */
+        ph->engine = GLUCX_ENGINE_DIRECT;
+        ph->in = ctx->sendbuf;
+        ph->out = T != NULL ? T + (size_t)scratch_index(lay, r, j) * cc * es
+                            : (char *)ctx->recvbuf + pl->c0[c] * es;
+        ph->step = (unsigned)j;
+        return GLUCX_OK;
+    }
+    /* outer phase jj of the chunk's order, from the last: members own G positions each (the
+     * dimensions before jj), contiguous in T_c from the line's first one */
+    unsigned step = (unsigned)P;
+    int jj = nout - 1;
+    for (int q = P; q < j; q++, jj--) {
+        const int d = glucx_coll_outer_dim(s, 1, r, jj);
+        step += (unsigned)glucx_coll_phase_steps(s->engine[d], s->size[d]);
+    }
+    const int k = glucx_coll_outer_dim(s, 1, r, jj);
+    size_t G = 1;
+    for (int i = 0; i < jj; i++)
+        G *= (size_t)s->size[glucx_coll_outer_dim(s, 1, r, i)];
+    const size_t n = (size_t)s->size[k], tp = (size_t)scratch_index(lay, r, lay->pos);
+    const size_t first = tp - tp % (G * n);
+    for (size_t i = 0; i < n; i++) {
+        off[i] = i * G * cc;
+        len[i] = G * cc;
+    }
+    char *span = T + first * cc * es;
+    ph->sub = pl->sub[k];
+    ph->engine = s->engine[k];
+    ph->in = span;
+    ph->work = span;
+    ph->out = jj == 0 ? (char *)ctx->recvbuf + pl->c0[c] * es : span + off[lay->index[k]] * es;
+    ph->step = step;
+    return GLUCX_OK;
+}
+
 glucx_status_t glucx_reduce_scatter_hierarchical_run(glucx_coll_ctx_t *ctx)
 {
     glucx_coll_layout_t lay;
@@ -53,53 +123,32 @@ glucx_status_t glucx_reduce_scatter_hierarchical_run(glucx_coll_ctx_t *ctx)
     if (st != GLUCX_OK)
         return st;
     const glucx_coll_shape_t *s = &lay.shape;
-    const int p = s->size[0], P = lay.npackages, l = lay.index[0];
-    const size_t es = ctx->esize, count = ctx->args->count, blk = count * es;
-    const size_t nmax = (size_t)(p > P ? p : P);
+    const int p = s->size[0], P = lay.npackages;
+    const size_t es = ctx->esize, count = ctx->args->count;
+    rs_plan_t pl = {.ctx = ctx, .lay = &lay, .nmax = (size_t)(p > P ? p : P)};
+    for (int d = 0; d < s->ndims; d++)
+        glucx_coll_layout_line(ctx, &lay, d, &pl.sub[d]);
+    unsigned S = (unsigned)P + 1; /* steps per chunk: the package's, then the outer ones' */
+    for (int d = 1; d < s->ndims; d++)
+        S += (unsigned)glucx_coll_phase_steps(s->engine[d], s->size[d]);
+    const int C = glucx_coll_pipeline_chunks(
+        count * es * (size_t)ctx->size, GLUCX_COLL_OFFLOAD_CHUNK_BYTES, count > 0 ? count : 1, S);
+    int nphase[GLUCX_COLL_CHUNKS_MAX];
+    for (int c = 0; c < C; c++) {
+        pl.c0[c] = glucx_coll_split(count, (size_t)C, (size_t)c, &pl.cc[c]);
+        nphase[c] = P + s->ndims - 1;
+    }
     /* T: this local rank's P blocks (one per package position), reduced over the package */
-    char *T = s->ndims > 1 ? glucx_coll_malloc(ctx, blk * (size_t)P, &st) : NULL;
-    size_t *off = st != GLUCX_OK ? NULL : glucx_coll_malloc(ctx, sizeof(size_t) * 2 * nmax, &st);
-    if (off == NULL)
-        goto out;
-    size_t *len = off + nmax;
-    for (size_t i = 0; i < nmax; i++)
-        len[i] = count;
-    const char *in = ctx->sendbuf;
-    unsigned step = 0;
-    { /* inside the package: per position, the blocks of its ranks, read in place */
-        glucx_coll_ctx_t sub;
-        glucx_coll_layout_line(ctx, &lay, 0, &sub);
-        for (int pos = 0; pos < P && st == GLUCX_OK; pos++) {
-            for (int i = 0; i < p; i++)
-                off[i] = (size_t)lay.ranks[pos * p + i] * count;
-            char *dst = T != NULL ? T + (size_t)scratch_index(&lay, l, pos) * blk : ctx->recvbuf;
-            /* direct even on a Ring package: the ring engine writes partials into its input */
-            st = glucx_coll_direct_reduce_scatter_blocks(&sub, in, off, len, dst, step++);
-        }
+    if (s->ndims > 1)
+        pl.T = glucx_coll_malloc(ctx, count * es * (size_t)P, &st);
+    if (st == GLUCX_OK)
+        pl.off = glucx_coll_malloc(ctx, sizeof(size_t) * 2 * pl.nmax * (size_t)C, &st);
+    if (st == GLUCX_OK) {
+        pl.len = pl.off + pl.nmax * (size_t)C;
+        st = glucx_coll_pipeline(ctx, C, nphase, S, rs_build, &pl);
     }
-    const size_t tp = T != NULL ? (size_t)scratch_index(&lay, l, lay.pos) : 0;
-    for (int j = s->ndims - 2; j >= 0 && st == GLUCX_OK; j--) {
-        /* phase j of l's order, on dimension k: members own G positions each (the dimensions
-         * before j in l's order), contiguous in the scratch from the line's first one */
-        const int k = glucx_coll_outer_dim(s, 1, l, j);
-        size_t G = 1;
-        for (int i = 0; i < j; i++)
-            G *= (size_t)s->size[glucx_coll_outer_dim(s, 1, l, i)];
-        const size_t n = (size_t)s->size[k], first = tp - tp % (G * n);
-        const size_t c = (size_t)lay.index[k];
-        for (size_t i = 0; i < n; i++) {
-            off[i] = i * G * count;
-            len[i] = G * count;
-        }
-        char *span = T + first * blk;
-        char *dst = j == 0 ? (char *)ctx->recvbuf : span + off[c] * es;
-        glucx_coll_ctx_t sub;
-        glucx_coll_layout_line(ctx, &lay, k, &sub);
-        st = glucx_coll_dim_reduce_scatter(&sub, s->engine[k], span, span, off, len, dst, &step);
-    }
-out:
-    free(off);
-    free(T);
+    free(pl.off);
+    free(pl.T);
     glucx_coll_layout_fini(&lay);
     return st;
 }

@@ -221,27 +221,34 @@ static void allreduce_volume(const shape_case_t *s, int r, size_t count, size_t 
     }
 }
 
-/* Hierarchical allgather (rs = 0) or reduce-scatter (rs = 1) of count elements per block: along
- * the outer dimensions in this rank's order (starting at dimension 1 + local rank mod D), at each
- * dimension k blocks of G = the product of the sizes of the dimensions visited before (the
- * reduce-scatter visits them in the reverse order, with the same span per dimension); inside the
- * package blocks of the P packages' data. */
+/* Hierarchical allgather (rs = 0) or reduce-scatter (rs = 1) of count elements per block, in
+ * chunks of 1 MiB of all blocks (1 to 8, at most one per element of a block), chunk c of local
+ * rank l taking the outer dimensions from 1 + (l + c) mod D on: at each dimension k blocks of
+ * G = the product of the sizes of the dimensions visited before (the reduce-scatter visits them
+ * in the reverse order, with the same span per dimension); inside the package blocks of the P
+ * packages' data. */
 static void offload_volume(const shape_case_t *s, int r, size_t count, size_t es, int rs,
                            uint64_t *vol)
 {
-    size_t G = 1;
+    size_t chunks = count * (size_t)s->n * es / (4 << 20);
+    chunks = chunks < 1 ? 1 : chunks > 8 ? 8 : chunks;
+    chunks = chunks > count && count > 0 ? count : chunks;
     const int nout = s->ndims - 1;
-    for (int j = 0; j < nout; j++) {
-        const int k = 1 + (j + s->index[r][0] % nout) % nout;
-        dim_volume(s, r, k, (size_t)s->size[k] * G * count, es, rs, vol);
-        G *= (size_t)s->size[k];
-    }
-    if (rs) { /* the package phase of the reduce-scatter runs the direct engine, P times */
-        shape_case_t d = *s;
-        d.ring[0] = 0;
-        dim_volume(&d, r, 0, (size_t)s->size[0] * G * count, es, rs, vol);
-    } else {
-        dim_volume(s, r, 0, (size_t)s->size[0] * G * count, es, rs, vol);
+    for (size_t c = 0; c < chunks; c++) {
+        size_t o, cnt, G = 1;
+        split(count, (int)chunks, (int)c, &o, &cnt);
+        for (int j = 0; j < nout; j++) {
+            const int k = 1 + (j + (s->index[r][0] + (int)c) % nout) % nout;
+            dim_volume(s, r, k, (size_t)s->size[k] * G * cnt, es, rs, vol);
+            G *= (size_t)s->size[k];
+        }
+        if (rs) { /* the package phase of the reduce-scatter runs the direct engine, P times */
+            shape_case_t d = *s;
+            d.ring[0] = 0;
+            dim_volume(&d, r, 0, (size_t)s->size[0] * G * cnt, es, rs, vol);
+        } else {
+            dim_volume(s, r, 0, (size_t)s->size[0] * G * cnt, es, rs, vol);
+        }
     }
 }
 
@@ -462,6 +469,35 @@ static void test_offload_shapes(void **state)
     assert_int_equal(fails, 0);
 }
 
+/* Hierarchical allgather and reduce-scatter in several chunks in flight (2 to 8 chunks of 4 MiB
+ * of all blocks): results (random floats for the reduce-scatter: within tolerance, bitwise
+ * equal on every rank), volume per pair, on every shape. */
+static void test_offload_chunks(void **state)
+{
+    (void)state;
+    shape_case_t *s = shapes;
+    const int ns = nshapes;
+    int fails = 0;
+    for (int i = 0; i < ns; i++) {
+        const size_t count = ((size_t)5 << 21) / ((size_t)s[i].n * 4) + 7; /* 2 chunks */
+        fails += run_coll(&s[i], GLUCX_COLL_ALLGATHER, "hierarchical", count, i % 2,
+                          GLUCX_DTYPE_I32, GLUCX_OP_SUM, 0);
+        fails += run_coll(&s[i], GLUCX_COLL_REDUCE_SCATTER, "hierarchical", count, (i + 1) % 2,
+                          GLUCX_DTYPE_F32, GLUCX_OP_SUM, 1);
+    }
+    const int torus = 12; /* "2x2 torus of packages of 2" */
+    assert_string_equal(s[torus].name, "2x2 torus of packages of 2");
+    for (int ip = 0; ip < 2; ip++) { /* 4 and 8 chunks */
+        fails += run_coll(&s[torus], GLUCX_COLL_ALLGATHER, "hierarchical", 600011 * (1 + ip), ip,
+                          GLUCX_DTYPE_F32, GLUCX_OP_SUM, 0);
+        fails += run_coll(&s[torus], GLUCX_COLL_REDUCE_SCATTER, "hierarchical", 600011 * (2 - ip),
+                          ip, GLUCX_DTYPE_F32, GLUCX_OP_SUM, 1);
+    }
+    fails += run_coll(&s[torus], GLUCX_COLL_REDUCE_SCATTER, "hierarchical", 300007, 0,
+                      GLUCX_DTYPE_I64, GLUCX_OP_PROD, 0);
+    assert_int_equal(fails, 0);
+}
+
 /* The layout the library derives equals the test's (lines and indices on every rank). */
 static void test_layout(void **state)
 {
@@ -544,15 +580,21 @@ static void test_costs(void **state)
                          (10000 + 0.5 * (m1 / 2) * (10 + g)) + (10000 + 0.5 * (m1 / 2) * 10) +
                          (10000 + 0.5 * (m1 / 4) * (10 + g)) + (10000 + 0.5 * (m1 / 4) * 10);
     assert_true(fabs(t->algs[rt].cost(s.topo, (size_t)m1) - seq_1) < 1e-6 * seq_1);
-    /* hierarchical allgather / reduce-scatter of m bytes in all: the package phase is one direct
-     * exchange per package position (4, of m/4 each); outside, local rank 0 starts on dimension
-     * 1 while local rank 1 starts on dimension 2 (one flow per link): the allgather's first
-     * phase one allgather of single blocks (m/4 per line), its second one per position a member
-     * holds (2, of m/4 each); the reduce-scatter's first phase m/2 per line, its second m/4 */
-    const double want_ag = 4 * (500 + 0.5 * (m / 4) * 0.02) + (10000 + 0.5 * (m / 4) * 10) +
-                           2 * (10000 + 0.5 * (m / 4) * 10);
-    const double want_rs = 4 * (500 + 0.5 * (m / 4) * (0.02 + g)) +
-                           (10000 + 0.5 * (m / 4) * (10 + g)) + (10000 + 0.5 * (m / 2) * (10 + g));
+    /* hierarchical allgather / reduce-scatter of m bytes in all, in 4 chunks of mo = 4 MiB in
+     * flight. One chunk in sequence: the package phase is one direct exchange per package
+     * position (4, of mo/4 each); outside, local rank 0 starts on dimension 1 while local rank
+     * 1 starts on dimension 2 (one flow per link): the allgather's first phase one allgather of
+     * single blocks (mo/4 per line), its second one per position a member holds (2, of mo/4
+     * each); the reduce-scatter's first phase mo/2 per line, its second mo/4. The busiest
+     * resource, an outer link direction: per chunk mo/8 + 2 mo/8 from the two local ranks'
+     * chunks, at 10 ns/B, 4 chunks. */
+    const double mo = m / 4;
+    const double seq_ag = 4 * (500 + 0.5 * (mo / 4) * 0.02) + (10000 + 0.5 * (mo / 4) * 10) +
+                          2 * (10000 + 0.5 * (mo / 4) * 10);
+    const double seq_rs = 4 * (500 + 0.5 * (mo / 4) * (0.02 + g)) +
+                          (10000 + 0.5 * (mo / 4) * (10 + g)) + (10000 + 0.5 * (mo / 2) * (10 + g));
+    const double olink = 4 * ((mo / 8 + 2 * mo / 8) * 10);
+    const double want_ag = olink + seq_ag - olink / 4, want_rs = olink + seq_rs - olink / 4;
     const glucx_coll_table_t *ag = glucx_coll_tables[GLUCX_COLL_ALLGATHER];
     const glucx_coll_table_t *rsc = glucx_coll_tables[GLUCX_COLL_REDUCE_SCATTER];
     const int agh = glucx_test_alg_index(GLUCX_COLL_ALLGATHER, "hierarchical");
@@ -572,6 +614,7 @@ int main(void)
         cmocka_unit_test(test_layout),           cmocka_unit_test(test_costs),
         cmocka_unit_test(test_allreduce_shapes), cmocka_unit_test(test_allreduce_dtypes_random),
         cmocka_unit_test(test_offload_shapes),   cmocka_unit_test(test_rotated_chunks),
+        cmocka_unit_test(test_offload_chunks),
     };
     return cmocka_run_group_tests(tests, shapes_setup, shapes_teardown);
 }
