@@ -51,6 +51,7 @@ typedef struct glucx_an_clock glucx_an_clock_t;
 #define GLUCX_AN_CLOCK_STATUS_MAP(X)                                                               \
     X(REFERENCE, reference)       /* the reference host: offset 0, drift 0 by definition */        \
     X(OK, ok)                     /* offset and drift, bounded from both sides */                  \
+    X(CONSISTENT, consistent)     /* the raw clock satisfies every message: not corrected */       \
     X(OFFSET_ONLY, offset_only)   /* both directions, drift not determined: drift taken as 0 */    \
     X(ONE_SIDED, one_sided)       /* messages one way only: one side of the offset is bounded */   \
     X(INCONSISTENT, inconsistent) /* no linear clock satisfies every message: midpoint estimate */ \
@@ -79,7 +80,7 @@ typedef struct glucx_an_clock_host {
                                       (through another host: that host -> this one, back) */
     int via;       /**< -1: estimated against the reference; else the host it was estimated through
                         (no messages both ways with the reference): its bounds include that host's */
-    char why[256]; /**< a sentence naming the host when the status is not ok */
+    char why[384]; /**< a sentence naming the host when the status is not ok */
 } glucx_an_clock_host_t;
 
 /**
