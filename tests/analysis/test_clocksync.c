@@ -703,48 +703,73 @@ static void test_drift_undetermined(void **state)
 }
 
 /* Host 2 sends the reference 3 messages only (one sided: its offset bounded from below) but
- * exchanges a ping-pong every 10 ms with host 1, which does with the reference, for 2 s: it is
+ * exchanges a ping-pong every 10 ms with host 1 (20..50 us latencies), whose clock is 3 ms ahead
+ * and which does with the reference, for @p span ns, with latencies 20..50 us (@p long_msgs 0)
+ * or 1..2 ms: host 2 is
  * estimated through host 1, bounded from both sides, the known offset within the bound, and the
- * bound at most the two links' largest latencies together. */
-static void test_one_sided_via(void **state)
+ * bound at most the two links' largest latencies together. Host 1 gets @p want1, host 2
+ * @p want2. */
+static void one_sided_via(int64_t span, int long_msgs, const char *want1, const char *want2,
+                          const char *name)
 {
-    (void)state;
     run_t r;
     begin_run(&r, 3);
-    r.off_ns[1] = 1e6;
+    r.off_ns[1] = 3e6;
     r.off_ns[2] = -20e6;
     unsigned k = 0;
-    for (int64_t t = T0 + 100000; t < T0 + 2000000000; t += 10000000, k++) {
-        message(&r, 0, 1, 5 * k, t, lat_of(5 * k, 20000, 30000));
-        message(&r, 1, 0, 5 * k + 1, t + 2000000, lat_of(5 * k + 1, 20000, 30000));
-        message(&r, 1, 2, 5 * k + 2, t + 4000000, lat_of(5 * k + 2, 20000, 30000));
+    int64_t lat01_max = 0;
+    for (int64_t t = T0 + 100000; t < T0 + span; t += 10000000, k++) {
+        int64_t l0 = long_msgs ? LONG_LAT(5 * k) : lat_of(5 * k, 20000, 30000);
+        int64_t l1 = long_msgs ? LONG_LAT(5 * k + 1) : lat_of(5 * k + 1, 20000, 30000);
+        lat01_max = l0 > lat01_max ? l0 : lat01_max;
+        lat01_max = l1 > lat01_max ? l1 : lat01_max;
+        message(&r, 0, 1, 5 * k, t, l0);
+        message(&r, 1, 0, 5 * k + 1, t + 2500000, l1);
+        message(&r, 1, 2, 5 * k + 2, t + 5000000, lat_of(5 * k + 2, 20000, 30000));
         message(&r, 2, 1, 5 * k + 3, t + 6000000, lat_of(5 * k + 3, 20000, 30000));
         if (k < 3)
-            message(&r, 2, 0, 5 * k + 4, t + 8000000, lat_of(5 * k + 4, 20000, 30000));
+            message(&r, 2, 0, 5 * k + 4, t + 7000000, lat_of(5 * k + 4, 20000, 30000));
     }
-    int64_t lat_max = r.lat_max;
     glucx_an_clock_t *cs;
-    json_t *rep = merge(&r, "one-sided-via", &cs);
-    json_t *h2 = host_rec(rep, 2);
+    json_t *rep = merge(&r, name, &cs);
+    json_t *h1 = host_rec(rep, 1), *h2 = host_rec(rep, 2);
     const char *note = json_string_value(json_object_get(h2, "note"));
     double o = getn(h2, "offset_ns"), ob = getn(h2, "offset_bound_ns");
-    print_message("host 2: %s, offset %.1f +- %.1f ns (want -20 ms); %s\n", status_of(rep, 2), o,
-                  ob, note);
-    assert_string_equal(status_of(rep, 1), "ok");
+    print_message("%s: host 1 %s, offset %.1f +- %.1f ns; host 2 %s, offset %.1f +- %.1f ns (want "
+                  "-20 ms); %s\n",
+                  name, status_of(rep, 1), getn(h1, "offset_ns"), getn(h1, "offset_bound_ns"),
+                  status_of(rep, 2), o, ob, note);
+    assert_string_equal(status_of(rep, 1), want1);
+    assert_true(fabs(getn(h1, "offset_ns") - 3e6) <= getn(h1, "offset_bound_ns"));
+    assert_string_equal(status_of(rep, 2), want2);
     assert_int_equal(json_integer_value(json_object_get(h2, "via_host")), 1);
     assert_true(fabs(o - -20e6) <= ob);
-    assert_true(ob <= 2.0 * (double)lat_max);
+    assert_true(ob <= (double)lat01_max + 50000);
     assert_true(json_is_number(json_object_get(h2, "offset_min_ns")) &&
                 json_is_number(json_object_get(h2, "offset_max_ns")));
-    /* counted against host 1 now: 200 ping-pongs each way */
-    assert_int_equal(json_integer_value(json_object_get(h2, "messages_from_reference")), 200);
-    assert_int_equal(json_integer_value(json_object_get(h2, "messages_to_reference")), 200);
-    assert_non_null(strstr(note, "host 2: no messages both ways with the reference host 0: "
-                                 "estimated through host 1 (400 messages)"));
+    /* counted against host 1 now: the ping-pongs each way */
+    assert_int_equal(json_integer_value(json_object_get(h2, "messages_from_reference")), k);
+    assert_int_equal(json_integer_value(json_object_get(h2, "messages_to_reference")), k);
+    char want_note[160];
+    snprintf(want_note, sizeof(want_note),
+             "host 2: no messages both ways with the reference host 0: estimated through host 1 "
+             "(%u messages)",
+             2 * k);
+    assert_non_null(strstr(note, want_note));
     assert_non_null(strstr(note, "(0 messages from the reference, 3 to it)"));
     assert_int_equal(clock_count(rep, "violations_after"), 0);
     json_decref(rep);
     glucx_an_clock_destroy(cs);
+}
+
+static void test_one_sided_via(void **state)
+{
+    (void)state;
+    /* 2 s of short messages: host 1's drift is determined (about +- 20 ppm), so is host 2's */
+    one_sided_via(2000000000, 0, "ok", "ok", "one-sided-via");
+    /* 0.5 s, large messages with the reference: host 1 offset only (drift 0), and host 2
+     * through it too: the relaxed bounds do not determine its drift either */
+    one_sided_via(500000000, 1, "offset_only", "offset_only", "one-sided-via-long");
 }
 
 /* Bad arguments to the estimator are refused, not crashed on. */
