@@ -5,7 +5,9 @@
  * Estimate: per host, the half-planes of its messages with the reference clip a polygon in
  * (o, D) with D = d * S, S the span of the messages' reference times (so both coordinates are ns
  * and the polygon is well conditioned). The polygon starts as a box (|o| <= 10^13 ns,
- * |d| <= 1 %): a vertex on the box's drift edge means the messages do not determine the drift.
+ * |d| <= 1 %): a vertex on the box's drift edge means the messages do not bound the drift, and a
+ * bound wider than DRIFT_DETERMINED does not determine it. Nothing is applied when (0, 0) lies in
+ * the polygon; drift 0 when the drift is not determined and 0 fits (estimate_host).
  * Clipping is incremental (Sutherland-Hodgman on a convex polygon, one half-plane at a time), so
  * the cost is linear in the messages and the polygon stays small (its vertices are those of the
  * two convex hulls the bounds form).
