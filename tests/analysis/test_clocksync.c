@@ -628,6 +628,11 @@ static void test_long_messages(void **state)
     }
     glucx_an_clock_t *cs;
     json_t *rep = merge(&r, "long-messages", &cs);
+    print_message("violations %lld before, %lld after the offsets; the logical clock moved %lld "
+                  "receives\n",
+                  (long long)clock_count(rep, "violations_before"),
+                  (long long)clock_count(rep, "violations_after_offsets"),
+                  (long long)clock_count(rep, "clc_moved_receives"));
     for (int h = 1; h <= 3; h++) {
         json_t *x = host_rec(rep, h);
         const char *note = json_string_value(json_object_get(x, "note"));
