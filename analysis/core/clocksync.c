@@ -5,7 +5,9 @@
  * Estimate: per host, the half-planes of its messages with the reference clip a polygon in
  * (o, D) with D = d * S, S the span of the messages' reference times (so both coordinates are ns
  * and the polygon is well conditioned). The polygon starts as a box (|o| <= 10^13 ns,
- * |d| <= 1 %): a vertex on the box's drift edge means the messages do not determine the drift.
+ * |d| <= 1 %): a vertex on the box's drift edge means the messages do not bound the drift, and a
+ * bound wider than DRIFT_DETERMINED does not determine it. Nothing is applied when (0, 0) lies in
+ * the polygon; drift 0 when the drift is not determined and 0 fits (estimate_host).
  * Clipping is incremental (Sutherland-Hodgman on a convex polygon, one half-plane at a time), so
  * the cost is linear in the messages and the polygon stays small (its vertices are those of the
  * two convex hulls the bounds form).
@@ -28,6 +30,10 @@
 
 #define BOX_OFFSET_NS 1e13
 #define BOX_DRIFT 1e-2
+/* A drift bound wider than this (100 ppm, about the tolerance of a computer's quartz
+ * oscillator) says nothing about the drift that a clock's specification does not: drift 0 then,
+ * when it fits the messages (METRICS.md, "Clocks across hosts") */
+#define DRIFT_DETERMINED 1e-4
 #define CLC_MAX_PASSES 64
 
 typedef struct step {
@@ -327,25 +333,39 @@ static int build_polygon(poly_t *p, poly_t *tmp, const bound_t *b, size_t nb, do
     return 0;
 }
 
+/* Does a vertex of @p p lie on the box's drift edge (the messages do not bound the drift)? */
+static int touches_box(const poly_t *p, double Dmax)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (fabs(p->v[i].D) >= Dmax * (1 - 1e-9))
+            return 1;
+    return 0;
+}
+
 static void estimate_host(glucx_an_clock_t *cs, int h, int g, const bound_t *b, size_t nb,
                           poly_t *p, poly_t *tmp, int *oom)
 {
     glucx_an_clock_host_t *ho = &cs->hosts[h];
-    double lo = -INFINITY, hi = INFINITY, xmin = INFINITY, xmax = -INFINITY;
+    /* lo, hi: the range of offsets at drift 0 (tight); lor, hir: the same with every bound
+     * relaxed by its e (through another host: where the truth lies) */
+    double lo = -INFINITY, hi = INFINITY, lor = -INFINITY, hir = INFINITY;
+    double xmin = INFINITY, xmax = -INFINITY;
     for (size_t i = 0; i < nb; i++) {
         if (b[i].upper) {
             ho->to_host++;
             hi = b[i].V < hi ? b[i].V : hi;
+            hir = b[i].V + b[i].e < hir ? b[i].V + b[i].e : hir;
         } else {
             ho->from_host++;
             lo = b[i].V > lo ? b[i].V : lo;
+            lor = b[i].V - b[i].e > lor ? b[i].V - b[i].e : lor;
         }
         xmin = b[i].X < xmin ? b[i].X : xmin;
         xmax = b[i].X > xmax ? b[i].X : xmax;
     }
     ho->offset_bound_ns = ho->drift_bound = NAN;
-    ho->offset_lo_ns = lo;
-    ho->offset_hi_ns = hi;
+    ho->offset_lo_ns = lor;
+    ho->offset_hi_ns = hir;
     if (nb == 0) {
         ho->status = GLUCX_AN_CLOCK_NO_MESSAGES;
         snprintf(ho->why, sizeof(ho->why),
@@ -354,26 +374,27 @@ static void estimate_host(glucx_an_clock_t *cs, int h, int g, const bound_t *b, 
                  h, g);
         return;
     }
-    if (ho->to_host == 0 || ho->from_host == 0) {
+    const unsigned long long nto = ho->to_host, nfrom = ho->from_host;
+    if (nto == 0 || nfrom == 0) {
         /* one side only: with drift 0, the offset is only bounded on that side; take the
          * smallest correction the bound allows (none if the raw clock satisfies it) */
         ho->status = GLUCX_AN_CLOCK_ONE_SIDED;
         ho->offset_ns = hi < 0 ? hi : lo > 0 ? lo : 0;
-        if (ho->to_host)
+        if (nto)
             snprintf(ho->why, sizeof(ho->why),
                      "host %d: messages from the reference host %d only (%llu): its offset is at "
                      "most %.0f ns, with no lower bound",
-                     h, g, (unsigned long long)ho->to_host, hi);
+                     h, g, nto, hi);
         else
             snprintf(ho->why, sizeof(ho->why),
                      "host %d: messages to the reference host %d only (%llu): its offset is at "
                      "least %.0f ns, with no upper bound",
-                     h, g, (unsigned long long)ho->from_host, lo);
+                     h, g, nfrom, lo);
         return;
     }
     /* both directions: the polygon in (o, D), D = d * S */
-    double S = xmax - xmin > 1 ? xmax - xmin : 1;
-    double Dmax = BOX_DRIFT * S;
+    const double S = xmax - xmin > 1 ? xmax - xmin : 1;
+    const double Dmax = BOX_DRIFT * S;
     int relaxed = 0;
     for (size_t i = 0; i < nb; i++)
         relaxed |= b[i].e > 0;
@@ -381,30 +402,46 @@ static void estimate_host(glucx_an_clock_t *cs, int h, int g, const bound_t *b, 
         *oom = 1;
         return;
     }
-    int drift_free = 0;
-    for (size_t i = 0; i < p->n; i++)
-        drift_free |= fabs(p->v[i].D) >= Dmax * (1 - 1e-9);
-    if (p->n >= 3 && !drift_free) {
-        pt_t c = centroid(p);
-        /* through another host: the truth lies in the polygon of the relaxed bounds, which
-         * holds this one; the bound is measured on it */
+    /* bounded_t: the tight polygon bounds the drift; bounded: the one the truth lies in (the
+     * relaxed one through another host) does; determined: within DRIFT_DETERMINED */
+    const int bounded_t = p->n >= 3 && !touches_box(p, Dmax);
+    int bounded = 0, determined = 0;
+    pt_t c = {0, 0};
+    double bo = 0, bd = 0, mino = INFINITY, maxo = -INFINITY, ao = 0, ad = 0;
+    if (bounded_t) {
+        c = centroid(p);
         if (relaxed && build_polygon(p, tmp, b, nb, S, Dmax, 1) != 0) {
             *oom = 1;
             return;
         }
-        for (size_t i = 0; relaxed && i < p->n; i++)
-            drift_free |= fabs(p->v[i].D) >= Dmax * (1 - 1e-9);
-        if (drift_free) {
-            ho->status = GLUCX_AN_CLOCK_INCONSISTENT; /* the caller keeps what it had */
-            return;
-        }
-        double bo = 0, bd = 0, mino = INFINITY, maxo = -INFINITY;
-        for (size_t i = 0; i < p->n; i++) {
+        bounded = p->n >= 3 && !touches_box(p, Dmax);
+        for (size_t i = 0; bounded && i < p->n; i++) {
             double eo = fabs(p->v[i].o - c.o), ed = fabs(p->v[i].D - c.D) / S;
             bo = eo > bo ? eo : bo;
             bd = ed > bd ? ed : bd;
             mino = p->v[i].o < mino ? p->v[i].o : mino;
             maxo = p->v[i].o > maxo ? p->v[i].o : maxo;
+            /* the error of applying nothing: the farthest (o, d) from (0, 0) */
+            ao = fabs(p->v[i].o) > ao ? fabs(p->v[i].o) : ao;
+            ad = fabs(p->v[i].D) / S > ad ? fabs(p->v[i].D) / S : ad;
+        }
+        determined = bounded && bd <= DRIFT_DETERMINED;
+    }
+    /* (0, 0) satisfies every message: the raw clocks agree with them */
+    const int zero = lo <= 0 && 0 <= hi;
+    if (determined) {
+        if (zero) {
+            ho->status = GLUCX_AN_CLOCK_CONSISTENT;
+            ho->offset_ns = ho->drift = 0;
+            ho->offset_bound_ns = ao;
+            ho->drift_bound = ad;
+            ho->offset_lo_ns = mino;
+            ho->offset_hi_ns = maxo;
+            snprintf(ho->why, sizeof(ho->why),
+                     "host %d: its clock agrees with the reference host %d's on all %llu + %llu "
+                     "messages (offset 0 and drift 0 satisfy every one): not corrected",
+                     h, g, nto, nfrom);
+            return;
         }
         ho->status = GLUCX_AN_CLOCK_OK;
         ho->offset_ns = c.o;
@@ -416,19 +453,53 @@ static void estimate_host(glucx_an_clock_t *cs, int h, int g, const bound_t *b, 
         return;
     }
     if (lo <= hi) {
-        /* the drift is not determined (too few messages, or all at about the same time):
-         * offset only, drift 0 */
-        ho->status = GLUCX_AN_CLOCK_OFFSET_ONLY;
-        ho->offset_ns = (lo + hi) / 2;
-        ho->offset_bound_ns = (hi - lo) / 2;
-        snprintf(ho->why, sizeof(ho->why),
-                 "host %d: %llu + %llu messages with the reference host %d over %.3f ms do not "
-                 "determine a drift: offset only (drift taken as 0)",
-                 h, (unsigned long long)ho->to_host, (unsigned long long)ho->from_host, g,
-                 (xmax - xmin) / 1e6);
+        /* drift 0 fits every message, and the messages do not determine the drift (too few,
+         * all at about one time, or a bound wider than DRIFT_DETERMINED: long messages over a
+         * short run): drift 0, and the offset from the range [lo, hi] the messages allow at
+         * drift 0; the bound, measured on the relaxed range, holds if the drift is 0 */
+        char drift_why[128];
+        if (bounded)
+            snprintf(drift_why, sizeof(drift_why),
+                     "bound its drift only to +-%.0f ppm (more than the %.0f ppm taken as "
+                     "determined)",
+                     bd * 1e6, DRIFT_DETERMINED * 1e6);
+        else
+            snprintf(drift_why, sizeof(drift_why), "do not determine a drift");
+        ho->drift = 0;
+        if (zero) {
+            ho->status = GLUCX_AN_CLOCK_CONSISTENT;
+            ho->offset_ns = 0;
+            ho->offset_bound_ns = -lor > hir ? -lor : hir;
+            snprintf(ho->why, sizeof(ho->why),
+                     "host %d: %llu + %llu messages with the reference host %d over %.3f ms %s; "
+                     "at drift 0 its clock agrees with them (offset 0 satisfies every one): not "
+                     "corrected",
+                     h, nto, nfrom, g, (xmax - xmin) / 1e6, drift_why);
+        } else {
+            ho->status = GLUCX_AN_CLOCK_OFFSET_ONLY;
+            ho->offset_ns = (lo + hi) / 2;
+            ho->offset_bound_ns = hir - ho->offset_ns > ho->offset_ns - lor ? hir - ho->offset_ns
+                                                                            : ho->offset_ns - lor;
+            snprintf(ho->why, sizeof(ho->why),
+                     "host %d: %llu + %llu messages with the reference host %d over %.3f ms %s: "
+                     "offset only (drift taken as 0)",
+                     h, nto, nfrom, g, (xmax - xmin) / 1e6, drift_why);
+        }
         return;
     }
-    ho->status = GLUCX_AN_CLOCK_INCONSISTENT;
+    if (bounded) {
+        /* no constant offset fits, so the drift is not 0, though loosely bounded: the
+         * centroid is still the estimate */
+        ho->status = GLUCX_AN_CLOCK_OK;
+        ho->offset_ns = c.o;
+        ho->drift = c.D / S;
+        ho->offset_bound_ns = bo;
+        ho->drift_bound = bd;
+        ho->offset_lo_ns = mino;
+        ho->offset_hi_ns = maxo;
+        return;
+    }
+    ho->status = GLUCX_AN_CLOCK_INCONSISTENT; /* through another host: the caller keeps its own */
     ho->offset_ns = (lo + hi) / 2;
     snprintf(ho->why, sizeof(ho->why),
              "host %d: no linear clock satisfies all %llu messages with the reference host %d "
@@ -523,6 +594,13 @@ static int clc(glucx_an_clock_t *cs)
     return 0;
 }
 
+/* A status whose offset is bounded from both sides (a host others can be estimated through). */
+static int two_sided(int status)
+{
+    return status == GLUCX_AN_CLOCK_OK || status == GLUCX_AN_CLOCK_OFFSET_ONLY ||
+           status == GLUCX_AN_CLOCK_CONSISTENT;
+}
+
 /* @p x of a host's clock in reference time, unrounded (@p ho: its estimate). */
 static double map_d(const glucx_an_clock_t *cs, const glucx_an_clock_host_t *ho, int64_t x)
 {
@@ -589,11 +667,13 @@ int glucx_an_clock_estimate(glucx_an_clock_t *cs)
         size_t start = h == 0 ? 0 : count[h - 1];
         estimate_host(cs, h, cs->ref, b + start, count[h] - start, &p, &tmp, &oom);
     }
-    /* A host without messages both ways with the reference (a ring's far side): through the
-     * estimated host it has most messages both ways with, that host's times mapped to reference
-     * time; each bound is relaxed by the error that mapping may have there (its offset bound +
-     * drift bound x |X|, + 1 ns of rounding). Repeated until no host improves: chains of any
-     * length settle, each link adding its error. */
+    /* A host without messages both ways with the reference (a ring's far side, or one that sent
+     * it only a few): through the estimated host it has most messages both ways with, that
+     * host's times mapped to reference time; each bound is relaxed by the error that mapping may
+     * have there (its offset bound + drift bound x |X|, + 1 ns of rounding; a drift taken as 0
+     * adds nothing, as that host's own bound assumes). Any estimate bounded from both sides
+     * replaces the one-sided one. Repeated until no host improves: chains of any length settle,
+     * each link adding its error. */
     for (int changed = 1; changed && !oom;) {
         changed = 0;
         for (int h = 0; h < cs->nhosts && !oom; h++) {
@@ -605,8 +685,7 @@ int glucx_an_clock_estimate(glucx_an_clock_t *cs)
             for (int k = 0; k < cs->nhosts; k++) {
                 uint64_t to = pair[(size_t)k * nh + (size_t)h],
                          from = pair[(size_t)h * nh + (size_t)k];
-                if (k != h && cs->hosts[k].status == GLUCX_AN_CLOCK_OK && to && from &&
-                    to + from > gn) {
+                if (k != h && two_sided(cs->hosts[k].status) && to && from && to + from > gn) {
                     g = k;
                     gn = to + from;
                 }
@@ -614,32 +693,41 @@ int glucx_an_clock_estimate(glucx_an_clock_t *cs)
             if (g < 0)
                 continue;
             const glucx_an_clock_host_t *go = &cs->hosts[g];
+            const double gdb = isfinite(go->drift_bound) ? go->drift_bound : 0;
             size_t nb = 0;
             for (size_t i = 0; i < cs->nmsgs; i++) {
                 const cmsg_t *m = &cs->msgs[i];
                 int hs = cs->procs[m->sp].host, hd = cs->procs[m->dp].host;
                 if (hs == g && hd == h) {
                     double s = map_d(cs, go, m->sb) + (double)cs->lmin, X = s - (double)cs->t0;
-                    b[nb++] = (bound_t){X, (double)m->re - s,
-                                        go->offset_bound_ns + go->drift_bound * fabs(X) + 1, 1};
+                    b[nb++] =
+                        (bound_t){X, (double)m->re - s, go->offset_bound_ns + gdb * fabs(X) + 1, 1};
                 } else if (hs == h && hd == g) {
                     double r = map_d(cs, go, m->re) - (double)cs->lmin, X = r - (double)cs->t0;
-                    b[nb++] = (bound_t){X, (double)m->sb - r,
-                                        go->offset_bound_ns + go->drift_bound * fabs(X) + 1, 0};
+                    b[nb++] =
+                        (bound_t){X, (double)m->sb - r, go->offset_bound_ns + gdb * fabs(X) + 1, 0};
                 }
             }
             glucx_an_clock_host_t keep = *ho;
             memset(ho, 0, sizeof(*ho));
             estimate_host(cs, h, g, b, nb, &p, &tmp, &oom);
-            if (ho->status != GLUCX_AN_CLOCK_OK) {
+            if (!two_sided(ho->status)) {
                 *ho = keep;
                 continue;
             }
             ho->via = g;
+            const char *how =
+                ho->status == GLUCX_AN_CLOCK_CONSISTENT
+                    ? "; its clock agrees with that host's corrected one: not corrected"
+                : ho->status == GLUCX_AN_CLOCK_OFFSET_ONLY
+                    ? "; the drift is not determined: taken as 0"
+                    : "";
             snprintf(ho->why, sizeof(ho->why),
                      "host %d: no messages both ways with the reference host %d: estimated through "
-                     "host %d (%llu messages), whose error its bounds include",
-                     h, cs->ref, g, (unsigned long long)gn);
+                     "host %d (%llu messages), whose error its bounds include (%llu messages from "
+                     "the reference, %llu to it)%s",
+                     h, cs->ref, g, (unsigned long long)gn, (unsigned long long)keep.to_host,
+                     (unsigned long long)keep.from_host, how);
             changed = 1;
         }
     }

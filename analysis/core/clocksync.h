@@ -11,21 +11,26 @@
  * (o, d), a message from the reference to h gives o + d (s - t0) <= re - s with s = sb + lmin,
  * and one from h to the reference o + d (r - t0) >= sb - r with r = re - lmin: both are linear,
  * so the (o, d) consistent with every message form a convex polygon (the intersection of one
- * half-plane per message). The estimate is the polygon's centroid; the bound on its error is
- * the largest distance from the estimate to a vertex, in offset and in drift separately: if the
- * clock is linear and lmin holds, the true (o, d) lies in the polygon, so the error is at most
- * that. With messages of one-way latency l in both directions spread over the run, the offset
- * bound is about l. This is the convex-hull / linear-programming estimate of Duda, Harrus, Haddad
- * and Bernard ("Estimating global time in distributed systems", ICDCS 1987) and of Jezequel
+ * half-plane per message); if the clock is linear and lmin holds, the true (o, d) lies in it.
+ * What is applied is the smallest model the messages require: nothing when (0, 0) lies in the
+ * polygon (the raw clocks satisfy every message: status consistent); else, when the polygon
+ * bounds the drift within 100 ppm, its centroid (ok), the bound on its error being the largest
+ * distance from the estimate to a vertex, in offset and in drift separately; else, when drift 0
+ * fits, drift 0 and the middle of the offsets allowed at drift 0 (offset_only). A consistent
+ * host's bound is the farthest the truth can be from 0. With messages of one-way latency l in
+ * both directions spread over the run, the offset bound of ok is about l. This is the
+ * convex-hull / linear-programming estimate of Duda, Harrus, Haddad and Bernard ("Estimating
+ * global time in distributed systems", ICDCS 1987) and of Jezequel
  * ("Building a global time on parallel machines", 1989), also the idea behind Score-P / Scalasca's
  * offset interpolation from ping-pongs (Becker, Rabenseifner, Wolf, Linford: "Scalable timestamp
  * synchronization for event traces of message-passing applications", Parallel Computing 35(12),
  * 2009); here every matched message of the trace is a measurement, none is added to the run.
  *
  * A host without messages both ways with the reference is estimated the same way against the
- * estimated host it has most messages both ways with, whose times are first mapped to reference
- * time; each of its bounds is widened by the error that mapping may have, so its error bound
- * includes the intermediate host's.
+ * host estimated from both sides (ok, consistent, offset_only) it has most messages both ways
+ * with, whose times are first mapped to reference time; each of its bounds is widened by the
+ * error that mapping may have, so its error bound includes the intermediate host's. Such an
+ * estimate, when bounded from both sides, replaces a one-sided one.
  *
  * Remaining violations (a non-linear clock, jitter, host pairs without direct messages) are
  * removed by a controlled logical clock (Rabenseifner, "The controlled logical clock", 1997;
@@ -51,6 +56,7 @@ typedef struct glucx_an_clock glucx_an_clock_t;
 #define GLUCX_AN_CLOCK_STATUS_MAP(X)                                                               \
     X(REFERENCE, reference)       /* the reference host: offset 0, drift 0 by definition */        \
     X(OK, ok)                     /* offset and drift, bounded from both sides */                  \
+    X(CONSISTENT, consistent)     /* the raw clock satisfies every message: not corrected */       \
     X(OFFSET_ONLY, offset_only)   /* both directions, drift not determined: drift taken as 0 */    \
     X(ONE_SIDED, one_sided)       /* messages one way only: one side of the offset is bounded */   \
     X(INCONSISTENT, inconsistent) /* no linear clock satisfies every message: midpoint estimate */ \
@@ -70,16 +76,19 @@ typedef struct glucx_an_clock_host {
     int status;             /**< glucx_an_clock_status_t */
     double offset_ns;       /**< o_h: the host's clock minus the reference's at t0, ns (applied) */
     double drift;           /**< d_h: the host's clock rate minus 1 (1e-6 = 1 ppm) (applied) */
-    double offset_bound_ns; /**< |error of offset_ns| <= this (ok, offset_only); NAN otherwise */
-    double drift_bound;     /**< |error of drift| <= this (ok); NAN otherwise */
-    /** The range of offsets consistent with the messages (drift as applied), ns; a side
+    double offset_bound_ns; /**< |error of offset_ns| <= this (ok, consistent, offset_only; with
+                                 drift_bound NAN: if the drift is 0); NAN otherwise */
+    double drift_bound;     /**< |error of drift| <= this (ok; consistent when the drift is
+                                 determined); NAN otherwise (drift taken as 0, or unbounded) */
+    /** The range of offsets consistent with the messages (the polygon's when the drift is
+     *  estimated or determined, else at drift 0), ns; a side
      *  without bound is -INFINITY / INFINITY (one_sided, no_messages); inconsistent: lo > hi. */
     double offset_lo_ns, offset_hi_ns;
     uint64_t to_host, from_host; /**< matched messages reference -> host, host -> reference
                                       (through another host: that host -> this one, back) */
     int via;       /**< -1: estimated against the reference; else the host it was estimated through
                         (no messages both ways with the reference): its bounds include that host's */
-    char why[256]; /**< a sentence naming the host when the status is not ok */
+    char why[384]; /**< a sentence naming the host when the status is not ok */
 } glucx_an_clock_host_t;
 
 /**

@@ -787,10 +787,11 @@ int glucx_an_engine_finish(glucx_an_engine_t *e)
                                 e->fw_orphans);
     glucx_an_msgs_finish(e);
     if (e->opt.clock) {
-        /* a host whose clock could not be estimated from both sides is named */
+        /* a host whose clock could not be estimated from both sides is named (not one left
+         * uncorrected because its raw clock satisfies every message: nothing to warn of) */
         for (int h = 0; h < glucx_an_clock_nhosts(e->opt.clock); h++) {
             const glucx_an_clock_host_t *ho = glucx_an_clock_host(e->opt.clock, h);
-            if (ho && ho->why[0])
+            if (ho && ho->why[0] && ho->status != GLUCX_AN_CLOCK_CONSISTENT)
                 glucx_an_engine_warn(e, "clock correction: %s", ho->why);
         }
         if (glucx_an_clock_stats(e->opt.clock).clc_unresolved)

@@ -888,6 +888,11 @@ static void txt_clock(const glucx_an_engine_t *e, FILE *f)
         fprintf(f, ", drift %+.3f ppm", ho->drift * 1e6);
         if (isfinite(ho->drift_bound))
             fprintf(f, " +- %.3f", ho->drift_bound * 1e6);
+        else if (ho->status == GLUCX_AN_CLOCK_OFFSET_ONLY ||
+                 ho->status == GLUCX_AN_CLOCK_CONSISTENT)
+            fputs(" (not determined: taken as 0)", f);
+        if (ho->status == GLUCX_AN_CLOCK_CONSISTENT)
+            fputs(", not corrected: the raw clock satisfies every message", f);
         if (ho->via >= 0)
             fprintf(f, " (through host %d: %" PRIu64 " messages from it, %" PRIu64 " to it) %s\n",
                     ho->via, ho->to_host, ho->from_host, path);

@@ -253,7 +253,14 @@ static void one_offset(double o, const char *name)
     json_t *rep = merge(&r, name, &cs);
     json_t *h1 = host_rec(rep, 1);
     assert_string_equal(status_of(rep, 0), "reference");
-    assert_string_equal(status_of(rep, 1), "ok");
+    /* o = 0: the raw clocks satisfy every message, so nothing is corrected; else the messages
+     * cross o = 0 (|o| > the latencies, or o = 30 us against latencies from 20 us) */
+    assert_string_equal(status_of(rep, 1), o == 0 ? "consistent" : "ok");
+    if (o == 0) {
+        assert_true(getn(h1, "offset_ns") == 0 && getn(h1, "drift_ppm") == 0);
+        assert_int_equal(clock_count(rep, "violations_after_offsets"), 0);
+        assert_int_equal(clock_count(rep, "clc_moved_receives"), 0);
+    }
     double est = getn(h1, "offset_ns"), bound = getn(h1, "offset_bound_ns");
     print_message("offset %.0f ns: estimate %.1f ns, bound %.1f ns (one-way latency %" PRId64
                   "..%" PRId64 " ns), drift %.4f ppm +- %.4f\n",
@@ -477,8 +484,12 @@ static void test_no_messages(void **state)
     }
     glucx_an_clock_t *cs;
     json_t *rep = merge(&r, "no-messages", &cs);
-    json_t *h2 = host_rec(rep, 2);
-    assert_string_equal(status_of(rep, 1), "ok");
+    json_t *h1 = host_rec(rep, 1), *h2 = host_rec(rep, 2);
+    /* 60 us wide corridors over 0.5 s bound host 1's drift only to a few hundred ppm: drift 0,
+     * the offset from the corridor (exactly 1 ms, the latencies being constant) */
+    assert_string_equal(status_of(rep, 1), "offset_only");
+    assert_true(getn(h1, "drift_ppm") == 0);
+    assert_true(fabs(getn(h1, "offset_ns") - 1e6) <= getn(h1, "offset_bound_ns"));
     assert_string_equal(status_of(rep, 2), "no_messages");
     assert_true(getn(h2, "offset_ns") == 0 && getn(h2, "drift_ppm") == 0);
     assert_true(json_is_null(json_object_get(h2, "offset_bound_ns")));
@@ -581,6 +592,195 @@ static void test_min_latency(void **state)
     assert_true(bound[1] < bound[0]);
 }
 
+/* ---- minimal correction, undetermined drift, the better-determined path -----------------------
+ */
+
+/* Large messages: each send_begin -> recv_end spans 1..2 ms (true), one every 2.2 ms of a 25 ms
+ * round, over 0.5 s: the corridor between the two directions' bounds is 2 ms or more wide, so
+ * they bound a drift only to thousands of ppm. */
+#define LONG_LAT(seq) lat_of(seq, 1000000, 1000000)
+
+/* Four hosts on one clock (true offsets and drifts 0), as an emulated cluster's 2x2 torus: host
+ * 0 exchanges large messages with hosts 1 and 2, host 3 with hosts 1 and 2 and sends host 0
+ * three only; hosts 1 and 2 also exchange short ones (20..50 us), which any relative correction
+ * of them of more than that would break. The raw clocks satisfy every message: nothing is
+ * corrected (hosts 1 and 2 consistent, host 3 consistent through one of them rather than one
+ * sided), no violation appears after the offsets, and the logical clock moves nothing. */
+static void test_long_messages(void **state)
+{
+    (void)state;
+    run_t r;
+    begin_run(&r, 4);
+    static const int pairs[][2] = {{0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 3},
+                                   {3, 1}, {2, 3}, {3, 2}, {1, 2}, {2, 1}};
+    unsigned seq = 0, k = 0;
+    for (int64_t t = T0 + 100000; t < T0 + 500000000; t += 25000000, k++) {
+        for (int i = 0; i < 10; i++, seq++) {
+            int a = pairs[i][0], b = pairs[i][1];
+            int64_t lat =
+                a + b == 3 && a != 0 && b != 0 ? lat_of(seq, 20000, 30000) : LONG_LAT(seq);
+            message(&r, a, b, seq, t + 2200000 * i, lat);
+        }
+        if (k < 3) {
+            message(&r, 3, 0, seq, t + 2200000 * 10, LONG_LAT(seq));
+            seq++;
+        }
+    }
+    glucx_an_clock_t *cs;
+    json_t *rep = merge(&r, "long-messages", &cs);
+    print_message("violations %lld before, %lld after the offsets; the logical clock moved %lld "
+                  "receives\n",
+                  (long long)clock_count(rep, "violations_before"),
+                  (long long)clock_count(rep, "violations_after_offsets"),
+                  (long long)clock_count(rep, "clc_moved_receives"));
+    for (int h = 1; h <= 3; h++) {
+        json_t *x = host_rec(rep, h);
+        const char *note = json_string_value(json_object_get(x, "note"));
+        print_message("host %d: %s, offset %.0f +- %.0f ns, drift %.3f ppm; %s\n", h,
+                      status_of(rep, h), getn(x, "offset_ns"), getn(x, "offset_bound_ns"),
+                      getn(x, "drift_ppm"), note);
+        assert_string_equal(status_of(rep, h), "consistent");
+        assert_true(getn(x, "offset_ns") == 0 && getn(x, "drift_ppm") == 0);
+        /* the bound is the farthest end of the range the messages allow at drift 0 */
+        double lo = getn(x, "offset_min_ns"), hi = getn(x, "offset_max_ns");
+        assert_true(lo <= 0 && hi >= 0);
+        assert_true(getn(x, "offset_bound_ns") == (-lo > hi ? -lo : hi));
+        /* the drift is not determined: taken as 0, without a bound */
+        assert_true(json_is_null(json_object_get(x, "drift_bound_ppm")));
+        if (h < 3) {
+            assert_true(json_is_null(json_object_get(x, "via_host")));
+            assert_non_null(strstr(note, "bound its drift only to"));
+            assert_non_null(strstr(note, "not corrected"));
+        } else {
+            json_int_t via = json_integer_value(json_object_get(x, "via_host"));
+            assert_true(via == 1 || via == 2);
+            assert_non_null(strstr(note, "host 3: no messages both ways with the reference host 0: "
+                                         "estimated through host"));
+            assert_non_null(strstr(note, "(0 messages from the reference, 3 to it)"));
+        }
+    }
+    assert_int_equal(clock_count(rep, "violations_before"), 0);
+    assert_int_equal(clock_count(rep, "violations_after_offsets"), 0);
+    assert_int_equal(clock_count(rep, "clc_moved_receives"), 0);
+    assert_int_equal(clock_count(rep, "clc_max_shift_ns"), 0);
+    assert_int_equal(clock_count(rep, "violations_after"), 0);
+    /* nothing to warn of: the notes stay in clock.hosts[] */
+    json_t *w = json_object_get(json_object_get(rep, "trace"), "warnings"), *x;
+    size_t i;
+    json_array_foreach(w, i, x) assert_null(strstr(json_string_value(x), "clock correction"));
+    json_decref(rep);
+    glucx_an_clock_destroy(cs);
+}
+
+/* The same large messages between two hosts, host 1's clock 5 ms ahead (drift 0): the raw
+ * clocks violate the messages to the reference, so a correction is needed, but the messages
+ * bound the drift only to thousands of ppm: drift 0, the offset the middle of the range the
+ * messages allow at drift 0, the known offset within its bound, and the bound at most the
+ * largest latency (the range is the two directions' smallest latencies wide). */
+static void test_drift_undetermined(void **state)
+{
+    (void)state;
+    run_t r;
+    begin_run(&r, 2);
+    r.off_ns[1] = 5e6;
+    unsigned seq = 0;
+    for (int64_t t = T0 + 100000; t < T0 + 500000000; t += 5000000, seq += 2) {
+        message(&r, 0, 1, seq, t, LONG_LAT(seq));
+        message(&r, 1, 0, seq + 1, t + 2500000, LONG_LAT(seq + 1));
+    }
+    int64_t lat_max = r.lat_max;
+    glucx_an_clock_t *cs;
+    json_t *rep = merge(&r, "drift-undetermined", &cs);
+    json_t *h1 = host_rec(rep, 1);
+    const char *note = json_string_value(json_object_get(h1, "note"));
+    double o = getn(h1, "offset_ns"), ob = getn(h1, "offset_bound_ns");
+    print_message("offset %.0f +- %.0f ns (want 5 ms), drift %.3f ppm; %s\n", o, ob,
+                  getn(h1, "drift_ppm"), note);
+    assert_string_equal(status_of(rep, 1), "offset_only");
+    assert_true(getn(h1, "drift_ppm") == 0);
+    assert_true(json_is_null(json_object_get(h1, "drift_bound_ppm")));
+    assert_true(fabs(o - 5e6) <= ob);
+    assert_true(ob <= (double)lat_max);
+    assert_true(o == (getn(h1, "offset_min_ns") + getn(h1, "offset_max_ns")) / 2);
+    assert_non_null(strstr(note, "host 1: 100 + 100 messages with the reference host 0"));
+    assert_non_null(strstr(note, "bound its drift only to"));
+    assert_int_equal(clock_count(rep, "violations_before"), 100);
+    assert_int_equal(clock_count(rep, "violations_after_offsets"), 0);
+    assert_int_equal(clock_count(rep, "violations_after"), 0);
+    json_decref(rep);
+    glucx_an_clock_destroy(cs);
+}
+
+/* Host 2 sends the reference 3 messages only (one sided: its offset bounded from below) but
+ * exchanges a ping-pong every 10 ms with host 1 (20..50 us latencies), whose clock is 3 ms ahead
+ * and which does with the reference, for @p span ns, with latencies 20..50 us (@p long_msgs 0)
+ * or 1..2 ms: host 2 is
+ * estimated through host 1, bounded from both sides, the known offset within the bound, and the
+ * bound at most the two links' largest latencies together. Host 1 gets @p want1, host 2
+ * @p want2. */
+static void one_sided_via(int64_t span, int long_msgs, const char *want1, const char *want2,
+                          const char *name)
+{
+    run_t r;
+    begin_run(&r, 3);
+    r.off_ns[1] = 3e6;
+    r.off_ns[2] = -20e6;
+    unsigned k = 0;
+    int64_t lat01_max = 0;
+    for (int64_t t = T0 + 100000; t < T0 + span; t += 10000000, k++) {
+        int64_t l0 = long_msgs ? LONG_LAT(5 * k) : lat_of(5 * k, 20000, 30000);
+        int64_t l1 = long_msgs ? LONG_LAT(5 * k + 1) : lat_of(5 * k + 1, 20000, 30000);
+        lat01_max = l0 > lat01_max ? l0 : lat01_max;
+        lat01_max = l1 > lat01_max ? l1 : lat01_max;
+        message(&r, 0, 1, 5 * k, t, l0);
+        message(&r, 1, 0, 5 * k + 1, t + 2500000, l1);
+        message(&r, 1, 2, 5 * k + 2, t + 5000000, lat_of(5 * k + 2, 20000, 30000));
+        message(&r, 2, 1, 5 * k + 3, t + 6000000, lat_of(5 * k + 3, 20000, 30000));
+        if (k < 3)
+            message(&r, 2, 0, 5 * k + 4, t + 7000000, lat_of(5 * k + 4, 20000, 30000));
+    }
+    glucx_an_clock_t *cs;
+    json_t *rep = merge(&r, name, &cs);
+    json_t *h1 = host_rec(rep, 1), *h2 = host_rec(rep, 2);
+    const char *note = json_string_value(json_object_get(h2, "note"));
+    double o = getn(h2, "offset_ns"), ob = getn(h2, "offset_bound_ns");
+    print_message("%s: host 1 %s, offset %.1f +- %.1f ns; host 2 %s, offset %.1f +- %.1f ns (want "
+                  "-20 ms); %s\n",
+                  name, status_of(rep, 1), getn(h1, "offset_ns"), getn(h1, "offset_bound_ns"),
+                  status_of(rep, 2), o, ob, note);
+    assert_string_equal(status_of(rep, 1), want1);
+    assert_true(fabs(getn(h1, "offset_ns") - 3e6) <= getn(h1, "offset_bound_ns"));
+    assert_string_equal(status_of(rep, 2), want2);
+    assert_int_equal(json_integer_value(json_object_get(h2, "via_host")), 1);
+    assert_true(fabs(o - -20e6) <= ob);
+    assert_true(ob <= (double)lat01_max + 50000);
+    assert_true(json_is_number(json_object_get(h2, "offset_min_ns")) &&
+                json_is_number(json_object_get(h2, "offset_max_ns")));
+    /* counted against host 1 now: the ping-pongs each way */
+    assert_int_equal(json_integer_value(json_object_get(h2, "messages_from_reference")), k);
+    assert_int_equal(json_integer_value(json_object_get(h2, "messages_to_reference")), k);
+    char want_note[160];
+    snprintf(want_note, sizeof(want_note),
+             "host 2: no messages both ways with the reference host 0: estimated through host 1 "
+             "(%u messages)",
+             2 * k);
+    assert_non_null(strstr(note, want_note));
+    assert_non_null(strstr(note, "(0 messages from the reference, 3 to it)"));
+    assert_int_equal(clock_count(rep, "violations_after"), 0);
+    json_decref(rep);
+    glucx_an_clock_destroy(cs);
+}
+
+static void test_one_sided_via(void **state)
+{
+    (void)state;
+    /* 2 s of short messages: host 1's drift is determined (about +- 20 ppm), so is host 2's */
+    one_sided_via(2000000000, 0, "ok", "ok", "one-sided-via");
+    /* 0.5 s, large messages with the reference: host 1 offset only (drift 0), and host 2
+     * through it too: the relaxed bounds do not determine its drift either */
+    one_sided_via(500000000, 1, "offset_only", "offset_only", "one-sided-via-long");
+}
+
 /* Bad arguments to the estimator are refused, not crashed on. */
 static void test_bad_arguments(void **state)
 {
@@ -606,11 +806,19 @@ int main(int argc, char **argv)
     if (argc > 1)
         g_dir = argv[1];
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_offsets),       cmocka_unit_test(test_three_hosts),
-        cmocka_unit_test(test_drift),         cmocka_unit_test(test_logical_clock),
-        cmocka_unit_test(test_chain),         cmocka_unit_test(test_no_messages),
-        cmocka_unit_test(test_one_direction), cmocka_unit_test(test_too_few),
-        cmocka_unit_test(test_min_latency),   cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_offsets),
+        cmocka_unit_test(test_three_hosts),
+        cmocka_unit_test(test_drift),
+        cmocka_unit_test(test_logical_clock),
+        cmocka_unit_test(test_chain),
+        cmocka_unit_test(test_no_messages),
+        cmocka_unit_test(test_one_direction),
+        cmocka_unit_test(test_too_few),
+        cmocka_unit_test(test_min_latency),
+        cmocka_unit_test(test_long_messages),
+        cmocka_unit_test(test_drift_undetermined),
+        cmocka_unit_test(test_one_sided_via),
+        cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
