@@ -10,7 +10,11 @@
  *    RANK every rank fails naming the missing job rank.
  * 4. The last rank reads a file with another bandwidth: every rank gets GLUCX_ERR_MISMATCH.
  * 5. A malformed file: context_create fails with GLUCX_ERR_INVALID_ARG naming file and line.
- * In 1, the collectives also run with the topology-aware algorithms forced per call (issue 17).
+ * In 1, the collectives also run with the topology-aware algorithms forced per call (issue 17),
+ * at sizes that cut torus_rotated and the hierarchical allgather into 2 chunks in flight; and a
+ * forced torus_rotated allreduce in 2 chunks that the last rank never calls times out on every
+ * other rank (GLUCX_ERR_TIMEOUT within its timeout's bounds, the message naming the allreduce),
+ * never hangs.
  * 6. No file, the last rank alone on its host (unequal packages, needs 4 ranks or more): a
  *    forced hierarchical allreduce fails with GLUCX_ERR_UNSUPPORTED on every rank saying why;
  *    the selection's own choice works.
@@ -61,7 +65,7 @@ static int check_collectives(glucx_comm_t *comm, int rank, int size, const char 
 {
     glucx_coll_opts_t ar_opts = {.field_mask = GLUCX_COLL_OPT_ALGORITHM, .algorithm = ar_alg};
     glucx_coll_opts_t ag_opts = {.field_mask = GLUCX_COLL_OPT_ALGORITHM, .algorithm = ag_alg};
-    static const size_t counts[] = {1, 1000, 70000};
+    static const size_t counts[] = {1, 1000, 70000, 700001}; /* the last: 2 chunks in flight */
     int rc = 0;
     for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]) && rc == 0; k++) {
         size_t n = counts[k];
@@ -138,6 +142,58 @@ static glucx_context_t *context(const char *what)
     return ctx;
 }
 
+/* A forced torus_rotated allreduce of 2 chunks that the last rank never calls: the others time
+ * out (the chunks' waits, glucx_coll_wait_some) within bounds, naming the allreduce. */
+static int chunked_timeout(const itest_env_t *env, glucx_context_t *ctx, glucx_store_t *store,
+                           int rank, int size)
+{
+    itest_shared_t *sh = env->shared;
+    const int absent = size - 1;
+    const int64_t op_timeout_ms = 1000;
+    glucx_comm_t *comm = NULL;
+    if (ITEST_STATUS(create(ctx, store, rank, size, "topo-chunk-timeout", &comm), GLUCX_OK,
+                     "comm_create for the chunked timeout") != 0)
+        return -1;
+    int rc = ITEST_STATUS(glucx_barrier(comm, NULL), GLUCX_OK, "barrier before the timeout");
+    const size_t n = 700001;
+    int32_t *in = calloc(n, sizeof(*in)), *out = calloc(n, sizeof(*out));
+    if (in == NULL || out == NULL) {
+        ITEST_FAIL("out of memory for %zu elements", n);
+        rc = -1;
+    }
+    if (rank == absent) { /* never comes: wait until the others are done */
+        int64_t end = itest_now_ns() + glucx_test_ms(60000) * 1000000;
+        while (__atomic_load_n(&sh->counter[0], __ATOMIC_ACQUIRE) < size - 1 &&
+               itest_now_ns() < end)
+            itest_sleep_ms(10);
+    } else {
+        glucx_coll_opts_t o = {.field_mask = GLUCX_COLL_OPT_ALGORITHM | GLUCX_COLL_OPT_TIMEOUT,
+                               .algorithm = "torus_rotated",
+                               .timeout_ms = op_timeout_ms};
+        const int64_t t0 = itest_now_ns();
+        glucx_status_t st =
+            rc == 0 ? glucx_allreduce(comm, in, out, n, GLUCX_DTYPE_I32, GLUCX_OP_SUM, &o)
+                    : GLUCX_ERR_INVALID_ARG;
+        const int64_t ms = (itest_now_ns() - t0) / 1000000;
+        __atomic_fetch_add(&sh->counter[0], 1, __ATOMIC_ACQ_REL);
+        /* a peer that times out first notifies the others, who may see its failure instead */
+        if (st != GLUCX_ERR_TIMEOUT && st != GLUCX_ERR_PEER_FAILED) {
+            ITEST_FAIL("torus_rotated allreduce in 2 chunks while rank %d never comes: %s (%s)",
+                       absent, glucx_status_string(st), glucx_last_error());
+            rc = -1;
+        } else {
+            ITEST_CHECK(strstr(glucx_last_error(), "allreduce") != NULL,
+                        "the error text does not name the allreduce: \"%s\"", glucx_last_error());
+        }
+        ITEST_CHECK(ms < glucx_test_ms(10 * op_timeout_ms), "the allreduce returned after %lld ms",
+                    (long long)ms);
+    }
+    free(in);
+    free(out);
+    glucx_comm_destroy(comm);
+    return rc;
+}
+
 int itest_case_topology(const itest_env_t *env, int rank, int size)
 {
     if (size % 2 != 0) {
@@ -179,6 +235,8 @@ int itest_case_topology(const itest_env_t *env, int rank, int size)
     }
     glucx_comm_destroy(comm);
     comm = NULL;
+    if (ctx != NULL)
+        rc |= chunked_timeout(env, ctx, store, rank, size);
 
     /* 2. hosts do not fit: ranks 0 and 1 share a package but not a host */
     snprintf(host, sizeof(host), "itest-h%d", rank % 2);
