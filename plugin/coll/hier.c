@@ -416,7 +416,8 @@ glucx_status_t glucx_coll_phase_start(glucx_coll_phase_t *ph)
         for (int b = 0; b < n; b++)
             scratch = ph->len[b] * es > scratch ? ph->len[b] * es : scratch;
     }
-    if (scratch > 0 && (ph->scratch = glucx_coll_malloc(c, scratch, &st)) == NULL)
+    /* (at least a byte for a reduce-scatter: zero-length blocks still address the scratch) */
+    if (ph->rs && (ph->scratch = glucx_coll_malloc(c, scratch > 0 ? scratch : 1, &st)) == NULL)
         return st;
     ph->reqs = glucx_coll_malloc(c, sizeof(*ph->reqs) * 2 * ((size_t)n - 1), &st);
     if (ph->reqs == NULL)
@@ -440,7 +441,7 @@ glucx_status_t glucx_coll_phase_advance(glucx_coll_phase_t *ph)
     glucx_status_t st = glucx_coll_waitall(c, ph->reqs, ph->nreq); /* done: checks only */
     if (st != GLUCX_OK)
         return st;
-    if (ph->rs && ph->engine == GLUCX_ENGINE_DIRECT) {
+    if (ph->rs && ph->engine == GLUCX_ENGINE_DIRECT && ph->len[i] > 0) {
         const size_t mine = ph->len[i] * es;
         const char *own = ph->own;
         if (ph->out == own && i >= 2) {
@@ -453,7 +454,7 @@ glucx_status_t glucx_coll_phase_advance(glucx_coll_phase_t *ph)
         for (int g = 2; g < n; g++)
             glucx_coll_reduce(c, ph->out, ph->out, CONTRIB(g), ph->len[i]);
 #undef CONTRIB
-    } else if (ph->rs) {
+    } else if (ph->rs && ph->engine == GLUCX_ENGINE_RING && ph->len[mod(i - 2 - s, n)] > 0) {
         const int rb = mod(i - 2 - s, n);
         char *dst = s == n - 2 ? ph->out : ph->work + ph->off[rb] * es;
         glucx_coll_reduce(c, dst, ph->scratch, ph->in + ph->off[rb] * es, ph->len[rb]);
