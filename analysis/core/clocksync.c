@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "map.h"
+#include "model.h" /* glucx_an_grow */
 
 #define BOX_OFFSET_NS 1e13
 #define BOX_DRIFT 1e-2
@@ -185,14 +186,10 @@ static long proc_index(glucx_an_clock_t *cs, int host, const uint64_t key[3], in
         return (long)((uintptr_t)v - 1);
     if (!create)
         return -1;
-    if (cs->nprocs == cs->capprocs) {
-        size_t nc = cs->capprocs ? 2 * cs->capprocs : 16;
-        proc_t *np = realloc(cs->procs, nc * sizeof(*np));
-        if (!np)
-            return -1;
-        cs->procs = np;
-        cs->capprocs = nc;
-    }
+    proc_t *np = glucx_an_grow(cs->procs, &cs->capprocs, cs->nprocs + 1, sizeof(*np));
+    if (!np)
+        return -1;
+    cs->procs = np;
     if (glucx_an_map_put(&cs->proc_map, &k, (void *)(uintptr_t)(cs->nprocs + 1)) != 0)
         return -1;
     memset(&cs->procs[cs->nprocs], 0, sizeof(proc_t));
@@ -208,14 +205,10 @@ int glucx_an_clock_add(glucx_an_clock_t *cs, int src_host, const uint64_t skey[3
     long sp = proc_index(cs, src_host, skey, 1), dp = proc_index(cs, dst_host, dkey, 1);
     if (sp < 0 || dp < 0)
         return -1;
-    if (cs->nmsgs == cs->capmsgs) {
-        size_t nc = cs->capmsgs ? 2 * cs->capmsgs : 1024;
-        cmsg_t *nm = realloc(cs->msgs, nc * sizeof(*nm));
-        if (!nm)
-            return -1;
-        cs->msgs = nm;
-        cs->capmsgs = nc;
-    }
+    cmsg_t *nm = glucx_an_grow(cs->msgs, &cs->capmsgs, cs->nmsgs + 1, sizeof(*nm));
+    if (!nm)
+        return -1;
+    cs->msgs = nm;
     cmsg_t *m = &cs->msgs[cs->nmsgs++];
     m->sp = (uint32_t)sp;
     m->dp = (uint32_t)dp;
