@@ -232,12 +232,11 @@ typedef struct tr_plan {
     size_t *base; /* [C * nd] element offset (in the chunk) of each reduce-scatter phase's span */
     size_t **off, **len;   /* [C * nd] blocks of each phase */
     glucx_coll_ctx_t *sub; /* [C * nd] the line of each phase */
-    unsigned steps;        /* per chunk */
 } tr_plan_t;
 
 /* Phase j of chunk c: the first nd reduce-scatter down the chunk's dimension order, the rest
- * allgather back in reverse; steps numbered in that order (the package's last allgather from
- * steps - its own, the same for every local rank). */
+ * allgather back in reverse; steps numbered in that order (so the package's last allgather
+ * starts at the chunk's steps less its own, the same for every local rank). */
 static glucx_status_t tr_build(void *arg, int c, int j, glucx_coll_phase_t *ph)
 {
     const tr_plan_t *pl = arg;
@@ -283,7 +282,7 @@ static glucx_status_t run_pipelined(glucx_coll_ctx_t *ctx)
     const int C = glucx_coll_pipeline_chunks(count * ctx->esize, GLUCX_COLL_ALLREDUCE_CHUNK_BYTES,
                                              count, (unsigned)(S > 0 ? S : 1));
     const size_t Q = (size_t)C * (size_t)nd;
-    tr_plan_t pl = {.ctx = ctx, .s = s, .nd = nd, .steps = (unsigned)S};
+    tr_plan_t pl = {.ctx = ctx, .s = s, .nd = nd};
     /* one allocation: c0, base, off/len pointers, dims, subgroups, block arrays */
     const size_t bytes = sizeof(size_t) * ((size_t)C + Q + 2 * (size_t)nblk * (size_t)C) +
                          sizeof(size_t *) * 2 * Q + sizeof(int) * Q + sizeof(glucx_coll_ctx_t) * Q;
