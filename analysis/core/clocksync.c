@@ -422,30 +422,20 @@ static void estimate_host(glucx_an_clock_t *cs, int h, int g, const bound_t *b, 
     }
     /* (0, 0) satisfies every message: the raw clocks agree with them */
     const int zero = lo <= 0 && 0 <= hi;
-    if (determined) {
-        if (zero) {
-            ho->status = GLUCX_AN_CLOCK_CONSISTENT;
-            ho->offset_ns = ho->drift = 0;
-            ho->offset_bound_ns = ao;
-            ho->drift_bound = ad;
-            ho->offset_lo_ns = mino;
-            ho->offset_hi_ns = maxo;
-            snprintf(ho->why, sizeof(ho->why),
-                     "host %d: its clock agrees with the reference host %d's on all %llu + %llu "
-                     "messages (offset 0 and drift 0 satisfy every one): not corrected",
-                     h, g, nto, nfrom);
-            return;
-        }
-        ho->status = GLUCX_AN_CLOCK_OK;
-        ho->offset_ns = c.o;
-        ho->drift = c.D / S;
-        ho->offset_bound_ns = bo;
-        ho->drift_bound = bd;
+    if (determined && zero) {
+        ho->status = GLUCX_AN_CLOCK_CONSISTENT;
+        ho->offset_ns = ho->drift = 0;
+        ho->offset_bound_ns = ao;
+        ho->drift_bound = ad;
         ho->offset_lo_ns = mino;
         ho->offset_hi_ns = maxo;
+        snprintf(ho->why, sizeof(ho->why),
+                 "host %d: its clock agrees with the reference host %d's on all %llu + %llu "
+                 "messages (offset 0 and drift 0 satisfy every one): not corrected",
+                 h, g, nto, nfrom);
         return;
     }
-    if (lo <= hi) {
+    if (!determined && lo <= hi) {
         /* drift 0 fits every message, and the messages do not determine the drift (too few,
          * all at about one time, or a bound wider than DRIFT_DETERMINED: long messages over a
          * short run): drift 0, and the offset from the range [lo, hi] the messages allow at
@@ -480,9 +470,9 @@ static void estimate_host(glucx_an_clock_t *cs, int h, int g, const bound_t *b, 
         }
         return;
     }
-    if (bounded) {
-        /* no constant offset fits, so the drift is not 0, though loosely bounded: the
-         * centroid is still the estimate */
+    if (determined || bounded) {
+        /* the drift is determined; or no constant offset fits, so the drift is not 0, though
+         * loosely bounded: the centroid is the estimate */
         ho->status = GLUCX_AN_CLOCK_OK;
         ho->offset_ns = c.o;
         ho->drift = c.D / S;

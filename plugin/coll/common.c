@@ -171,19 +171,17 @@ static glucx_status_t sig_mismatch(glucx_coll_ctx_t *ctx, int peer, uint16_t the
  * none for a request still pending (a timed-out wait) or never posted. */
 static void trace_xfer_end(const glucx_coll_ctx_t *ctx, glucx_tx_req_t *r)
 {
-    {
-        if (r->traced || r->tag == 0 || !glucx_tx_req_done(r))
-            return;
-        r->traced = 1;
-        const uint64_t tag = r->tag & TRACE_TAG_MASK;
-        const uint32_t step = (uint32_t)((tag >> GLUCX_COLL_TAG_STEP_SHIFT) & GLUCX_COLL_STEP_MAX);
-        if (r->is_recv)
-            GLUCX_TP(recv_end, ctx->trace_comm, ctx->comm_rank, ctx->trace_seq, step, r->peer,
-                     glucx_topo_link_id(ctx->topo, r->peer, ctx->comm_rank), tag, r->bytes);
-        else
-            GLUCX_TP(send_end, ctx->trace_comm, ctx->comm_rank, ctx->trace_seq, step, r->peer,
-                     glucx_topo_link_id(ctx->topo, ctx->comm_rank, r->peer), tag, r->posted);
-    }
+    if (r->traced || r->tag == 0 || !glucx_tx_req_done(r))
+        return;
+    r->traced = 1;
+    const uint64_t tag = r->tag & TRACE_TAG_MASK;
+    const uint32_t step = (uint32_t)((tag >> GLUCX_COLL_TAG_STEP_SHIFT) & GLUCX_COLL_STEP_MAX);
+    if (r->is_recv)
+        GLUCX_TP(recv_end, ctx->trace_comm, ctx->comm_rank, ctx->trace_seq, step, r->peer,
+                 glucx_topo_link_id(ctx->topo, r->peer, ctx->comm_rank), tag, r->bytes);
+    else
+        GLUCX_TP(send_end, ctx->trace_comm, ctx->comm_rank, ctx->trace_seq, step, r->peer,
+                 glucx_topo_link_id(ctx->topo, ctx->comm_rank, r->peer), tag, r->posted);
 }
 
 static void trace_xfer_ends(const glucx_coll_ctx_t *ctx, glucx_tx_req_t *reqs, int n)

@@ -107,8 +107,6 @@ double glucx_coll_offload_cost(const glucx_topo_t *topo, size_t bytes, int rs)
     const int C = glucx_coll_pipeline_chunks(bytes, GLUCX_COLL_OFFLOAD_CHUNK_BYTES, SIZE_MAX, 1);
     const double mc = (double)bytes / C, x = mc / topo->size;
     const double seq = offload_seq(topo, s, mc, rs);
-    if (C == 1)
-        return seq;
     /* the busiest resource: one direction of an outer link (every local rank's chunks that
      * cross it, beta only), or a rank's package exchanges and reductions */
     const int p = s.size[0], nout = s.ndims - 1;
@@ -128,10 +126,15 @@ double glucx_coll_offload_cost(const glucx_topo_t *topo, size_t bytes, int rs)
             }
         }
     }
+    return glucx_coll_pipeline_cost(load, s.ndims, seq, C);
+}
+
+double glucx_coll_pipeline_cost(const double *load, int nload, double seq, int nchunks)
+{
     double lmax = 0;
-    for (int d = 0; d < s.ndims; d++)
-        lmax = load[d] > lmax ? load[d] : lmax;
-    return lmax + seq - lmax / C;
+    for (int k = 0; k < nload; k++)
+        lmax = load[k] > lmax ? load[k] : lmax;
+    return nchunks == 1 ? seq : lmax + seq - lmax / nchunks;
 }
 
 glucx_status_t glucx_coll_layout_init(glucx_coll_ctx_t *ctx, glucx_coll_layout_t *layout)
@@ -222,84 +225,27 @@ void glucx_coll_layout_fini(glucx_coll_layout_t *layout)
     layout->storage_ = NULL;
 }
 
-glucx_status_t glucx_coll_direct_reduce_scatter_blocks(glucx_coll_ctx_t *ctx, const char *in,
-                                                       const size_t *in_off, const size_t *len,
-                                                       char *out, unsigned step)
+/* A direct phase, blocking: posted, waited for and finished step by step. */
+static glucx_status_t direct_phase(glucx_coll_ctx_t *ctx, int rs, const char *in, char *buf,
+                                   char *out, const size_t *off, const size_t *len, unsigned step)
 {
-    const int n = ctx->size, r = ctx->rank;
-    const size_t es = ctx->esize, mine = len[r] * es;
-    const char *own = in + in_off[r] * es;
-    if (n == 1) {
-        glucx_coll_copy(out, own, mine);
-        return GLUCX_OK;
-    }
-    /* the own contribution is read after the first combine wrote out: keep a copy if they
-     * alias and the own rank is not among the first two operands */
-    const int keep_own = out == own && r >= 2;
-    glucx_status_t st;
-    char *scratch = glucx_coll_malloc(ctx, ((size_t)n - 1 + (size_t)keep_own) * mine, &st);
-    if (scratch == NULL)
-        return st;
-    glucx_tx_req_t *reqs = glucx_coll_malloc(ctx, sizeof(*reqs) * 2 * ((size_t)n - 1), &st);
-    if (reqs == NULL) {
-        free(scratch);
-        return st;
-    }
-    int nr = 0;
-    for (int g = 0; g < n && st == GLUCX_OK; g++)
-        if (g != r)
-            st = glucx_coll_irecv(ctx, g, step, scratch + (size_t)(g < r ? g : g - 1) * mine, mine,
-                                  &reqs[nr++]);
-    for (int k = 1; k < n && st == GLUCX_OK; k++) { /* r+1 first: spread the load */
-        const int g = (r + k) % n;
-        st = glucx_coll_isend(ctx, g, step, in + in_off[g] * es, len[g] * es, &reqs[nr++]);
-    }
-    if (st == GLUCX_OK)
-        st = glucx_coll_waitall(ctx, reqs, nr);
-    if (st == GLUCX_OK) {
-        if (keep_own) {
-            char *copy = scratch + (size_t)(n - 1) * mine;
-            memcpy(copy, own, mine);
-            own = copy;
-        }
-#define CONTRIB(g) ((g) == r ? own : scratch + (size_t)((g) < r ? (g) : (g)-1) * mine)
-        glucx_coll_reduce(ctx, out, CONTRIB(0), CONTRIB(1), len[r]);
-        for (int g = 2; g < n; g++)
-            glucx_coll_reduce(ctx, out, out, CONTRIB(g), len[r]);
-#undef CONTRIB
-    }
-    /* on failure the transport completed every outstanding request: both may go */
-    free(reqs);
-    free(scratch);
-    return st;
-}
-
-glucx_status_t glucx_coll_direct_allgather_blocks(glucx_coll_ctx_t *ctx, char *buf,
-                                                  const size_t *off, const size_t *len,
-                                                  unsigned step, const void *own)
-{
-    const int n = ctx->size, r = ctx->rank;
-    const size_t es = ctx->esize;
-    const char *src = own != NULL ? (const char *)own : buf + off[r] * es;
-    if (n > 1) {
-        glucx_status_t st;
-        glucx_tx_req_t *reqs = glucx_coll_malloc(ctx, sizeof(*reqs) * 2 * ((size_t)n - 1), &st);
-        if (reqs == NULL)
-            return st;
-        int nr = 0;
-        for (int g = 0; g < n && st == GLUCX_OK; g++)
-            if (g != r)
-                st = glucx_coll_irecv(ctx, g, step, buf + off[g] * es, len[g] * es, &reqs[nr++]);
-        for (int k = 1; k < n && st == GLUCX_OK; k++)
-            st = glucx_coll_isend(ctx, (r + k) % n, step, src, len[r] * es, &reqs[nr++]);
+    glucx_coll_phase_t ph = {.sub = *ctx,
+                             .engine = GLUCX_ENGINE_DIRECT,
+                             .rs = rs,
+                             .in = in,
+                             .out = out,
+                             .buf = buf,
+                             .off = off,
+                             .len = len,
+                             .step = step};
+    glucx_status_t st = glucx_coll_phase_start(&ph);
+    while (st == GLUCX_OK && !glucx_coll_phase_done(&ph)) {
+        st = glucx_coll_waitall(&ph.sub, ph.reqs, ph.nreq);
         if (st == GLUCX_OK)
-            st = glucx_coll_waitall(ctx, reqs, nr);
-        free(reqs);
-        if (st != GLUCX_OK)
-            return st;
+            st = glucx_coll_phase_advance(&ph);
     }
-    glucx_coll_copy(buf + off[r] * es, src, len[r] * es);
-    return GLUCX_OK;
+    glucx_coll_phase_fini(&ph); /* (after a failure the transport completed every request) */
+    return st;
 }
 
 glucx_status_t glucx_coll_dim_reduce_scatter(glucx_coll_ctx_t *ctx, glucx_coll_engine_t engine,
@@ -307,7 +253,7 @@ glucx_status_t glucx_coll_dim_reduce_scatter(glucx_coll_ctx_t *ctx, glucx_coll_e
                                              const size_t *len, char *out, unsigned *step)
 {
     if (engine == GLUCX_ENGINE_DIRECT) {
-        glucx_status_t st = glucx_coll_direct_reduce_scatter_blocks(ctx, in, off, len, out, *step);
+        glucx_status_t st = direct_phase(ctx, 1, in, NULL, out, off, len, *step);
         *step += 1;
         return st;
     }
@@ -321,7 +267,7 @@ glucx_status_t glucx_coll_dim_allgather(glucx_coll_ctx_t *ctx, glucx_coll_engine
                                         unsigned *step)
 {
     if (engine == GLUCX_ENGINE_DIRECT) {
-        glucx_status_t st = glucx_coll_direct_allgather_blocks(ctx, buf, off, len, *step, NULL);
+        glucx_status_t st = direct_phase(ctx, 0, NULL, buf, NULL, off, len, *step);
         *step += 1;
         return st;
     }
@@ -475,9 +421,8 @@ void glucx_coll_phase_fini(glucx_coll_phase_t *ph)
 /* ---- chunks in flight ---- */
 
 typedef struct pipe_chunk {
-    int j; /* the phase running; nphase when the chunk is done */
-    glucx_coll_phase_t ph;
-    int started;
+    int j;                 /* the phase running; nphase when the chunk is done */
+    glucx_coll_phase_t ph; /* (all zero before its start and after its fini) */
 } pipe_chunk_t;
 
 static glucx_status_t pipe_start(pipe_chunk_t *x, int c, unsigned spc, glucx_coll_phase_fn build,
@@ -488,7 +433,6 @@ static glucx_status_t pipe_start(pipe_chunk_t *x, int c, unsigned spc, glucx_col
     if (st != GLUCX_OK)
         return st;
     x->ph.step += (unsigned)c * spc;
-    x->started = 1;
     return glucx_coll_phase_start(&x->ph);
 }
 
@@ -549,7 +493,6 @@ glucx_status_t glucx_coll_pipeline(glucx_coll_ctx_t *ctx, int nchunks, const int
                 if (st != GLUCX_OK || !glucx_coll_phase_done(&x->ph))
                     break;
                 glucx_coll_phase_fini(&x->ph);
-                x->started = 0;
                 if (++x->j == nphase[c])
                     active--;
                 else
@@ -557,9 +500,8 @@ glucx_status_t glucx_coll_pipeline(glucx_coll_ctx_t *ctx, int nchunks, const int
             }
         }
     }
-    for (int c = 0; c < nchunks; c++)
-        if (ch[c].started)
-            glucx_coll_phase_fini(&ch[c].ph);
+    for (int c = 0; c < nchunks; c++) /* (a no-op on a chunk's finished or unstarted phase) */
+        glucx_coll_phase_fini(&ch[c].ph);
     free(pend);
     free(ch);
     return st;

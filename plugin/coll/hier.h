@@ -111,46 +111,22 @@ static inline void glucx_coll_layout_line(const glucx_coll_ctx_t *ctx,
     glucx_coll_subgroup(ctx, layout->line[d], layout->shape.size[d], layout->index[d], sub);
 }
 
-/* ---- direct (full-mesh) engines, on ctx's group ---- */
+/* ---- one phase along a dimension, blocking ---- */
 
 /**
- * Direct reduce-scatter: block b (len[b] elements at element offset in_off[b] of @p in) goes
- * straight to group rank b, all at once (one step); this rank receives its block from every
- * other member and reduces the n contributions in group rank order (the lowest first, coll.h's
- * canonical order) into @p out (len[rank] elements). @p out may equal in + in_off[rank] exactly
- * (in place); no other overlap. Scratch: (n-1) received blocks. Uses step @p step.
- * Cost on a full mesh: alpha + (n-1)/n m beta + (n-1)/n m gamma (m: all blocks).
- * Source: the direct (pairwise, one-shot) reduce-scatter of fully connected packages, as NCCL
- * uses inside an NVLink/NVSwitch domain.
+ * Reduce-scatter of ctx's group along one dimension with @p engine: DIRECT as the step-by-step
+ * phase below (one step, run to completion), RING with the segmented, pipelined
+ * glucx_coll_ring_reduce_scatter_blocks (partial results of block b go to @p work at element
+ * offset off[b]; @p work may equal @p in). Advances *step by the steps it used.
  * @return GLUCX_OK or the failure status (the transport is failed then).
- */
-glucx_status_t glucx_coll_direct_reduce_scatter_blocks(glucx_coll_ctx_t *ctx, const char *in,
-                                                       const size_t *in_off, const size_t *len,
-                                                       char *out, unsigned step);
-
-/**
- * Direct allgather inside @p buf: block b is len[b] elements at element offset off[b]; this
- * rank's block is sent from @p own (NULL: its place in buf) to every other member at once and
- * copied into place at the end; the others' blocks are received straight into place. One step
- * (@p step). Blocks must not overlap. Cost on a full mesh: alpha + (n-1)/n m beta.
- * @return GLUCX_OK or the failure status (the transport is failed then).
- */
-glucx_status_t glucx_coll_direct_allgather_blocks(glucx_coll_ctx_t *ctx, char *buf,
-                                                  const size_t *off, const size_t *len,
-                                                  unsigned step, const void *own);
-
-/**
- * Reduce-scatter of ctx's group along one dimension with @p engine: as
- * glucx_coll_direct_reduce_scatter_blocks (DIRECT) or glucx_coll_ring_reduce_scatter_blocks
- * (RING: partial results of block b go to @p work at element offset off[b]; @p work may equal
- * @p in). Advances *step by the steps it used.
  */
 glucx_status_t glucx_coll_dim_reduce_scatter(glucx_coll_ctx_t *ctx, glucx_coll_engine_t engine,
                                              const char *in, char *work, const size_t *off,
                                              const size_t *len, char *out, unsigned *step);
 
 /** Allgather of ctx's group along one dimension with @p engine (blocks in @p buf, own in
- *  place); advances *step by the steps it used. */
+ *  place): DIRECT as the step-by-step phase below, RING with glucx_coll_ring_allgather_blocks;
+ *  advances *step by the steps it used. */
 glucx_status_t glucx_coll_dim_allgather(glucx_coll_ctx_t *ctx, glucx_coll_engine_t engine,
                                         char *buf, const size_t *off, const size_t *len,
                                         unsigned *step);
@@ -163,12 +139,16 @@ glucx_status_t glucx_coll_dim_allgather(glucx_coll_ctx_t *ctx, glucx_coll_engine
  * and advance whichever completes (glucx_coll_wait_some). Messages, bytes per pair and reduction
  * order are those of the blocking engines' definitions:
  * - DIRECT reduce-scatter: one step; block b of @p in to member b, the n contributions of the own
- *   block reduced in member order (the lowest first) into @p out.
+ *   block reduced in member order (the lowest first, coll.h's canonical order) into @p out.
+ *   Cost on a full mesh: alpha + (n-1)/n m (beta + gamma), m all blocks. Source: the direct
+ *   (pairwise, one-shot) reduce-scatter of fully connected packages, as NCCL uses inside an
+ *   NVLink/NVSwitch domain.
  * - RING reduce-scatter: n - 1 steps; at step s member i sends block (i - 1 - s) mod n (its input
  *   at s = 0, then the partial sum in @p work) to its right neighbour and receives block
  *   (i - 2 - s) mod n from its left one, adding its own input to it (into @p work, or @p out for
  *   its own block at the last step).
  * - DIRECT allgather: one step; the own block of @p buf to every member, theirs into place.
+ *   Cost on a full mesh: alpha + (n-1)/n m beta.
  * - RING allgather: n - 1 steps; at step s block (i - s) mod n goes right, block (i - 1 - s) mod n
  *   comes from the left into place.
  * Blocks: len[b] elements at element offset off[b] (of @p in / @p work / @p buf); @p out may be
@@ -239,6 +219,14 @@ typedef glucx_status_t (*glucx_coll_phase_fn)(void *arg, int c, int j, glucx_col
  */
 glucx_status_t glucx_coll_pipeline(glucx_coll_ctx_t *ctx, int nchunks, const int *nphase,
                                    unsigned steps_per_chunk, glucx_coll_phase_fn build, void *arg);
+
+/**
+ * Predicted time of @p nchunks chunks in flight: the busiest of the @p nload resources' total
+ * work (@p load, ns each) plus the pipeline's fill, one chunk's sequential time @p seq less its
+ * share of that resource; exactly @p seq for one chunk (so one chunk ties with the sequential
+ * algorithm bit for bit). Pure.
+ */
+double glucx_coll_pipeline_cost(const double *load, int nload, double seq, int nchunks);
 
 /**
  * Chunks for a pipelined algorithm on @p bytes in all: one per @p chunk_bytes, 1 to

@@ -138,7 +138,7 @@ glucx_status_t glucx_allgather_hierarchical_run(glucx_coll_ctx_t *ctx)
         ag_outer(s, r, &st_r);
         pl.pkg_step = st_r > pl.pkg_step ? st_r : pl.pkg_step;
     }
-    const unsigned S = pl.pkg_step + (unsigned)(P * glucx_coll_phase_steps(s->engine[0], p)) + 1;
+    const unsigned S = pl.pkg_step + (unsigned)(P * glucx_coll_phase_steps(s->engine[0], p));
     const int C = glucx_coll_pipeline_chunks(
         count * es * (size_t)ctx->size, GLUCX_COLL_OFFLOAD_CHUNK_BYTES, count > 0 ? count : 1, S);
     int nphase[GLUCX_COLL_CHUNKS_MAX];

@@ -140,11 +140,7 @@ static double pipelined_cost(const glucx_topo_t *topo, size_t bytes)
             }
         }
     }
-    double lmax = 0;
-    for (int d = 0; d < s.ndims; d++)
-        lmax = load[d] > lmax ? load[d] : lmax;
-    const double seq = dims_cost(topo, (size_t)mc, TORUS_ROTATED);
-    return C == 1 ? seq : lmax + seq - lmax / C; /* (one chunk: exactly the sequential cost) */
+    return glucx_coll_pipeline_cost(load, s.ndims, dims_cost(topo, (size_t)mc, TORUS_ROTATED), C);
 }
 
 double glucx_allreduce_torus_rotated_cost(const glucx_topo_t *topo, size_t bytes)

@@ -128,7 +128,7 @@ glucx_status_t glucx_reduce_scatter_hierarchical_run(glucx_coll_ctx_t *ctx)
     rs_plan_t pl = {.ctx = ctx, .lay = &lay, .nmax = (size_t)(p > P ? p : P)};
     for (int d = 0; d < s->ndims; d++)
         glucx_coll_layout_line(ctx, &lay, d, &pl.sub[d]);
-    unsigned S = (unsigned)P + 1; /* steps per chunk: the package's, then the outer ones' */
+    unsigned S = (unsigned)P; /* steps per chunk: the package's, then the outer ones' */
     for (int d = 1; d < s->ndims; d++)
         S += (unsigned)glucx_coll_phase_steps(s->engine[d], s->size[d]);
     const int C = glucx_coll_pipeline_chunks(
