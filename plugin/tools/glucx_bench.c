@@ -1320,6 +1320,9 @@ static int calibrate(glucx_comm_t *comm, const bench_opts_t *o)
         for (int d = 0; d < net->ndims; d++) {
             if (dpartner[d] < 0)
                 continue;
+            /* what the file said it was when measured, so the calibration carries to other rates */
+            out.dim_nominal[d] =
+                (glucx_link_cost_t){net->dim[d].latency_ns, 1.0 / net->dim[d].bandwidth_GBps};
             if (d == 0) {
                 out.cost[GLUCX_LINK_INTRA] = out.dim_cost[0];
                 measured[GLUCX_LINK_INTRA] = 1;
@@ -1659,7 +1662,7 @@ static void validate_header(const bench_opts_t *o, glucx_comm_t *comm)
     for (int d = 0; t->net != NULL && d < t->net->ndims; d++) {
         glucx_link_cost_t k = glucx_topo_dim_cost(t, d);
         printf("#   dim %d alpha %.6g ns, beta %.6g ns/B (%s)\n", d, k.alpha_ns, k.beta_ns_per_byte,
-               t->dim_cost[d].alpha_ns >= 0 ? "calibrated" : "nominal");
+               glucx_topo_dim_cost_source(t, d));
     }
     printf("#   gamma %.6g ns/B, copy %.6g ns/B; topology-oblivious algorithms pay the %s class\n",
            t->gamma_ns_per_byte, t->copy_ns_per_byte, vclass_names[vbottleneck(t)]);
@@ -1764,9 +1767,11 @@ static json_t *validate_json(const bench_opts_t *o, glucx_comm_t *comm, const in
                         cfg->topology[0] ? json_string(cfg->topology) : json_null());
     for (int d = 0; t->net != NULL && d < t->net->ndims; d++) {
         glucx_link_cost_t k = glucx_topo_dim_cost(t, d);
-        json_array_append_new(dims, json_pack("{s:i, s:f, s:f, s:b}", "dimension", d, "alpha_ns",
-                                              k.alpha_ns, "beta_ns_per_byte", k.beta_ns_per_byte,
-                                              "calibrated", t->dim_cost[d].alpha_ns >= 0));
+        json_array_append_new(dims,
+                              json_pack("{s:i, s:f, s:f, s:b, s:s}", "dimension", d, "alpha_ns",
+                                        k.alpha_ns, "beta_ns_per_byte", k.beta_ns_per_byte,
+                                        "calibrated", t->dim_cost[d].alpha_ns >= 0, "source",
+                                        glucx_topo_dim_cost_source(t, d)));
     }
     json_object_set_new(costs, "dimensions", dims);
     json_object_set_new(root, "costs", costs);

@@ -531,7 +531,7 @@ static void print_view_text(const algo_view_t *v, const glucx_topo_t *t, const g
         for (int d = 0; d < t->net->ndims; d++) {
             glucx_link_cost_t k = glucx_topo_dim_cost(t, d);
             printf("    dim %d alpha %10.6g ns  beta %10.6g ns/B (%s)\n", d, k.alpha_ns,
-                   k.beta_ns_per_byte, t->dim_cost[d].alpha_ns >= 0 ? "calibrated" : "nominal");
+                   k.beta_ns_per_byte, glucx_topo_dim_cost_source(t, d));
         }
     printf("  GLUCX_TUNE: %s\n", v->tune[0] ? v->tune : "(not set)");
     printf("predicted time per call in us (each algorithm's cost function on this topology); "
@@ -598,9 +598,11 @@ static json_t *view_json(const algo_view_t *v, const glucx_topo_t *t, const gluc
     json_object_set_new(costs, "bottleneck", json_string(class_names[bottleneck_class(t)]));
     for (int d = 0; t->net != NULL && d < t->net->ndims; d++) {
         glucx_link_cost_t k = glucx_topo_dim_cost(t, d);
-        json_array_append_new(dims, json_pack("{s:i, s:f, s:f, s:b}", "dimension", d, "alpha_ns",
-                                              k.alpha_ns, "beta_ns_per_byte", k.beta_ns_per_byte,
-                                              "calibrated", t->dim_cost[d].alpha_ns >= 0));
+        json_array_append_new(dims,
+                              json_pack("{s:i, s:f, s:f, s:b, s:s}", "dimension", d, "alpha_ns",
+                                        k.alpha_ns, "beta_ns_per_byte", k.beta_ns_per_byte,
+                                        "calibrated", t->dim_cost[d].alpha_ns >= 0, "source",
+                                        glucx_topo_dim_cost_source(t, d)));
     }
     json_object_set_new(costs, "dimensions", dims);
     json_object_set_new(root, "costs", costs);

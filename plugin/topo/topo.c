@@ -33,8 +33,10 @@ static glucx_topo_t *topo_alloc(int size)
     memcpy(t->cost, default_cost, sizeof(default_cost));
     t->gamma_ns_per_byte = default_gamma_ns_per_byte;
     t->copy_ns_per_byte = default_copy_ns_per_byte;
-    for (int d = 0; d < GLUCX_NET_MAX_DIMS; d++)
+    for (int d = 0; d < GLUCX_NET_MAX_DIMS; d++) {
         t->dim_cost[d] = (glucx_link_cost_t){-1.0, -1.0};
+        t->dim_nominal[d] = (glucx_link_cost_t){-1.0, -1.0};
+    }
     return t;
 }
 
@@ -80,6 +82,7 @@ glucx_status_t glucx_topo_create(int size, const char *const *hostids, const glu
         t->gamma_ns_per_byte = costs->gamma_ns_per_byte;
         t->copy_ns_per_byte = costs->copy_ns_per_byte;
         memcpy(t->dim_cost, costs->dim_cost, sizeof(t->dim_cost));
+        memcpy(t->dim_nominal, costs->dim_nominal, sizeof(t->dim_nominal));
     }
     glucx_status_t st = topo_finish(t);
     if (st != GLUCX_OK) {
@@ -185,17 +188,19 @@ glucx_status_t glucx_topo_place(glucx_topo_t *t, const glucx_net_t *net, const i
     t->net_rank = map;
     t->net = net;
     if (keep_costs) {
-        /* the calibration's measured dimensions, where it has them, define the classes */
+        /* the calibration's measured dimensions, where it has them, define the classes (carried
+         * to this file's rates by glucx_topo_dim_cost) */
         if (t->dim_cost[0].alpha_ns >= 0)
-            t->cost[GLUCX_LINK_INTRA] = t->dim_cost[0];
+            t->cost[GLUCX_LINK_INTRA] = glucx_topo_dim_cost(t, 0);
         glucx_link_cost_t worst = {-1, -1};
         for (int d = 1; d < net->ndims; d++) {
             if (net->dim[d].size < 2 || t->dim_cost[d].alpha_ns < 0)
                 continue;
-            if (t->dim_cost[d].alpha_ns > worst.alpha_ns)
-                worst.alpha_ns = t->dim_cost[d].alpha_ns;
-            if (t->dim_cost[d].beta_ns_per_byte > worst.beta_ns_per_byte)
-                worst.beta_ns_per_byte = t->dim_cost[d].beta_ns_per_byte;
+            glucx_link_cost_t k = glucx_topo_dim_cost(t, d);
+            if (k.alpha_ns > worst.alpha_ns)
+                worst.alpha_ns = k.alpha_ns;
+            if (k.beta_ns_per_byte > worst.beta_ns_per_byte)
+                worst.beta_ns_per_byte = k.beta_ns_per_byte;
         }
         if (worst.alpha_ns >= 0)
             t->cost[GLUCX_LINK_INTER] = worst;
@@ -225,9 +230,32 @@ glucx_link_cost_t glucx_topo_dim_cost(const glucx_topo_t *t, int dim)
     glucx_link_cost_t none = {-1.0, -1.0};
     if (t->net == NULL || dim < 0 || dim >= t->net->ndims)
         return none;
-    if (t->dim_cost[dim].alpha_ns >= 0)
-        return t->dim_cost[dim];
-    return (glucx_link_cost_t){t->net->dim[dim].latency_ns, 1.0 / t->net->dim[dim].bandwidth_GBps};
+    const glucx_link_cost_t nominal = {t->net->dim[dim].latency_ns,
+                                       1.0 / t->net->dim[dim].bandwidth_GBps};
+    const glucx_link_cost_t cal = t->dim_cost[dim], at = t->dim_nominal[dim];
+    if (cal.alpha_ns < 0)
+        return nominal;
+    if (at.alpha_ns < 0 || !(at.beta_ns_per_byte > 0))
+        return cal; /* measured against unknown nominal rates: as measured */
+    /* The calibration's overhead beyond the wire latency it was measured on, on this file's
+     * latency; its rate as a fraction of the nominal rate it was measured on, of this file's. */
+    double alpha = nominal.alpha_ns + (cal.alpha_ns - at.alpha_ns);
+    return (glucx_link_cost_t){alpha > 0 ? alpha : 0.0,
+                               cal.beta_ns_per_byte *
+                                   (nominal.beta_ns_per_byte / at.beta_ns_per_byte)};
+}
+
+const char *glucx_topo_dim_cost_source(const glucx_topo_t *t, int dim)
+{
+    if (t->net == NULL || dim < 0 || dim >= t->net->ndims || t->dim_cost[dim].alpha_ns < 0)
+        return "nominal";
+    const glucx_link_cost_t at = t->dim_nominal[dim];
+    if (at.alpha_ns < 0)
+        return "calibrated";
+    if (at.alpha_ns == t->net->dim[dim].latency_ns &&
+        at.beta_ns_per_byte == 1.0 / t->net->dim[dim].bandwidth_GBps)
+        return "calibrated at these rates";
+    return "calibrated at other rates, carried";
 }
 
 int glucx_topo_route(const glucx_topo_t *t, int src, int dst, int *links, int max)
@@ -265,6 +293,11 @@ glucx_status_t glucx_topo_calibration_save(const glucx_topo_t *t, const char *pa
             continue;
         fprintf(f, "dim%d.alpha_ns %.6g\n", d, t->dim_cost[d].alpha_ns);
         fprintf(f, "dim%d.beta_ns_per_byte %.6g\n", d, t->dim_cost[d].beta_ns_per_byte);
+        if (t->dim_nominal[d].alpha_ns < 0)
+            continue;
+        /* exact, so that a calibration read back on the same file is "at these rates" */
+        fprintf(f, "dim%d.nominal_alpha_ns %.17g\n", d, t->dim_nominal[d].alpha_ns);
+        fprintf(f, "dim%d.nominal_beta_ns_per_byte %.17g\n", d, t->dim_nominal[d].beta_ns_per_byte);
     }
     fprintf(f, "gamma_ns_per_byte %.6g\n", t->gamma_ns_per_byte);
     fprintf(f, "copy_ns_per_byte %.6g\n", t->copy_ns_per_byte);
@@ -287,6 +320,10 @@ static double *calibration_field(glucx_topo_t *t, const char *key)
             return &t->dim_cost[d].alpha_ns;
         if (strcmp(key + used, "beta_ns_per_byte") == 0)
             return &t->dim_cost[d].beta_ns_per_byte;
+        if (strcmp(key + used, "nominal_alpha_ns") == 0)
+            return &t->dim_nominal[d].alpha_ns;
+        if (strcmp(key + used, "nominal_beta_ns_per_byte") == 0)
+            return &t->dim_nominal[d].beta_ns_per_byte;
     }
     for (int c = 0; c < GLUCX_LINK_CLASS_COUNT; c++) {
         size_t n = strlen(class_key[c]);
@@ -328,12 +365,21 @@ glucx_status_t glucx_topo_calibration_load(glucx_topo_t *t, const char *path)
         *field = value;
     }
     fclose(f);
-    for (int d = 0; d < GLUCX_NET_MAX_DIMS && st == GLUCX_OK; d++)
-        if ((t->dim_cost[d].alpha_ns < 0) != (t->dim_cost[d].beta_ns_per_byte < 0))
+    for (int d = 0; d < GLUCX_NET_MAX_DIMS && st == GLUCX_OK; d++) {
+        const glucx_link_cost_t *k = &t->dim_cost[d], *at = &t->dim_nominal[d];
+        if ((k->alpha_ns < 0) != (k->beta_ns_per_byte < 0))
             st = glucx_error(GLUCX_ERR_INVALID_ARG,
                              "calibration: %s: dimension %d has only one of dim%d.alpha_ns and "
                              "dim%d.beta_ns_per_byte",
                              path, d, d, d);
+        else if ((at->alpha_ns < 0) != (at->beta_ns_per_byte < 0) ||
+                 (at->alpha_ns >= 0 && (k->alpha_ns < 0 || !(at->beta_ns_per_byte > 0))))
+            st = glucx_error(GLUCX_ERR_INVALID_ARG,
+                             "calibration: %s: dimension %d needs dim%d.nominal_alpha_ns and "
+                             "dim%d.nominal_beta_ns_per_byte (> 0) together, and only with its "
+                             "measured dim%d.alpha_ns and dim%d.beta_ns_per_byte",
+                             path, d, d, d, d, d);
+    }
     return st;
 }
 
@@ -350,6 +396,7 @@ uint64_t glucx_topo_costs_digest(const glucx_topo_t *t)
 {
     uint64_t h = mix(UINT64_C(0xcbf29ce484222325), t->cost, sizeof(t->cost));
     h = mix(h, t->dim_cost, sizeof(t->dim_cost));
+    h = mix(h, t->dim_nominal, sizeof(t->dim_nominal));
     h = mix(h, &t->gamma_ns_per_byte, sizeof(t->gamma_ns_per_byte));
     return mix(h, &t->copy_ns_per_byte, sizeof(t->copy_ns_per_byte));
 }

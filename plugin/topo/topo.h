@@ -158,6 +158,10 @@ typedef struct glucx_topo {
     /** Calibrated costs per dimension of a topology file (glucx-bench --calibrate under
      *  GLUCX_TOPOLOGY), innermost first; alpha_ns < 0 where not measured. */
     glucx_link_cost_t dim_cost[GLUCX_NET_MAX_DIMS];
+    /** The nominal cost (the file's latency and 1/bandwidth) each calibrated dimension had when
+     *  it was measured, so that the calibration carries to another link rate (see
+     *  glucx_topo_dim_cost); alpha_ns < 0 where not recorded (then dim_cost applies as it is). */
+    glucx_link_cost_t dim_nominal[GLUCX_NET_MAX_DIMS];
     const glucx_net_t *net; /**< the topology file's network, or NULL; not owned (the
                                  context's) */
     int *net_rank;          /**< [size] with net: each rank's rank in the file, else NULL */
@@ -216,11 +220,22 @@ glucx_link_cost_t glucx_topo_bottleneck(const glucx_topo_t *t);
 int glucx_topo_route(const glucx_topo_t *t, int src, int dst, int *links, int max);
 
 /**
- * The cost of one link of dimension @p dim: the calibration's (dim_cost) when it measured that
- * dimension, else the file's nominal latency and 1/bandwidth; {-1, -1} without a network or for
- * a dimension the network does not have.
+ * The cost of one link of dimension @p dim. Without a calibration of that dimension: the file's
+ * nominal latency (alpha, ns) and 1/bandwidth (beta, ns per byte). With one that recorded the
+ * nominal cost it was measured against (dim_nominal): carried to this file's rates, alpha =
+ * latency + (measured alpha - nominal alpha then), the software overhead kept (never below 0);
+ * beta = (measured beta / nominal beta then) x this file's 1/bandwidth, the achieved fraction of
+ * the nominal rate kept. With one that did not record it: as measured. {-1, -1} without a network
+ * or for a dimension the network does not have. Thread-safe (reads @p t only).
  */
 glucx_link_cost_t glucx_topo_dim_cost(const glucx_topo_t *t, int dim);
+
+/**
+ * Where glucx_topo_dim_cost's value for @p dim comes from, for reports: "nominal", "calibrated"
+ * (no nominal rates recorded), "calibrated at these rates", or "calibrated at other rates,
+ * carried". A static string; thread-safe.
+ */
+const char *glucx_topo_dim_cost_source(const glucx_topo_t *t, int dim);
 
 /* ---- the physical links a trace announces ---------------------------------------------------- */
 
@@ -290,7 +305,12 @@ int glucx_phys_directions(const glucx_phys_t *phys, int src, const int *links, i
 int glucx_phys_announcer(const glucx_phys_t *phys, int id);
 
 /** Write / read the link-class costs and the measured dimensions' costs (a small "key value"
- *  text file: "<class>.alpha_ns", "<class>.beta_ns_per_byte", "dim<d>.alpha_ns", ...). */
+ *  text file: "<class>.alpha_ns", "<class>.beta_ns_per_byte", "dim<d>.alpha_ns",
+ *  "dim<d>.beta_ns_per_byte", "dim<d>.nominal_alpha_ns", "dim<d>.nominal_beta_ns_per_byte",
+ *  "gamma_ns_per_byte", "copy_ns_per_byte"; '#' comments). Load sets the fields the file names
+ *  and leaves the others. @return GLUCX_OK; GLUCX_ERR_INVALID_ARG (file unreadable/unwritable,
+ *  an unknown key, a negative or non-finite value, a dimension with only one of its alpha/beta,
+ *  or nominal costs without the measured ones; the message names the file and line). */
 glucx_status_t glucx_topo_calibration_save(const glucx_topo_t *t, const char *path);
 glucx_status_t glucx_topo_calibration_load(glucx_topo_t *t, const char *path);
 

@@ -291,6 +291,31 @@ def main():
         check(all(d["calibrated"] for d in tc["costs"]["dimensions"]), "dimensions calibrated")
         check_view(tc, "torus+calibration", table)
         ring_check(tc, "torus+calibration", nranks, 9000.0, 3.0, 0.25)
+    # a calibration measured on other rates (it records the nominal costs it was measured
+    # against): carried to the file's rates, overhead beyond the latency and fraction of the
+    # nominal rate kept; dimension 2 measured at the file's own rates stays as measured
+    carried = os.path.join(a.work, "cal_carried.txt")
+    with open(carried, "w") as f:
+        f.write("dim0.alpha_ns 700\ndim0.beta_ns_per_byte 0.05\n"
+                "dim1.alpha_ns 7000\ndim1.beta_ns_per_byte 10\n"
+                "dim1.nominal_alpha_ns 4000\ndim1.nominal_beta_ns_per_byte 8\n"
+                "dim2.alpha_ns 12000\ndim2.beta_ns_per_byte 9\n"
+                f"dim2.nominal_alpha_ns {lat[2]!r}\ndim2.nominal_beta_ns_per_byte {1.0 / bw[2]!r}\n")
+    tk = run_json(a.info, ["--topology", a.torus, "--calibration", carried], what="carried calibration")
+    if tk:
+        dims = tk["costs"]["dimensions"]
+        want1 = (lat[1] + (7000 - 4000), 10 / 8 * (1.0 / bw[1]))
+        check(math.isclose(dims[1]["alpha_ns"], want1[0]) and
+              math.isclose(dims[1]["beta_ns_per_byte"], want1[1]),
+              f"carried calibration: dim 1 {dims[1]}, want alpha {want1[0]} beta {want1[1]}")
+        check(dims[1]["source"] == "calibrated at other rates, carried", f"dim 1 source {dims[1]}")
+        check(dims[2]["alpha_ns"] == 12000.0 and dims[2]["beta_ns_per_byte"] == 9.0,
+              f"calibration at the file's rates: dim 2 as measured {dims[2]}")
+        check(dims[2]["source"] == "calibrated at these rates", f"dim 2 source {dims[2]}")
+        check(dims[0]["source"] == "calibrated", f"dim 0 source {dims[0]}")
+        inter = max(want1[1], 9.0)
+        check(math.isclose(tk["costs"]["inter"]["beta_ns_per_byte"], inter),
+              f"carried calibration: inter beta {tk['costs']['inter']} (the slowest dimension's, {inter})")
     # the same file named by GLUCX_CALIBRATION, on a uniform topology: the class costs
     ce = run_json(a.info, ["--ranks", "6", "--packages", "3"], {"GLUCX_CALIBRATION": cal},
                   what="GLUCX_CALIBRATION")
@@ -308,6 +333,9 @@ def main():
     bad_cal = os.path.join(a.work, "bad_cal.txt")
     with open(bad_cal, "w") as f:
         f.write("intra.alpha_ns -5\n")
+    bad_nominal = os.path.join(a.work, "bad_nominal.txt")
+    with open(bad_nominal, "w") as f:
+        f.write("dim1.nominal_alpha_ns 4000\ndim1.nominal_beta_ns_per_byte 8\n")
     missing = os.path.join(a.work, "missing.yaml")
     errors = [
         (["--ranks", "0"], None, ["--ranks", "'0'"]),
@@ -323,6 +351,8 @@ def main():
         (["--topology", a.torus, "--ranks", "8"], None, ["--ranks", "'8'"]),
         (["--ranks", "8", "--calibration", missing], None, ["--calibration", missing]),
         (["--ranks", "8", "--calibration", bad_cal], None, ["--calibration", bad_cal]),
+        (["--ranks", "8", "--calibration", bad_nominal], None,
+         ["--calibration", bad_nominal, "dim1.nominal_alpha_ns"]),
         (["--ranks", "8"], {"GLUCX_CALIBRATION": missing}, ["GLUCX_CALIBRATION", missing]),
         (["--ranks", "8"], {"GLUCX_TUNE": "allreduce:nosuchalg"}, ["GLUCX_TUNE", "nosuchalg"]),
         (["--json"], None, ["--json", "topology"]),

@@ -392,6 +392,37 @@ static void test_dim_calibration(void **state)
     assert_true(d1.alpha_ns == 15000.0);
     assert_true(d2.alpha_ns == 20000.0 && d2.beta_ns_per_byte == 1.0 / 0.25); /* nominal */
     assert_true(glucx_topo_dim_cost(t, 3).alpha_ns < 0);
+    assert_string_equal(glucx_topo_dim_cost_source(t, 1), "calibrated");
+    assert_string_equal(glucx_topo_dim_cost_source(t, 2), "nominal");
+    glucx_topo_destroy(t);
+    glucx_topo_destroy(cal);
+
+    /* with the nominal costs it was measured against, a calibration is carried to the file's
+     * rates: dim 1 measured as 15000 ns / 4 ns/B where the file said 10000 ns / 2 ns/B (0.5 GB/s),
+     * placed on the torus file's dim 1 (10000 ns, 0.125 GB/s = 8 ns/B): 15000 ns, 16 ns/B */
+    assert_int_equal(glucx_topo_create_uniform(1, 1, &cal), GLUCX_OK);
+    cal->dim_cost[1] = (glucx_link_cost_t){15000.0, 4.0};
+    cal->dim_nominal[1] = (glucx_link_cost_t){10000.0, 2.0};
+    assert_int_equal(glucx_topo_calibration_save(cal, path), GLUCX_OK);
+    digest = glucx_topo_costs_digest(cal);
+    glucx_topo_destroy(cal);
+    assert_int_equal(glucx_topo_create_uniform(1, 1, &cal), GLUCX_OK);
+    assert_int_equal(glucx_topo_calibration_load(cal, path), GLUCX_OK);
+    assert_true(cal->dim_nominal[1].alpha_ns == 10000.0 &&
+                cal->dim_nominal[1].beta_ns_per_byte == 2.0);
+    assert_true(glucx_topo_costs_digest(cal) == digest);
+    assert_int_equal(glucx_topo_create(8, hosts, cal, &t), GLUCX_OK);
+    assert_int_equal(glucx_topo_place(t, net, map, hosts, 1), GLUCX_OK);
+    d1 = glucx_topo_dim_cost(t, 1);
+    assert_true(d1.alpha_ns == 15000.0 && d1.beta_ns_per_byte == 16.0);
+    assert_true(t->cost[GLUCX_LINK_INTER].beta_ns_per_byte == 16.0); /* the classes carried too */
+    assert_string_equal(glucx_topo_dim_cost_source(t, 1), "calibrated at other rates, carried");
+    /* measured where the wire latency was 20 us and the overhead beyond it negative: never < 0 */
+    t->dim_nominal[1] = (glucx_link_cost_t){30000.0, 8.0};
+    d1 = glucx_topo_dim_cost(t, 1);
+    assert_true(d1.alpha_ns == 0.0 && d1.beta_ns_per_byte == 4.0);
+    t->dim_nominal[1] = (glucx_link_cost_t){10000.0, 8.0};
+    assert_string_equal(glucx_topo_dim_cost_source(t, 1), "calibrated at these rates");
     glucx_topo_destroy(t);
     glucx_net_destroy(net);
     glucx_topo_destroy(cal);
@@ -408,6 +439,20 @@ static void test_dim_calibration(void **state)
     assert_int_equal(glucx_topo_calibration_load(cal, path), GLUCX_ERR_INVALID_ARG);
     assert_non_null(strstr(glucx_last_error(), "line 1"));
     glucx_topo_destroy(cal);
+    /* nominal costs without the measured ones, or only half of them */
+    const char *bad[] = {"dim1.nominal_alpha_ns 5\ndim1.nominal_beta_ns_per_byte 2\n",
+                         "dim1.alpha_ns 5\ndim1.beta_ns_per_byte 2\ndim1.nominal_alpha_ns 5\n",
+                         "dim1.alpha_ns 5\ndim1.beta_ns_per_byte 2\ndim1.nominal_alpha_ns 5\n"
+                         "dim1.nominal_beta_ns_per_byte 0\n"};
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        f = fopen(path, "w");
+        fputs(bad[k], f);
+        fclose(f);
+        assert_int_equal(glucx_topo_create_uniform(1, 1, &cal), GLUCX_OK);
+        assert_int_equal(glucx_topo_calibration_load(cal, path), GLUCX_ERR_INVALID_ARG);
+        assert_non_null(strstr(glucx_last_error(), "dim1.nominal_alpha_ns"));
+        glucx_topo_destroy(cal);
+    }
     unlink(path);
 }
 
