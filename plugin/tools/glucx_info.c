@@ -437,27 +437,7 @@ static int view_topology(const algo_view_t *v, glucx_topo_t **topo_p, glucx_net_
             glucx_net_destroy(net);
             return 2;
         }
-        int n = net->nranks;
-        char *names = malloc((size_t)n * 24);
-        const char **hostids = malloc(sizeof(*hostids) * (size_t)n);
-        int *ids = malloc(sizeof(int) * (size_t)n);
-        glucx_status_t st = GLUCX_ERR_NO_MEMORY;
-        if (names != NULL && hostids != NULL && ids != NULL) {
-            /* one host per package of the file, rank r being the file's rank r */
-            for (int r = 0; r < n; r++) {
-                snprintf(names + (size_t)r * 24, 24, "package%d", r / net->ranks_per_package);
-                hostids[r] = names + (size_t)r * 24;
-                ids[r] = r;
-            }
-            st = glucx_topo_create(n, hostids, NULL, &t);
-            if (st == GLUCX_OK && v->calibration != NULL)
-                st = glucx_topo_calibration_load(t, v->calibration);
-            if (st == GLUCX_OK)
-                st = glucx_topo_place(t, net, ids, hostids, v->calibration != NULL);
-        }
-        free(names);
-        free(hostids);
-        free(ids);
+        glucx_status_t st = glucx_topo_from_net(net, v->calibration, &t);
         if (st != GLUCX_OK) {
             fprintf(stderr, "glucx-info: --topology '%s'%s%s%s: %s\n", v->topology,
                     v->calibration ? " with " : "", v->calibration ? v->calibration_from : "",

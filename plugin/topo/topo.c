@@ -222,7 +222,47 @@ glucx_status_t glucx_topo_place(glucx_topo_t *t, const glucx_net_t *net, const i
                 t->cost[GLUCX_LINK_INTER] = worst;
         }
     }
-    return topo_finish(t);
+    st = topo_finish(t);
+    if (st == GLUCX_OK)
+        glucx_topo_patterns_compute(t);
+    return st;
+}
+
+glucx_status_t glucx_topo_from_net(const glucx_net_t *net, const char *calibration,
+                                   glucx_topo_t **topo_p)
+{
+    *topo_p = NULL;
+    const int n = net->nranks;
+    enum { NAME = 24 };
+    char *names = malloc((size_t)n * NAME);
+    const char **hostids = malloc(sizeof(*hostids) * (size_t)n);
+    int *ids = malloc(sizeof(int) * (size_t)n);
+    glucx_topo_t *t = NULL;
+    glucx_status_t st = GLUCX_ERR_NO_MEMORY;
+    if (names != NULL && hostids != NULL && ids != NULL) {
+        /* one host per package of the file, rank r being the file's rank r */
+        for (int r = 0; r < n; r++) {
+            snprintf(names + (size_t)r * NAME, NAME, "package%d", r / net->ranks_per_package);
+            hostids[r] = names + (size_t)r * NAME;
+            ids[r] = r;
+        }
+        st = glucx_topo_create(n, hostids, NULL, &t);
+        if (st == GLUCX_OK && calibration != NULL)
+            st = glucx_topo_calibration_load(t, calibration);
+        if (st == GLUCX_OK)
+            st = glucx_topo_place(t, net, ids, hostids, calibration != NULL);
+    }
+    if (st == GLUCX_ERR_NO_MEMORY)
+        glucx_error(st, "topology %s: out of memory for %d ranks", net->path, n);
+    free(names);
+    free(hostids);
+    free(ids);
+    if (st != GLUCX_OK) {
+        glucx_topo_destroy(t);
+        return st;
+    }
+    *topo_p = t;
+    return GLUCX_OK;
 }
 
 glucx_link_cost_t glucx_topo_dim_cost(const glucx_topo_t *t, int dim)

@@ -146,6 +146,22 @@ int glucx_net_package_route(const glucx_net_t *net, int src_pkg, int dst_pkg, in
 /** Stable 64-bit digest of the dimensions (what ranks must agree on). */
 uint64_t glucx_net_digest(const glucx_net_t *net);
 
+/** The patterns of the flat algorithms' steps: every rank r sends one message to r XOR d
+ *  (recursive doubling and halving), (r + d) mod n (ring, pairwise and Bruck's alltoall) or
+ *  (r - d) mod n (Bruck's allgather). */
+typedef enum glucx_pattern {
+    GLUCX_PATTERN_XOR,
+    GLUCX_PATTERN_SHIFT_UP,
+    GLUCX_PATTERN_SHIFT_DOWN,
+    GLUCX_PATTERN_COUNT
+} glucx_pattern_t;
+
+/** Distances 2^k, k below this, have a precomputed step cost (2^15 > GLUCX_COMM_SIZE_MAX). */
+#define GLUCX_TOPO_PATTERN_STEPS 16
+/** The largest communicator whose pairwise alltoall steps are costed on the routes (size - 1
+ *  steps of size routes each, computed at communicator creation); larger: the class model. */
+#define GLUCX_TOPO_PAIRWISE_MAX 512
+
 typedef struct glucx_topo {
     int size;         /**< ranks */
     int npackages;    /**< distinct packages */
@@ -165,6 +181,15 @@ typedef struct glucx_topo {
     const glucx_net_t *net; /**< the topology file's network, or NULL; not owned (the
                                  context's) */
     int *net_rank;          /**< [size] with net: each rank's rank in the file, else NULL */
+    /** Congestion-aware step costs (plugin/topo/pattern.c), set by glucx_topo_place: for each
+     *  pattern, the step at distance 2^k, k < GLUCX_TOPO_PATTERN_STEPS and 2^k < size; valid
+     *  only with a network (else the class model stands in). Read through glucx_topo_step_cost. */
+    int pattern_valid;
+    glucx_link_cost_t pattern_step[GLUCX_PATTERN_COUNT][GLUCX_TOPO_PATTERN_STEPS];
+    /** The sum of the steps at every distance d = 1 .. size-1 of GLUCX_PATTERN_SHIFT_UP (the
+     *  pairwise alltoall), when pairwise_valid (a network and size <= GLUCX_TOPO_PAIRWISE_MAX). */
+    int pairwise_valid;
+    glucx_link_cost_t pairwise_sum;
 } glucx_topo_t;
 
 /**
@@ -218,6 +243,42 @@ glucx_link_cost_t glucx_topo_bottleneck(const glucx_topo_t *t);
  * glucx_net_route. @return the route's length, 0 without a network or for src == dst.
  */
 int glucx_topo_route(const glucx_topo_t *t, int src, int dst, int *links, int max);
+
+/**
+ * Fill @p t's congestion-aware step costs from its network's routes (plugin/topo/pattern.c
+ * explains the model); clears them without a network or when the routes cannot be built (no
+ * memory): the class model then stands in. Called by glucx_topo_place; call again after
+ * changing @p t's costs. Not thread-safe for @p t.
+ */
+void glucx_topo_patterns_compute(glucx_topo_t *t);
+
+/**
+ * The cost of one step of pattern @p p at distance 2^@p k in which every rank sends one message
+ * of m bytes: alpha + m beta of the result, alpha being the longest route's summed link alphas
+ * and beta the most loaded link direction's messages times its beta. Without step costs (no
+ * network, or 2^k >= size): glucx_topo_bottleneck. Thread-safe (reads @p t).
+ * Source: ASTRA-sim 2.0's congestion-aware analytical model (Won et al., ISPASS 2023), per step.
+ */
+glucx_link_cost_t glucx_topo_step_cost(const glucx_topo_t *t, glucx_pattern_t p, int k);
+
+/**
+ * The summed step costs of the pairwise alltoall (pattern SHIFT_UP at every distance 1 ..
+ * size-1): its cost is alpha + b beta of the result for blocks of b bytes. Without them:
+ * (size - 1) times glucx_topo_bottleneck. Thread-safe (reads @p t).
+ */
+glucx_link_cost_t glucx_topo_pairwise_cost(const glucx_topo_t *t);
+
+/**
+ * The topology of a whole topology file as one communicator over it sees it: every rank of
+ * @p net, rank r being the file's rank r, one host per package, the file's nominal costs, or,
+ * with @p calibration (a glucx-bench --calibrate file, or NULL), its costs kept over them as under
+ * GLUCX_CALIBRATION (glucx_topo_place with keep_costs). What glucx-info --topology and the
+ * analysis's what-if and export use. @p net is borrowed by the result (destroy the topology
+ * first). @return GLUCX_OK; GLUCX_ERR_NO_MEMORY; GLUCX_ERR_INVALID_ARG (the calibration file,
+ * named with its line, or the placement). Thread-safe for distinct outputs.
+ */
+glucx_status_t glucx_topo_from_net(const glucx_net_t *net, const char *calibration,
+                                   glucx_topo_t **topo_p);
 
 /**
  * The cost of one link of dimension @p dim. Without a calibration of that dimension: the file's

@@ -28,6 +28,7 @@ import sys
 # plugin/topo/topo.c: default_cost and default_gamma_ns_per_byte
 DEFAULTS = {"self": (50.0, 0.1), "intra": (1500.0, 0.2), "inter": (20000.0, 0.8)}
 DEFAULT_GAMMA = 0.1
+DEFAULT_COPY = 0.1  # copy_ns_per_byte of plugin/topo/topo.c
 DEFAULT_SIZES = [1 << 10, 64 << 10, 1 << 20, 16 << 20]
 
 failures = []
@@ -107,6 +108,54 @@ def argmin(costs):
         if c is not None and (best is None or c < costs[best]):
             best = i
     return best
+
+
+def step_cost(npus, kinds, alphas, betas, partner):
+    """(alpha, beta) of one step in which every rank r sends a message to partner(r, n) on a
+    topology file with FullyConnected/Ring dimensions: the test's own dimension-order routing
+    (docs/topology.md, "Routes"): alpha = the longest route's summed link alphas, beta = the
+    most loaded link direction's messages times its beta."""
+    n, rpp = math.prod(npus), npus[0]
+    outer = npus[1:]
+    loads = {}
+    worst = 0.0
+    for r in range(n):
+        q = partner(r, n)
+        if q is None or q == r:
+            continue
+        hops = []  # ((dimension, line, frozenset of the two members), (from, to))
+        if r // rpp == q // rpp:
+            hops.append(((0, r // rpp, frozenset((r % rpp, q % rpp))), (r % rpp, q % rpp)))
+        else:
+            c, t = [], []
+            for pkg, out in ((r // rpp, c), (q // rpp, t)):
+                for size in outer:  # innermost fastest
+                    out.append(pkg % size)
+                    pkg //= size
+            for d in range(len(outer)):
+                size = outer[d]
+                while c[d] != t[d]:
+                    if kinds[d + 1] == "FullyConnected":
+                        nxt = t[d]
+                    else:
+                        up, down = (t[d] - c[d]) % size, (c[d] - t[d]) % size
+                        nxt = (c[d] + 1) % size if up <= down else (c[d] - 1) % size
+                    line = tuple(c[:d] + c[d + 1:])
+                    hops.append(((d + 1, line, frozenset((c[d], nxt))), (c[d], nxt)))
+                    c[d] = nxt
+        worst = max(worst, sum(alphas[key[0]] for key, _ in hops))
+        for key, way in hops:
+            loads[(key, way)] = loads.get((key, way), 0) + 1
+    beta = max((cnt * betas[key[0]] for (key, _), cnt in loads.items()), default=0.0)
+    return worst, beta
+
+
+def xor_partner(d):
+    return lambda r, n: (r ^ d) if (r ^ d) < n else None
+
+
+def shift_partner(d):
+    return lambda r, n: (r + d) % n
 
 
 def ring_allreduce_ns(n, m, alpha, beta, gamma):
@@ -255,6 +304,8 @@ def main():
     lat = [float(v) for v in yl["latency"]]
     npus = [int(v) for v in yl["npus_count"]]
     nranks = math.prod(npus)
+    kinds = [v.strip('"') for v in yl["topology"]]
+    betas = [1.0 / b for b in bw]
     tor = run_json(a.info, ["--topology", a.torus], what="torus")
     if tor:
         check((tor["ranks"], tor["packages"]) == (nranks, nranks // npus[0]),
@@ -270,7 +321,27 @@ def main():
               f"torus: inter = the slowest outer dimension {tor['costs']['inter']}")
         check(len(tor["costs"]["dimensions"]) == len(npus), "torus: one cost per dimension")
         check_view(tor, "torus", table)
-        ring_check(tor, "torus", nranks, *inter, DEFAULT_GAMMA)
+        # congestion-aware flat costs: the ring's steps r -> r+1 (3 -> 4 crosses two links)
+        ring_check(tor, "torus", nranks, *step_cost(npus, kinds, lat, betas, shift_partner(1)),
+                   DEFAULT_GAMMA)
+        # recursive-doubling allgather: step k sends 2^k blocks to r XOR 2^k (two messages
+        # share each link between packages); pairwise alltoall: blocks to r + d, d = 1..n-1
+        ag = next(c for c in tor["collectives"] if c["name"] == "allgather")
+        rd = next(x for x in ag["algorithms"] if x["name"] == "recursive_doubling")
+        a2a = next(c for c in tor["collectives"] if c["name"] == "alltoall")
+        pw = next(x for x in a2a["algorithms"] if x["name"] == "pairwise")
+        steps = [step_cost(npus, kinds, lat, betas, xor_partner(1 << k))
+                 for k in range(int(math.log2(nranks)))]
+        check(steps[1][1] == 2 * betas[1], f"torus: two messages share a dimension-1 link {steps}")
+        pw_steps = [step_cost(npus, kinds, lat, betas, shift_partner(d)) for d in range(1, nranks)]
+        for k, m in enumerate(tor["sizes"]):
+            want = sum(al + (1 << i) / nranks * m * be for i, (al, be) in enumerate(steps))
+            check(close(rd["cost_ns"][k], want),
+                  f"torus: recursive-doubling allgather at {m}: printed {rd['cost_ns'][k]}, routes {want}")
+            b = m / nranks
+            want = sum(al + b * be for al, be in pw_steps) + b * DEFAULT_COPY
+            check(close(pw["cost_ns"][k], want),
+                  f"torus: pairwise alltoall at {m}: printed {pw['cost_ns'][k]}, routes {want}")
 
     # a calibration file over the torus: measured dimensions define the classes
     cal = os.path.join(a.work, "cal.txt")
@@ -290,7 +361,9 @@ def main():
               f"calibrated inter = the slowest measured outer dimension {tc['costs']['inter']}")
         check(all(d["calibrated"] for d in tc["costs"]["dimensions"]), "dimensions calibrated")
         check_view(tc, "torus+calibration", table)
-        ring_check(tc, "torus+calibration", nranks, 9000.0, 3.0, 0.25)
+        ring_check(tc, "torus+calibration", nranks,
+                   *step_cost(npus, kinds, [700.0, 7000.0, 9000.0], [0.05, 2.0, 3.0],
+                              shift_partner(1)), 0.25)
     # a calibration measured on other rates (it records the nominal costs it was measured
     # against): carried to the file's rates, overhead beyond the latency and fraction of the
     # nominal rate kept; dimension 2 measured at the file's own rates stays as measured

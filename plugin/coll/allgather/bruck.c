@@ -10,10 +10,12 @@
  *
  * Cost, m = total output bytes, n ranks: ceil(log2 n) alpha + (n-1)/n m beta (one more alpha
  * per step whose range wraps).
- * Topology: none assumed; distances double, so late steps cross package boundaries.
- * Source: Bruck, Ho, Kipnis, Upfal & Weathersby, "Efficient Algorithms for All-to-All
- * Communications in Multiport Message-Passing Systems" (IEEE TPDS 1997); MPICH uses it for
- * short allgathers on non-power-of-two sizes (Thakur, Rabenseifner & Gropp 2005).
+ * On a topology file the steps r -> r - 2^k, min(2^k, n - 2^k) blocks each cost their pattern's
+ * alpha and beta on the routes (glucx_topo_step_cost: a link direction that several messages of one
+ * step cross charges each of them). Topology: none assumed; distances double, so late steps cross
+ * package boundaries. Source: Bruck, Ho, Kipnis, Upfal & Weathersby, "Efficient Algorithms for
+ * All-to-All Communications in Multiport Message-Passing Systems" (IEEE TPDS 1997); MPICH uses it
+ * for short allgathers on non-power-of-two sizes (Thakur, Rabenseifner & Gropp 2005).
  */
 #include <stdlib.h>
 
@@ -73,12 +75,15 @@ glucx_status_t glucx_coll_bruck_allgather_blocks(glucx_coll_ctx_t *ctx, char *bu
 
 double glucx_allgather_bruck_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    const glucx_link_cost_t l = glucx_topo_bottleneck(topo);
+    /* step k sends min(2^k, n - 2^k) blocks (of bytes / n) to r - 2^k */
     const int n = topo->size;
-    int steps = 0;
-    while ((1 << steps) < n)
-        steps++;
-    return steps * l.alpha_ns + (double)(n - 1) / n * (double)bytes * l.beta_ns_per_byte;
+    double t = 0.0;
+    for (int k = 0; (1 << k) < n; k++) {
+        const glucx_link_cost_t l = glucx_topo_step_cost(topo, GLUCX_PATTERN_SHIFT_DOWN, k);
+        const int blocks = (1 << k) < n - (1 << k) ? 1 << k : n - (1 << k);
+        t += l.alpha_ns + (double)blocks / n * (double)bytes * l.beta_ns_per_byte;
+    }
+    return t;
 }
 
 glucx_status_t glucx_allgather_bruck_run(glucx_coll_ctx_t *ctx)

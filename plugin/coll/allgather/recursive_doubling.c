@@ -9,6 +9,9 @@
  * reads input that is not dirty in this rank's cache (docs/perf.md, "Allgather and alltoall").
  *
  * Cost, m = total output bytes, n ranks: log2(n) alpha + (n-1)/n m beta.
+ * On a topology file the steps r XOR 2^k, 2^k blocks each cost their pattern's alpha and beta on
+ * the routes (glucx_topo_step_cost: a link direction that several messages of one step cross
+ * charges each of them).
  * Topology: a hypercube; the last steps pair distant ranks, so they cross package boundaries
  * when packages are contiguous rank ranges.
  * Source: Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication Operations in
@@ -29,11 +32,13 @@ double glucx_allgather_recursive_doubling_cost(const glucx_topo_t *topo, size_t 
     const int n = topo->size;
     if (!is_pow2(n))
         return INFINITY;
-    const glucx_link_cost_t l = glucx_topo_bottleneck(topo);
-    int steps = 0;
-    while ((1 << steps) < n)
-        steps++;
-    return steps * l.alpha_ns + (double)(n - 1) / n * (double)bytes * l.beta_ns_per_byte;
+    /* step k exchanges the 2^k blocks (of bytes / n) held so far with r XOR 2^k */
+    double t = 0.0;
+    for (int k = 0; (1 << k) < n; k++) {
+        const glucx_link_cost_t l = glucx_topo_step_cost(topo, GLUCX_PATTERN_XOR, k);
+        t += l.alpha_ns + (double)(1 << k) / n * (double)bytes * l.beta_ns_per_byte;
+    }
+    return t;
 }
 
 glucx_status_t glucx_allgather_recursive_doubling_run(glucx_coll_ctx_t *ctx)

@@ -10,6 +10,9 @@
  *
  * Cost, m = total output bytes, n ranks: (n-1) alpha + (n-1)/n m beta. Bandwidth-optimal; the
  * latency term grows linearly, so it is the large-message choice.
+ * On a topology file the ring steps r -> r+1 cost their pattern's alpha and beta on the
+ * routes (glucx_topo_step_cost: a link direction that several messages of one step cross
+ * charges each of them).
  * Topology: a ring of neighbours; every step may cross the bottleneck link class (ranks r and
  * r+1 usually share a package, so in practice only the package boundaries do).
  * Source: Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
@@ -99,7 +102,7 @@ out:
 
 double glucx_allgather_ring_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    const glucx_link_cost_t l = glucx_topo_bottleneck(topo);
+    const glucx_link_cost_t l = glucx_topo_step_cost(topo, GLUCX_PATTERN_SHIFT_UP, 0);
     const double n = topo->size;
     return (n - 1) * l.alpha_ns + (n - 1) / n * (double)bytes * l.beta_ns_per_byte;
 }

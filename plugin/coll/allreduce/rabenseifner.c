@@ -15,12 +15,13 @@
  * Cost, m = message bytes, n ranks, p and rem as above:
  *   2 log2(p) alpha + 2 (p-1)/p m beta + (p-1)/p m gamma
  *   + if rem > 0: 2 (alpha + m beta) + m gamma.
- * Bandwidth-optimal with logarithmic latency: the medium/large-message choice up to many ranks.
- * Topology: a hypercube; the largest exchanges are between neighbours (d = 1), which usually
- * share a package.
- * Source: R. Rabenseifner, "Optimization of Collective Reduction Operations" (ICCS 2004);
- * Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication Operations in MPICH"
- * (IJHPCA 2005), MPICH's long-message allreduce.
+ * On a topology file the halving and doubling steps r XOR 2^k, m / 2^(k+1) each cost their
+ * pattern's alpha and beta on the routes (glucx_topo_step_cost: a link direction that several
+ * messages of one step cross charges each of them). Bandwidth-optimal with logarithmic latency: the
+ * medium/large-message choice up to many ranks. Topology: a hypercube; the largest exchanges are
+ * between neighbours (d = 1), which usually share a package. Source: R. Rabenseifner, "Optimization
+ * of Collective Reduction Operations" (ICCS 2004); Thakur, Rabenseifner & Gropp, "Optimization of
+ * Collective Communication Operations in MPICH" (IJHPCA 2005), MPICH's long-message allreduce.
  */
 #include <stdlib.h>
 
@@ -31,12 +32,18 @@
 
 double glucx_allreduce_rabenseifner_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    const glucx_link_cost_t l = glucx_topo_bottleneck(topo);
     const int n = topo->size, lg = glucx_allreduce_floor_log2(n), p = 1 << lg;
     const double m = (double)bytes, g = topo->gamma_ns_per_byte, f = (double)(p - 1) / p;
-    double t = 2 * lg * l.alpha_ns + 2 * f * m * l.beta_ns_per_byte + f * m * g;
-    if (n != p)
+    /* the halving at distance 2^k moves m / 2^(k+1) each way, and the doubling back as much */
+    double t = f * m * g;
+    for (int k = 0; k < lg; k++) {
+        const glucx_link_cost_t l = glucx_topo_step_cost(topo, GLUCX_PATTERN_XOR, k);
+        t += 2 * (l.alpha_ns + m / (double)(2L << k) * l.beta_ns_per_byte);
+    }
+    if (n != p) {
+        const glucx_link_cost_t l = glucx_topo_step_cost(topo, GLUCX_PATTERN_XOR, 0);
         t += 2 * (l.alpha_ns + m * l.beta_ns_per_byte) + m * g;
+    }
     return t;
 }
 

@@ -10,7 +10,10 @@
  * ((x0 x1)(x2 x3))((x4 x5)(x6 x7)). The first combine reads sendbuf directly: no input copy.
  *
  * Cost, m = message bytes, n ranks, p and rem as above:
- *   log2(p) (alpha + m beta + m gamma) + if rem > 0: 2 (alpha + m beta) + m gamma.
+ *   log2(p) (alpha + m beta + m gamma) + if rem > 0: 2 (alpha + m beta) + m gamma,
+ * each step's alpha and beta those of the pattern r XOR d on the topology's routes
+ * (glucx_topo_step_cost; the fold as distance 1; with a non-power-of-two n the new ranks'
+ * partners are approximated by the real ranks').
  * Latency-optimal, moves m per step: the small-message choice.
  * Topology: a hypercube; the last steps pair distant ranks (across packages).
  * Source: Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication Operations in
@@ -22,12 +25,17 @@
 
 double glucx_allreduce_recursive_doubling_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    const glucx_link_cost_t l = glucx_topo_bottleneck(topo);
     const int n = topo->size, lg = glucx_allreduce_floor_log2(n);
     const double m = (double)bytes, g = topo->gamma_ns_per_byte;
-    double t = lg * (l.alpha_ns + m * l.beta_ns_per_byte + m * g);
-    if (n != 1 << lg)
+    double t = 0.0;
+    for (int k = 0; k < lg; k++) {
+        const glucx_link_cost_t l = glucx_topo_step_cost(topo, GLUCX_PATTERN_XOR, k);
+        t += l.alpha_ns + m * l.beta_ns_per_byte + m * g;
+    }
+    if (n != 1 << lg) {
+        const glucx_link_cost_t l = glucx_topo_step_cost(topo, GLUCX_PATTERN_XOR, 0);
         t += 2 * (l.alpha_ns + m * l.beta_ns_per_byte) + m * g;
+    }
     return t;
 }
 

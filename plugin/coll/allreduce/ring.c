@@ -12,6 +12,9 @@
  *
  * Cost, m = message bytes, n ranks:
  *   2 (n-1) alpha + 2 (n-1)/n m beta + (n-1)/n m gamma.
+ * On a topology file the ring steps r -> r+1 cost their pattern's alpha and beta on the
+ * routes (glucx_topo_step_cost: a link direction that several messages of one step cross
+ * charges each of them).
  * Bandwidth-optimal; the latency term grows linearly with n: the large-message choice.
  * Topology: a ring of neighbours; only the package boundaries of the ring cross the network.
  * Source: Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
@@ -25,7 +28,7 @@
 
 double glucx_allreduce_ring_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    const glucx_link_cost_t l = glucx_topo_bottleneck(topo);
+    const glucx_link_cost_t l = glucx_topo_step_cost(topo, GLUCX_PATTERN_SHIFT_UP, 0);
     const double n = topo->size, m = (double)bytes;
     return 2 * (n - 1) * l.alpha_ns + 2 * (n - 1) / n * m * l.beta_ns_per_byte +
            (n - 1) / n * m * topo->gamma_ns_per_byte;

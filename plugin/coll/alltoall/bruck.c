@@ -10,6 +10,9 @@
  *
  * Cost, b = block bytes, m = n b, n ranks, B_k blocks moved in round k (about n/2):
  *   ceil(log2 n) alpha + sum_k B_k b beta + (n + 2 sum_k B_k) b copy
+ * On a topology file the rounds r -> r + 2^k cost their pattern's alpha and beta on the
+ * routes (glucx_topo_step_cost: a link direction that several messages of one step cross
+ * charges each of them).
  * Far fewer messages than pairwise, but each block travels about log2(n)/2 times: for small
  * blocks only.
  * Topology: none assumed.
@@ -24,11 +27,11 @@
 
 double glucx_alltoall_bruck_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    glucx_link_cost_t l = glucx_topo_bottleneck(topo);
     const int n = topo->size;
     const double b = (double)bytes / n;
     double t = n * b * topo->copy_ns_per_byte;
     for (int k = 0; (1 << k) < n; k++) {
+        const glucx_link_cost_t l = glucx_topo_step_cost(topo, GLUCX_PATTERN_SHIFT_UP, k);
         const double moved = glucx_alltoall_bruck_blocks(n, k) * b;
         t += l.alpha_ns + moved * l.beta_ns_per_byte + 2.0 * moved * topo->copy_ns_per_byte;
     }

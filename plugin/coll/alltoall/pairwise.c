@@ -7,7 +7,8 @@
  * block is copied locally during the first step. Any n.
  *
  * Cost, b = block bytes, m = n b (the `bytes` of cost()), n ranks:
- *   (n-1) (alpha + b beta) + b copy
+ *   (n-1) (alpha + b beta) + b copy, each step's alpha and beta those of the pattern r + k on
+ *   the topology's routes (glucx_topo_pairwise_cost)
  * Topology: none assumed.
  * Source: the pairwise-exchange alltoall of Thakur, Rabenseifner & Gropp, "Optimization of
  * Collective Communication Operations in MPICH" (IJHPCA 2005), MPICH's long-message alltoall
@@ -17,10 +18,10 @@
 
 double glucx_alltoall_pairwise_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    glucx_link_cost_t l = glucx_topo_bottleneck(topo);
-    const int n = topo->size;
-    const double b = (double)bytes / n;
-    return (n - 1) * (l.alpha_ns + b * l.beta_ns_per_byte) + b * topo->copy_ns_per_byte;
+    /* the n - 1 steps (r + k for k = 1 .. n-1), summed on the topology's routes */
+    const glucx_link_cost_t sum = glucx_topo_pairwise_cost(topo);
+    const double b = (double)bytes / topo->size;
+    return sum.alpha_ns + b * sum.beta_ns_per_byte + b * topo->copy_ns_per_byte;
 }
 
 /* buf + off, without arithmetic on a NULL buf (count 0: every offset is 0). */

@@ -14,6 +14,9 @@
  * Cost, m = total input bytes (n blocks), n ranks, p and rem as above:
  *   log2(p) alpha + (p-1)/p m (beta + gamma)
  *   + if rem > 0: 2 alpha + m beta + m gamma + m/n beta   (fold and the returned block).
+ * On a topology file the steps r XOR 2^k, 2^k/p of m each cost their pattern's alpha and beta on
+ * the routes (glucx_topo_step_cost: a link direction that several messages of one step cross
+ * charges each of them).
  * Topology: a hypercube over the new ranks; the first, largest exchanges pair distant ranks.
  * Source: Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication Operations in
  * MPICH" (IJHPCA 2005), MPICH's recursive-halving reduce-scatter for commutative operations;
@@ -36,16 +39,22 @@ static int new_to_real(int i, int rem)
 
 double glucx_reduce_scatter_halving_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    const glucx_link_cost_t l = glucx_topo_bottleneck(topo);
     const int n = topo->size;
     int lg = 0;
     while ((2 << lg) <= n)
         lg++;
     const int p = 1 << lg, rem = n - p;
     const double m = (double)bytes, g = topo->gamma_ns_per_byte;
-    double t = lg * l.alpha_ns + (double)(p - 1) / p * m * (l.beta_ns_per_byte + g);
-    if (rem > 0)
+    /* distance 2^k moves 2^k / p of m (the largest, m / 2, at the first step, d = p / 2) */
+    double t = (double)(p - 1) / p * m * g;
+    for (int k = 0; k < lg; k++) {
+        const glucx_link_cost_t l = glucx_topo_step_cost(topo, GLUCX_PATTERN_XOR, k);
+        t += l.alpha_ns + (double)(1 << k) / p * m * l.beta_ns_per_byte;
+    }
+    if (rem > 0) {
+        const glucx_link_cost_t l = glucx_topo_step_cost(topo, GLUCX_PATTERN_XOR, 0);
         t += 2 * l.alpha_ns + m * l.beta_ns_per_byte + m * g + m / n * l.beta_ns_per_byte;
+    }
     return t;
 }
 

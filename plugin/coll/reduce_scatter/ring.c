@@ -15,6 +15,9 @@
  *
  * Cost, m = total input bytes (n blocks), n ranks:
  *   (n-1) alpha + (n-1)/n m beta + (n-1)/n m gamma.
+ * On a topology file the ring steps r -> r+1 cost their pattern's alpha and beta on the
+ * routes (glucx_topo_step_cost: a link direction that several messages of one step cross
+ * charges each of them).
  * Bandwidth- and computation-optimal; the latency term grows linearly: the large-message choice.
  * Topology: a ring of neighbours (ranks r and r+1, usually in one package).
  * Source: Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
@@ -165,7 +168,7 @@ out:
 
 double glucx_reduce_scatter_ring_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    const glucx_link_cost_t l = glucx_topo_bottleneck(topo);
+    const glucx_link_cost_t l = glucx_topo_step_cost(topo, GLUCX_PATTERN_SHIFT_UP, 0);
     const double n = topo->size;
     return (n - 1) * l.alpha_ns +
            (n - 1) / n * (double)bytes * (l.beta_ns_per_byte + topo->gamma_ns_per_byte);

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,6 +457,52 @@ static void test_dim_calibration(void **state)
     unlink(path);
 }
 
+static int cost_is(glucx_link_cost_t c, double alpha, double beta)
+{
+    return fabs(c.alpha_ns - alpha) < 1e-9 && fabs(c.beta_ns_per_byte - beta) < 1e-12;
+}
+
+/* Congestion-aware step costs on the torus above, worked out by hand from docs/topology.md's
+ * routes (dimension 0: 500 ns, 0.02 ns/B; 1: 10000 ns, 8 ns/B; 2: 20000 ns, 4 ns/B). Packages
+ * 0..3 sit at (0,0), (1,0), (0,1), (1,1); ranks 2p and 2p+1 in package p. */
+static void test_step_costs(void **state)
+{
+    (void)state;
+    glucx_net_t *net = load_text(torus_yaml);
+    const char *hosts[] = {"a", "a", "b", "b", "c", "c", "d", "d"};
+    int map[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    glucx_topo_t *t;
+    assert_int_equal(glucx_topo_create(8, hosts, NULL, &t), GLUCX_OK);
+    /* before placement: no routes, the class model (the slowest class) */
+    glucx_link_cost_t b = glucx_topo_bottleneck(t);
+    assert_true(
+        cost_is(glucx_topo_step_cost(t, GLUCX_PATTERN_XOR, 1), b.alpha_ns, b.beta_ns_per_byte));
+    assert_true(cost_is(glucx_topo_pairwise_cost(t), 7 * b.alpha_ns, 7 * b.beta_ns_per_byte));
+    assert_int_equal(glucx_topo_place(t, net, map, hosts, 0), GLUCX_OK);
+    /* r XOR 1: inside each package; r XOR 2: both ranks of a package cross its dimension-1
+     * link, two messages each way; r XOR 4: the same on dimension 2 */
+    assert_true(cost_is(glucx_topo_step_cost(t, GLUCX_PATTERN_XOR, 0), 500, 0.02));
+    assert_true(cost_is(glucx_topo_step_cost(t, GLUCX_PATTERN_XOR, 1), 10000, 16));
+    assert_true(cost_is(glucx_topo_step_cost(t, GLUCX_PATTERN_XOR, 2), 20000, 8));
+    /* r + 1: 3 -> 4 and 7 -> 0 cross a dimension-1 and a dimension-2 link; no link direction
+     * carries two messages */
+    assert_true(cost_is(glucx_topo_step_cost(t, GLUCX_PATTERN_SHIFT_UP, 0), 30000, 8));
+    /* r + 2: package p to p + 1, two messages on each way of every dimension-1 link */
+    assert_true(cost_is(glucx_topo_step_cost(t, GLUCX_PATTERN_SHIFT_UP, 1), 30000, 16));
+    assert_true(cost_is(glucx_topo_step_cost(t, GLUCX_PATTERN_SHIFT_UP, 2), 20000, 8));
+    /* r - 1: 4 -> 3 and 0 -> 7 take two hops (dimension 1, then 2) */
+    assert_true(cost_is(glucx_topo_step_cost(t, GLUCX_PATTERN_SHIFT_DOWN, 0), 30000, 8));
+    /* 2^k >= size: no such step, the class model */
+    assert_true(cost_is(glucx_topo_step_cost(t, GLUCX_PATTERN_XOR, 3),
+                        glucx_topo_bottleneck(t).alpha_ns,
+                        glucx_topo_bottleneck(t).beta_ns_per_byte));
+    /* pairwise, r + d for d = 1..7: (30000, 8) (30000, 16) (30000, 8) (20000, 8) (30000, 8)
+     * (30000, 16) (30000, 8) */
+    assert_true(cost_is(glucx_topo_pairwise_cost(t), 200000, 72));
+    glucx_topo_destroy(t);
+    glucx_net_destroy(net);
+}
+
 static void test_digest(void **state)
 {
     (void)state;
@@ -473,9 +520,10 @@ static void test_digest(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_torus_by_hand), cmocka_unit_test(test_shapes),
-        cmocka_unit_test(test_file_errors),   cmocka_unit_test(test_place),
-        cmocka_unit_test(test_digest),        cmocka_unit_test(test_dim_calibration),
+        cmocka_unit_test(test_torus_by_hand),   cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_file_errors),     cmocka_unit_test(test_place),
+        cmocka_unit_test(test_digest),          cmocka_unit_test(test_step_costs),
+        cmocka_unit_test(test_dim_calibration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
