@@ -43,6 +43,7 @@
 #include <babeltrace2/babeltrace.h>
 
 #include "core/engine.h"
+#include "export_astra.h"
 #include "report/sink.h"
 
 static void usage(FILE *f)
@@ -67,7 +68,63 @@ static void usage(FILE *f)
             "          any clock correction), vpid, vtid (-1: none), then\n"
             "          its EVENTS.md fields in order (hex fields as \"0x...\" strings; fields the\n"
             "          analysis does not keep, such as select_map's ranges, left out)\n"
+            "       glucx-analyze export REPORT -o DIR [--topology FILE] [--calibration FILE]\n"
+            "  REPORT  a report.json written by glucx-analyze (or its directory); writes DIR/\n"
+            "          network.yml and DIR/system.json (ASTRA-sim's network and system input:\n"
+            "          the topology and, per collective, the implementation of the algorithm\n"
+            "          that took the most time in the run) and DIR/export.json (how each maps)\n"
+            "  --topology FILE  the run's topology file (default GLUCX_TOPOLOGY)\n"
+            "  --calibration FILE  its glucx-bench --calibrate file (default GLUCX_CALIBRATION)\n"
             "Definitions of every number: analysis/METRICS.md (installed with the docs).\n");
+}
+
+/* glucx-analyze export REPORT -o DIR [--topology FILE] [--calibration FILE] */
+static int export_main(int argc, char **argv)
+{
+    const char *report = NULL, *out = NULL;
+    const char *topology = getenv("GLUCX_TOPOLOGY"), *calibration = getenv("GLUCX_CALIBRATION");
+    for (int i = 2; i < argc; i++) {
+        const char *opt = argv[i];
+        int has_value = i + 1 < argc;
+        if ((strcmp(opt, "-o") == 0 || strcmp(opt, "--output") == 0) && has_value)
+            out = argv[++i];
+        else if (strcmp(opt, "--topology") == 0 && has_value)
+            topology = argv[++i];
+        else if (strcmp(opt, "--calibration") == 0 && has_value)
+            calibration = argv[++i];
+        else if (strcmp(opt, "-h") == 0 || strcmp(opt, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (opt[0] != '-' && report == NULL)
+            report = opt;
+        else {
+            fprintf(stderr, "glucx-analyze export: unexpected argument '%s'%s\n", opt,
+                    opt[0] == '-' && !has_value ? " (missing its value?)" : "");
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (report == NULL || out == NULL || topology == NULL || topology[0] == '\0') {
+        fprintf(stderr, "glucx-analyze export: needs REPORT, -o DIR and --topology FILE (or "
+                        "GLUCX_TOPOLOGY)\n");
+        usage(stderr);
+        return 2;
+    }
+    if (calibration != NULL && calibration[0] == '\0')
+        calibration = NULL;
+    char path[4096];
+    struct stat st;
+    if (stat(report, &st) == 0 && S_ISDIR(st.st_mode))
+        snprintf(path, sizeof(path), "%s/report.json", report);
+    else
+        snprintf(path, sizeof(path), "%s", report);
+    char why[1024] = "";
+    if (glucx_an_export_astra(path, topology, calibration, out, why, sizeof(why)) != 0) {
+        fprintf(stderr, "glucx-analyze %s\n", why);
+        return 1;
+    }
+    printf("glucx-analyze export: %s/network.yml, %s/system.json, %s/export.json\n", out, out, out);
+    return 0;
 }
 
 /* Every directory under DIR (depth-limited) that holds a CTF metadata file: source.ctf.fs
@@ -1008,6 +1065,8 @@ static int publish(const char *stage, const char *out)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "export") == 0)
+        return export_main(argc, argv);
     const char *out = NULL, *tmpl = NULL;
     int timeline = 1, html = 1, want_progress = 1, clock_sync = 1;
     long long min_latency = 0;
