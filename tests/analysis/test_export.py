@@ -13,10 +13,12 @@ message that names the file.
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from topofile import read_yaml_lists  # noqa: E402
 
 FAILS = []
 
@@ -50,16 +52,6 @@ def write_report(path, colls, name="glucx-analyze"):
                    "collectives": colls}, f)
 
 
-def yaml_lists(path):
-    out = {}
-    with open(path) as f:
-        for line in f:
-            m = re.match(r"^\s*([a-z_]+)\s*:\s*\[(.*)\]", line)
-            if m:
-                out[m.group(1)] = [v.strip() for v in m.group(2).split(",")]
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--analyze", required=True)
@@ -91,7 +83,7 @@ def main():
     check(p.returncode == 0, f"export exits 0: {p.returncode} {p.stderr}")
     if p.returncode == 0:
         # network.yml: the topology file's four lists, same values
-        want, got = yaml_lists(a.torus), yaml_lists(os.path.join(out, "network.yml"))
+        want, got = read_yaml_lists(a.torus), read_yaml_lists(os.path.join(out, "network.yml"))
         for k in ("topology", "npus_count", "bandwidth", "latency"):
             if k == "topology":
                 ok = [v.strip('"') for v in want[k]] == got.get(k)

@@ -25,6 +25,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from topofile import read_yaml_lists  # noqa: E402
+
 # plugin/topo/topo.c: default_cost and default_gamma_ns_per_byte
 DEFAULTS = {"self": (50.0, 0.1), "intra": (1500.0, 0.2), "inter": (20000.0, 0.8)}
 DEFAULT_GAMMA = 0.1
@@ -218,17 +221,6 @@ def ring_check(j, what, n, alpha, beta, gamma):
         want = ring_allreduce_ns(n, m, alpha, beta, gamma)
         check(close(ring["cost_ns"][k], want),
               f"{what}: ring allreduce at {m}: printed {ring['cost_ns'][k]}, formula {want}")
-
-
-def read_yaml_lists(path):
-    """The bracketed lists of a topology file's keys (the test's own reading of the file)."""
-    out = {}
-    with open(path) as f:
-        for line in f:
-            m = re.match(r"^\s*([a-z_]+)\s*:\s*\[(.*)\]", line)
-            if m:
-                out[m.group(1)] = [v.strip() for v in m.group(2).split(",")]
-    return out
 
 
 def main():
