@@ -184,12 +184,17 @@ static int run_init(run_t *run, const json_t *r, const char *label)
         if (id && add_comm(run, id, str(c, "name", "")) != 0)
             return -1;
     }
-    /* reports without trace.comms: the communicators in the order their ranks are listed */
-    json_array_foreach(arr(r, "ranks"), i, c)
-    {
-        const char *id = str(c, "comm_id", NULL);
-        if (id && add_comm(run, id, "") != 0)
-            return -1;
+    /* reports without trace.comms: the communicators in the order the sections name them */
+    static const char *const sections[] = {"ranks",      "collective_groups", "collectives",
+                                           "decisions",  "physical_links",    "links",
+                                           "stragglers", "iterations"};
+    for (size_t k = 0; k < sizeof(sections) / sizeof(sections[0]); k++) {
+        json_array_foreach(arr(r, sections[k]), i, c)
+        {
+            const char *id = str(c, "comm_id", NULL);
+            if (id && add_comm(run, id, "") != 0)
+                return -1;
+        }
     }
     run->nranks = json_array_size(arr(r, "ranks"));
     return 0;
@@ -466,12 +471,60 @@ out:
     return out;
 }
 
-static json_t *section_collectives(const run_t *R[2], double dT, json_t *notes)
+/* Whether @p run's collectives list is complete (not cut at --list-limit) and assigns some
+ * collective to an iteration: then the collectives inside iterations are counted, else every
+ * collective of collective_groups (set-up and warm-up calls included). */
+static int by_iteration(const run_t *run)
+{
+    const json_t *list = arr(run->r, "collectives");
+    const json_t *lists = json_object_get(run->r, "lists");
+    if (!list ||
+        (json_is_object(lists) && num(lists, "collectives_listed") < num(lists, "collectives")))
+        return 0;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(list, i, c)
+    {
+        if (json_is_integer(json_object_get(c, "iteration")))
+            return 1;
+    }
+    return 0;
+}
+
+/* The collectives of @p run inside iterations, as (comm_id ":" seq) -> true. */
+static json_t *in_iterations(const run_t *run)
+{
+    json_t *set = json_object();
+    size_t i;
+    const json_t *c;
+    json_array_foreach(arr(run->r, "collectives"), i, c)
+    {
+        char k[256];
+        if (!json_is_integer(json_object_get(c, "iteration")))
+            continue;
+        snprintf(k, sizeof(k), "%s:%" JSON_INTEGER_FORMAT, str(c, "comm_id", ""),
+                 json_integer_value(json_object_get(c, "seq")));
+        if (set && json_object_set_new(set, k, json_true())) {
+            json_decref(set);
+            return NULL;
+        }
+    }
+    return set;
+}
+
+/* One collective_groups entry, or one call of the collectives list (count 1). */
+static void group_of(const json_t *x, int call, double *count_p, double *time_p)
+{
+    *count_p = call ? 1 : num(x, "count");
+    *time_p = call ? num(x, "time_ns") : *count_p * num(x, "mean_time_ns");
+}
+
+static json_t *section_collectives(const run_t *R[2], int iter_only, double dT, json_t *notes)
 {
     rows_t rs = {0};
     json_t *out = NULL;
     for (int s = 0; s < 2; s++) {
-        const json_t *groups = arr(R[s]->r, "collective_groups");
+        const json_t *groups = arr(R[s]->r, iter_only ? "collectives" : "collective_groups");
         if (!groups) {
             char m[512];
             snprintf(m, sizeof(m), "%s has no collective_groups: collectives not compared",
@@ -482,6 +535,8 @@ static json_t *section_collectives(const run_t *R[2], double dT, json_t *notes)
         const json_t *g;
         json_array_foreach(groups, i, g)
         {
+            if (iter_only && !json_is_integer(json_object_get(g, "iteration")))
+                continue;
             uint64_t bytes = (uint64_t)num(g, "bytes");
             char bucket[64], key[768];
             bucket_str(bytes, bucket, sizeof(bucket));
@@ -501,7 +556,8 @@ static json_t *section_collectives(const run_t *R[2], double dT, json_t *notes)
                                         json_integer((json_int_t)(lo ? 2 * lo - 1 : 0))))
                     goto out;
             }
-            double count = num(g, "count"), time = count * num(g, "mean_time_ns");
+            double count, time;
+            group_of(g, iter_only, &count, &time);
             json_t *algs = json_object_get(side, "algorithms");
             if (!algs && json_object_set_new(side, "algorithms", algs = json_object()))
                 goto out;
@@ -630,11 +686,15 @@ out:
     return out;
 }
 
-static json_t *section_decisions(const run_t *R[2], double dT, json_t *notes)
+static json_t *section_decisions(const run_t *R[2], int iter_only, double dT, json_t *notes)
 {
     rows_t rs = {0};
-    json_t *out = NULL;
+    json_t *out = NULL, *inside = NULL;
     for (int s = 0; s < 2; s++) {
+        json_decref(inside);
+        inside = iter_only ? in_iterations(R[s]) : NULL;
+        if (iter_only && !inside)
+            goto out;
         const json_t *ds = arr(R[s]->r, "decisions");
         if (!ds) {
             char m[512];
@@ -645,12 +705,18 @@ static json_t *section_decisions(const run_t *R[2], double dT, json_t *notes)
         /* a list cut at --list-limit: scale the listed ones to the total */
         const json_t *lists = json_object_get(R[s]->r, "lists");
         double total = num(lists, "decisions"), listed = num(lists, "decisions_listed");
-        double scale = listed > 0 && total > listed ? total / listed : 1.0;
+        double scale = !iter_only && listed > 0 && total > listed ? total / listed : 1.0;
         size_t i;
         const json_t *d;
         json_array_foreach(ds, i, d)
         {
             char bucket[64], key[768];
+            if (inside) {
+                snprintf(key, sizeof(key), "%s:%" JSON_INTEGER_FORMAT, str(d, "comm_id", ""),
+                         (json_int_t)num(d, "seq"));
+                if (!json_object_get(inside, key))
+                    continue;
+            }
             bucket_str((uint64_t)num(d, "bytes"), bucket, sizeof(bucket));
             const char *kind = str(d, "kind", "?"), *coll = str(d, "coll", "?");
             snprintf(key, sizeof(key), "%s|%s|%s|%s", comm_key(R[s], d), kind, coll, bucket);
@@ -699,6 +765,7 @@ static json_t *section_decisions(const run_t *R[2], double dT, json_t *notes)
     }
     out = rows_take(&rs, dT);
 out:
+    json_decref(inside);
     rows_free(&rs);
     return out;
 }
@@ -976,10 +1043,15 @@ json_t *glucx_an_diff_compute(const json_t *a, const json_t *b, const char *labe
     if (!d)
         goto fail;
     const char *link_kind = "physical";
+    /* collectives inside iterations when both runs' lists allow it (by_iteration()) */
+    const int iter_only = by_iteration(&ra) && by_iteration(&rb);
+    if (json_object_set_new(d, "collectives_counted",
+                            json_string(iter_only ? "in_iterations" : "all")))
+        goto fail;
     json_t *ph = section_phases(&ra, &rb, dT, notes);
-    json_t *co = section_collectives(R, dT, notes);
+    json_t *co = section_collectives(R, iter_only, dT, notes);
     json_t *li = section_links(R, dT, notes, &link_kind);
-    json_t *de = section_decisions(R, dT, notes);
+    json_t *de = section_decisions(R, iter_only, dT, notes);
     json_t *rk = section_ranks(R, dT, notes);
     if (!ph || !co || !li || !de || !rk) {
         json_decref(ph);
