@@ -24,6 +24,9 @@
  * only when all of them are complete (see publish()): on a full disk the run fails naming the
  * output file and the errno text, and nothing partial appears under a final name.
  *
+ * glucx-analyze diff A B -o OUT (diff_main()): two runs compared by core/diff.c; A and B are
+ * reports, or traces analysed first by analyze_main() into OUT/report-a and OUT/report-b.
+ *
  * Exit status: 0 report written (complete or partial: see report.json trace.partial),
  * 1 the analysis failed or its outputs could not be written (no report), 2 usage error, no
  * readable trace, or a trace format version this glucx-analyze does not read (no report).
