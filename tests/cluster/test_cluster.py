@@ -51,9 +51,10 @@ CASE:
              a quarter of its rate in B (the diff's cause is that physical link, its top link
              contributor, busier in B), and GLUCX_TUNE forcing the flat ring allreduce in B (the
              cause is the allreduce's algorithm change, its top collective contributor, from the
-             selection map's algorithm to ring); in both, the phases add up to the iteration-time
-             difference and the ranks' terms too (every iteration is complete), and the inputs
-             are the traces themselves (the diff analyses them first)
+             selection map's algorithm to ring); each difference is over 3x that of two runs
+             with the same settings (whose diff names no algorithm change); in every diff the
+             phases add up to the iteration-time difference and the ranks' terms too (every
+             iteration is complete); the inputs are the traces (the diff analyses them first)
   shaping    every link end has a tbf at the link's rate; degrade/restore change both ends; a
              link degraded to a quarter carries a stream slower than an untouched one (ratio
              only, never an absolute time); degrade/restore while a job runs; error messages of
@@ -872,7 +873,9 @@ def case_volume(args, c):
         shutil.rmtree(out, ignore_errors=True)
 
 
-DIFF_ITERS, DIFF_BYTES, DIFF_COMPUTE_US = 8, 1 << 20, 2000
+# 4 MiB: the forced ring takes ~80 ms per iteration here against ~57 ms for the map's
+# torus_rotated, run-to-run noise ~3 ms (1 MiB: 6-18 ms against ~1.5 ms)
+DIFF_ITERS, DIFF_BYTES, DIFF_COMPUTE_US = 6, 4 << 20, 2000
 
 
 def diff_run(args, c, out, env=None):
@@ -916,8 +919,9 @@ def case_diff(args, c):
     c.up()
     out = tempfile.mkdtemp(prefix=f"{c.name}-diff.")
     try:
-        base, ring, slow = (os.path.join(out, n) for n in ("base", "ring", "slow"))
+        base, again, ring, slow = (os.path.join(out, n) for n in ("base", "again", "ring", "slow"))
         diff_run(args, c, base)
+        diff_run(args, c, again)
         diff_run(args, c, ring, env={"GLUCX_TUNE": "allreduce:0-inf:ring"})
         c("degrade", str(victim), "--rate", f"{link['bandwidth_GBps'] / 4}", timeout=30)
         try:
@@ -925,12 +929,22 @@ def case_diff(args, c):
         finally:
             c("restore", str(victim), timeout=30)
 
+        # (0) the same settings twice: the run-to-run noise, no algorithm change
+        d = diff_of(args, base, again, os.path.join(out, "d-noise"))
+        noise = abs(d["iteration"]["delta_ns"])
+        check(not any(x["algorithm_changed"] for x in d["collectives"]) and
+              not any(x["changed"] for x in d["decisions"]), "an algorithm changed in the same settings")
+        check(d["cause"]["kind"] not in ("collective", "decision", "workload"),
+              f"same settings, cause {d['cause']}")
+        check_sums(d, "same settings")
+
         # (1) a degraded link: the cause is that physical link, the top link contributor
         d = diff_of(args, base, slow, os.path.join(out, "d-link"))
         top = d["links"]["entries"][0] if d["links"]["entries"] else {}
         print(f"degraded link {victim}: {d['cause']['sentence']}")
         check(d["links"]["kind"] == "physical", f"link diff kind {d['links']['kind']}")
-        check(d["iteration"]["delta_ns"] > 0, f"degraded run not slower: {d['iteration']}")
+        check(d["iteration"]["delta_ns"] > 3 * noise,
+              f"degraded run not slower than noise ({noise} ns): {d['iteration']}")
         check((top.get("a") or {}).get("id") == victim and (top.get("b") or {}).get("id") == victim,
               f"top link contributor {top.get('label')}, want physical link {victim}")
         check(top.get("contribution_ns", 0) > 0, f"top link not busier in B: {top}")
@@ -946,6 +960,8 @@ def case_diff(args, c):
         print(f"forced ring: {d['cause']['sentence']}")
         check(top.get("coll") == "allreduce" and top.get("bytes_min") <= DIFF_BYTES <=
               top.get("bytes_max"), f"top collective contributor {top}")
+        check(abs(top.get("contribution_ns", 0)) > 3 * noise,
+              f"the allreduce's change is not large against the noise ({noise} ns): {top}")
         check(top.get("algorithm_changed") is True and top["b"]["algorithm"] == "ring" and
               top["a"]["algorithm"] != "ring", f"top collective's algorithms: {top}")
         check(d["cause"]["kind"] == "collective" and
