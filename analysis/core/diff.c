@@ -263,13 +263,16 @@ typedef struct row {
 typedef struct rows {
     row_t *v;
     size_t n, cap;
+    json_t *index; /* key -> position in v (a hash: a run may have millions of rank-pair links) */
 } rows_t;
 
 static row_t *row_get(rows_t *rs, const char *key)
 {
-    for (size_t i = 0; i < rs->n; i++)
-        if (strcmp(rs->v[i].key, key) == 0)
-            return &rs->v[i];
+    if (!rs->index && !(rs->index = json_object()))
+        return NULL;
+    const json_t *at = json_object_get(rs->index, key);
+    if (at)
+        return &rs->v[json_integer_value(at)];
     if (rs->n == rs->cap) {
         size_t nc = rs->cap ? 2 * rs->cap : 16;
         row_t *nv = realloc(rs->v, nc * sizeof(row_t));
@@ -283,7 +286,8 @@ static row_t *row_get(rows_t *rs, const char *key)
     r->key = strdup(key);
     r->obj = json_object();
     if (!r->key || !r->obj || json_object_set_new(r->obj, "a", json_null()) ||
-        json_object_set_new(r->obj, "b", json_null())) {
+        json_object_set_new(r->obj, "b", json_null()) ||
+        json_object_set_new(rs->index, key, json_integer((json_int_t)rs->n))) {
         free(r->key);
         json_decref(r->obj);
         return NULL;
@@ -312,6 +316,7 @@ static void rows_free(rows_t *rs)
         json_decref(rs->v[i].obj);
     }
     free(rs->v);
+    json_decref(rs->index);
 }
 
 static int cmp_rows(const void *x, const void *y)
@@ -332,6 +337,7 @@ static json_t *share_of(double c, double dT)
 static json_t *rows_take(rows_t *rs, double dT)
 {
     qsort(rs->v, rs->n, sizeof(row_t), cmp_rows);
+    json_object_clear(rs->index); /* positions changed: no row_get() after this */
     json_t *out = json_array();
     if (!out)
         return NULL;

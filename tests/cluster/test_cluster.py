@@ -51,8 +51,9 @@ CASE:
              a quarter of its rate in B (the diff's cause is that physical link, its top link
              contributor, busier in B), and GLUCX_TUNE forcing the flat ring allreduce in B (the
              cause is the allreduce's algorithm change, its top collective contributor, from the
-             selection map's algorithm to ring); each difference is over 3x that of two runs
-             with the same settings (whose diff names no algorithm change); in every diff the
+             selection map's algorithm to ring), each over 20 % of the iteration (~60 ms for
+             4 MiB; run-to-run noise is a few ms, printed from two runs with the same settings,
+             whose diff names no algorithm change); in every diff the
              phases add up to the iteration-time difference and the ranks' terms too (every
              iteration is complete); the inputs are the traces (the diff analyses them first)
   shaping    every link end has a tbf at the link's rate; degrade/restore change both ends; a
@@ -930,8 +931,11 @@ def case_diff(args, c):
             c("restore", str(victim), timeout=30)
 
         # (0) the same settings twice: the run-to-run noise, no algorithm change
+        # (this machine is shared: one run in several can be much slower, so the noise is
+        # printed, not held against the known differences, which must exceed a fixed 20 %)
         d = diff_of(args, base, again, os.path.join(out, "d-noise"))
-        noise = abs(d["iteration"]["delta_ns"])
+        print(f"run-to-run noise: {d['iteration']['delta_ns'] / 1e6:+.2f} ms per iteration "
+              f"({d['iteration']['delta_share']:+.1%})")
         check(not any(x["algorithm_changed"] for x in d["collectives"]) and
               not any(x["changed"] for x in d["decisions"]), "an algorithm changed in the same settings")
         check(d["cause"]["kind"] not in ("collective", "decision", "workload"),
@@ -943,8 +947,7 @@ def case_diff(args, c):
         top = d["links"]["entries"][0] if d["links"]["entries"] else {}
         print(f"degraded link {victim}: {d['cause']['sentence']}")
         check(d["links"]["kind"] == "physical", f"link diff kind {d['links']['kind']}")
-        check(d["iteration"]["delta_ns"] > 3 * noise,
-              f"degraded run not slower than noise ({noise} ns): {d['iteration']}")
+        check(d["iteration"]["delta_share"] > 0.2, f"degraded run not 20 % slower: {d['iteration']}")
         check((top.get("a") or {}).get("id") == victim and (top.get("b") or {}).get("id") == victim,
               f"top link contributor {top.get('label')}, want physical link {victim}")
         check(top.get("contribution_ns", 0) > 0, f"top link not busier in B: {top}")
@@ -960,8 +963,7 @@ def case_diff(args, c):
         print(f"forced ring: {d['cause']['sentence']}")
         check(top.get("coll") == "allreduce" and top.get("bytes_min") <= DIFF_BYTES <=
               top.get("bytes_max"), f"top collective contributor {top}")
-        check(abs(top.get("contribution_ns", 0)) > 3 * noise,
-              f"the allreduce's change is not large against the noise ({noise} ns): {top}")
+        check(d["iteration"]["delta_share"] > 0.2, f"ring run not 20 % slower: {d['iteration']}")
         check(top.get("algorithm_changed") is True and top["b"]["algorithm"] == "ring" and
               top["a"]["algorithm"] != "ring", f"top collective's algorithms: {top}")
         check(d["cause"]["kind"] == "collective" and
