@@ -350,7 +350,7 @@ static json_t *rows_take(rows_t *rs, double dT)
                                                                      : "b";
         if (json_object_set_new(r->obj, "present", json_string(present)) ||
             json_object_set_new(r->obj, "contribution_ns", jint(c)) ||
-            json_object_set_new(r->obj, "share", share_of(c, dT)) ||
+            json_object_set_new(r->obj, "share", share_of((double)llround(c), dT)) ||
             json_array_append(out, r->obj)) {
             json_decref(out);
             return NULL;
