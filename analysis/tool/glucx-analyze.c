@@ -24,6 +24,12 @@
  * only when all of them are complete (see publish()): on a full disk the run fails naming the
  * output file and the errno text, and nothing partial appears under a final name.
  *
+ * glucx-analyze diff A B -o OUT (diff_main()): two runs compared by core/diff.c; A and B are
+ * reports, or traces analysed first by analyze_main() into OUT/report-a and OUT/report-b.
+ *
+ * glucx-analyze export REPORT -o DIR (export_main()): ASTRA-sim network and system input files
+ * (export_astra.c).
+ *
  * Exit status: 0 report written (complete or partial: see report.json trace.partial),
  * 1 the analysis failed or its outputs could not be written (no report), 2 usage error, no
  * readable trace, or a trace format version this glucx-analyze does not read (no report).
@@ -42,6 +48,7 @@
 
 #include <babeltrace2/babeltrace.h>
 
+#include "core/diff.h"
 #include "core/engine.h"
 #include "export_astra.h"
 #include "report/sink.h"
@@ -68,7 +75,16 @@ static void usage(FILE *f)
             "          any clock correction), vpid, vtid (-1: none), then\n"
             "          its EVENTS.md fields in order (hex fields as \"0x...\" strings; fields the\n"
             "          analysis does not keep, such as select_map's ranges, left out)\n"
-            "       glucx-analyze export REPORT -o DIR [--topology FILE] [--calibration FILE]\n"
+            "\n"
+            "usage: glucx-analyze diff A B -o OUT [--rows N]\n"
+            "  A, B    each a report (report.json, or the directory glucx-analyze -o wrote) or a\n"
+            "          trace (analysed first, as above, into OUT/report-a or OUT/report-b)\n"
+            "  -o OUT  output directory: diff.txt and diff.json, the change of the mean\n"
+            "          iteration time from A to B decomposed into phases, collectives, links,\n"
+            "          decisions and ranks, largest contribution first\n"
+            "  --rows N  rows per section in diff.txt (default 10; 0: all); diff.json has all\n"
+            "\n"
+            "usage: glucx-analyze export REPORT -o DIR [--topology FILE] [--calibration FILE]\n"
             "  REPORT  a report.json written by glucx-analyze (or its directory); writes DIR/\n"
             "          network.yml and DIR/system.json (ASTRA-sim's network and system input:\n"
             "          the topology and, per collective, the implementation of the algorithm\n"
@@ -1063,10 +1079,8 @@ static int publish(const char *stage, const char *out)
     return 0;
 }
 
-int main(int argc, char **argv)
+static int analyze_main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "export") == 0)
-        return export_main(argc, argv);
     const char *out = NULL, *tmpl = NULL;
     int timeline = 1, html = 1, want_progress = 1, clock_sync = 1;
     long long min_latency = 0;
@@ -1406,4 +1420,123 @@ out:
     free(traces.v);
     free(paths);
     return rc;
+}
+
+/* ---- glucx-analyze diff A B -o OUT ----------------------------------------------------------- */
+
+/* The report of one diff input (into @p report, a path glucx_an_diff_load() reads): a report as
+ * it is, a trace analysed into @p out/report-<side> by analyze_main(). 0, or the exit status. */
+static int diff_input(const char *in, const char *out, char side, char *report, size_t len)
+{
+    struct stat st;
+    if (stat(in, &st) != 0) {
+        fprintf(stderr, "glucx-analyze diff: cannot read %s: %s\n", in, strerror(errno));
+        return 2;
+    }
+    char rj[4096];
+    snprintf(rj, sizeof(rj), "%s/report.json", in);
+    if (!S_ISDIR(st.st_mode) || access(rj, F_OK) == 0) {
+        snprintf(report, len, "%s", in);
+        return 0;
+    }
+    dirlist_t traces = {0};
+    int found = collect_traces(in, 0, &traces);
+    for (size_t i = 0; i < traces.n; i++)
+        free(traces.v[i]);
+    free(traces.v);
+    if (found == 0) {
+        fprintf(stderr,
+                "glucx-analyze diff: %s is neither a report (no report.json in it) nor a trace "
+                "(no CTF metadata file under it)\n",
+                in);
+        return 2;
+    }
+    snprintf(report, len, "%s/report-%c", out, side);
+    char *argv[] = {"glucx-analyze", (char *)in,      "-o", report, "--no-html",
+                    "--no-timeline", "--no-progress", NULL};
+    fprintf(stderr, "glucx-analyze diff: analysing trace %s into %s\n", in, report);
+    int rc = analyze_main(7, argv);
+    if (rc != 0)
+        fprintf(stderr, "glucx-analyze diff: the analysis of trace %s failed (status %d)\n", in,
+                rc);
+    return rc;
+}
+
+static int diff_main(int argc, char **argv)
+{
+    const char *in[2] = {NULL, NULL}, *out = NULL;
+    int nin = 0;
+    long rows = 10;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+            if (++i >= argc) {
+                usage(stderr);
+                return 2;
+            }
+            out = argv[i];
+        } else if (strcmp(argv[i], "--rows") == 0) {
+            char *end = NULL;
+            if (++i >= argc || (rows = strtol(argv[i], &end, 10)) < 0 || *end) {
+                fprintf(stderr, "glucx-analyze diff: --rows needs a number >= 0\n");
+                return 2;
+            }
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "glucx-analyze diff: unknown option %s\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (nin < 2) {
+            in[nin++] = argv[i];
+        } else {
+            fprintf(stderr, "glucx-analyze diff: one run too many: %s (give A and B)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (nin != 2 || !out) {
+        fprintf(stderr, "glucx-analyze diff: needs two runs and -o OUT\n");
+        usage(stderr);
+        return 2;
+    }
+    char rep[2][4200], err[8192];
+    json_t *r[2] = {NULL, NULL}, *d = NULL;
+    int rc = 2;
+    for (int s = 0; s < 2; s++) {
+        int st = diff_input(in[s], out, (char)('a' + s), rep[s], sizeof(rep[s]));
+        if (st != 0) {
+            rc = st;
+            goto out;
+        }
+        if (!(r[s] = glucx_an_diff_load(rep[s], err, sizeof(err)))) {
+            fprintf(stderr, "glucx-analyze diff: %s\n", err);
+            goto out; /* rc is 2: bad input */
+        }
+    }
+    rc = 1;
+    if (!(d = glucx_an_diff_compute(r[0], r[1], in[0], in[1], err, sizeof(err)))) {
+        fprintf(stderr, "glucx-analyze diff: %s\n", err);
+        goto out;
+    }
+    if (glucx_an_diff_write(d, out, (size_t)rows, err, sizeof(err)) != 0) {
+        fprintf(stderr, "glucx-analyze diff: %s; no diff written\n", err);
+        goto out;
+    }
+    printf("%s\n", json_string_value(json_object_get(json_object_get(d, "cause"), "sentence")));
+    printf("diff in %s: diff.txt diff.json\n", out);
+    rc = 0;
+out:
+    json_decref(r[0]);
+    json_decref(r[1]);
+    json_decref(d);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "diff") == 0)
+        return diff_main(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "export") == 0)
+        return export_main(argc, argv);
+    return analyze_main(argc, argv);
 }

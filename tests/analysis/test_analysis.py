@@ -15,6 +15,12 @@ Ground truth (values measured by gt_run itself, never read from the trace):
               the verdict says the run failed, when (within the failing call's measured window,
               after rank 2's measured sleeps) and with the first error's rank, status and text
               as that rank got them; no straggler sentence; the stragglers list still has rank 2.
+Diff of two runs (glucx-analyze diff, METRICS.md "Diff of two runs"):
+  diff        the two example reports: the iteration-time difference, its phases, collectives and
+              physical links recomputed here from the reports; bad inputs (missing, not JSON,
+              not a report, neither report nor trace, three runs, an unwritable output) refused
+              naming the file; diff.json against analysis/diff.schema.json.
+  diff_trace  two traces analysed in one process first: the same run twice differs by nothing.
 Robustness (each: a clear message, a report marked partial where one is possible):
   missing, nontrace, empty, truncated, discarded, unknown_version; plugin_cli: the same sink
   through `babeltrace2 --plugin-path`, given the trace's glucx-pids (parameter pid-file), agrees
@@ -503,6 +509,126 @@ def case_nontrace(a):
     check("not a trace" in p.stderr and d in p.stderr, "unclear message: %s" % p.stderr)
     p, _ = analyze(a, os.path.join(a.work, "does-not-exist"), "nontrace2", expect_rc=2)
     check("cannot read trace" in p.stderr, "unclear message: %s" % p.stderr)
+
+
+def diff_run(a, name, inputs, expect_rc=0, out=None):
+    """`glucx-analyze diff INPUTS -o OUT`: (process, diff.json or None)."""
+    out = out or os.path.join(a.work, name, "out")
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    if not os.path.exists(os.path.dirname(out)):
+        os.makedirs(os.path.dirname(out))
+    p = run([a.analyze, "diff", *inputs, "-o", out], ok=False)
+    check(p.returncode == expect_rc, "glucx-analyze diff rc %d (expected %d):\n%s\n%s"
+          % (p.returncode, expect_rc, p.stdout, p.stderr))
+    if expect_rc != 0:
+        return p, None
+    with open(os.path.join(out, "diff.json")) as f:
+        d = json.load(f)
+    with open(os.path.join(os.path.dirname(a.schema), "diff.schema.json")) as f:
+        jsonschema.validate(d, json.load(f))
+    with open(os.path.join(out, "diff.txt")) as f:
+        text = f.read()
+    check(text.startswith("glucx-analyze diff") and ("Cause: " + d["cause"]["sentence"]) in text,
+          "diff.txt does not name the cause: %s" % text[:500])
+    return p, d
+
+
+def case_diff(a):
+    """glucx-analyze diff on the two example reports: the numbers recomputed here from the
+    reports (METRICS.md, "Diff of two runs"); bad inputs refused naming the file."""
+    ex = os.path.join(os.path.dirname(a.schema), "examples")
+    ra, rb = os.path.join(ex, "report.example.json"), os.path.join(ex, "report.straggler.json")
+    with open(ra) as f:
+        A = json.load(f)
+    with open(rb) as f:
+        B = json.load(f)
+    _, d = diff_run(a, "diff", [ra, rb])
+    ta, tb = A["summary"]["mean_iteration_ns"], B["summary"]["mean_iteration_ns"]
+    check(d["iteration"]["delta_ns"] == tb - ta, "delta %s" % d["iteration"])
+
+    def phases(r):
+        t, T = r["summary"]["totals"], r["summary"]["mean_iteration_ns"]
+        D = t["duration_ns"]
+        v = {k: T * t[k + "_ns"] / D for k in ("compute", "exposed_communication", "idle")}
+        v["wait"] = T - sum(v.values())
+        return v
+    pa, pb = phases(A), phases(B)
+    got = {x["phase"]: x["contribution_ns"] for x in d["phases"]}
+    for k in pa:
+        check(abs(got[k] - (pb[k] - pa[k])) <= 1, "phase %s: %s, want %.0f" % (k, got[k], pb[k] - pa[k]))
+    check(abs(sum(got.values()) - (tb - ta)) <= 4, "phases do not add up: %s" % got)
+    order = [abs(x["contribution_ns"]) for x in d["phases"]]
+    check(order == sorted(order, reverse=True), "phases not largest first: %s" % order)
+
+    # collectives: both examples list every collective, so the calls inside iterations count
+    def colls(r):
+        out = {}
+        for c in r["collectives"]:
+            if c["iteration"] is None:
+                continue
+            lo = 1 << (c["bytes"].bit_length() - 1) if c["bytes"] else 0
+            k = (c["coll"], lo)
+            out[k] = out.get(k, 0) + c["time_ns"] / r["summary"]["iterations"]
+        return out
+    ca, cb = colls(A), colls(B)
+    check(d["collectives_counted"] == "in_iterations", "counted %s" % d["collectives_counted"])
+    got = {(x["coll"], x["bytes_min"]): x["contribution_ns"] for x in d["collectives"]}
+    want = {k: cb.get(k, 0) - ca.get(k, 0) for k in set(ca) | set(cb)}
+    check(set(got) == set(want), "collective groups %s, want %s" % (sorted(got), sorted(want)))
+    for k in want:
+        check(abs(got[k] - want[k]) <= 1, "collectives %s: %s, want %.0f" % (k, got[k], want[k]))
+
+    # physical links: busy per iteration, matched by endpoints
+    def links(r):
+        n = r["summary"]["iterations"]
+        return {(l["dim"], tuple(sorted([(l["a"]["kind"], l["a"]["index"]), (l["b"]["kind"], l["b"]["index"])]))):
+                l["busy_ns"] / n for l in r["physical_links"]}
+    la, lb = links(A), links(B)
+    for x in d["links"]["entries"]:
+        k = (x["dim"], tuple(sorted([(x["a_end"]["kind"], x["a_end"]["index"]),
+                                      (x["b_end"]["kind"], x["b_end"]["index"])])))
+        check(abs(x["contribution_ns"] - (lb.get(k, 0) - la.get(k, 0))) <= 1, "link %s: %s" % (k, x))
+    check(len(d["links"]["entries"]) == len(set(la) | set(lb)), "links %d" % len(d["links"]["entries"]))
+
+    # bad inputs: exit 2, the file and what is wrong named
+    bad = os.path.join(a.work, "diff", "bad")
+    os.makedirs(bad, exist_ok=True)
+    missing = os.path.join(bad, "missing.json")
+    p, _ = diff_run(a, "diff", [missing, rb], expect_rc=2)
+    check(missing in p.stderr and "No such file" in p.stderr, "missing: %s" % p.stderr)
+    cut = os.path.join(bad, "cut.json")
+    with open(cut, "w") as f:
+        f.write('{"schema_version": 1, "summ')
+    p, _ = diff_run(a, "diff", [ra, cut], expect_rc=2)
+    check(cut in p.stderr and "is not JSON" in p.stderr, "not JSON: %s" % p.stderr)
+    p, _ = diff_run(a, "diff", [a.schema, rb], expect_rc=2)  # JSON, but not a report
+    check(a.schema in p.stderr and "schema_version" in p.stderr, "wrong schema: %s" % p.stderr)
+    p, _ = diff_run(a, "diff", [bad, rb], expect_rc=2)  # a directory: neither report nor trace
+    check(bad in p.stderr and "neither a report" in p.stderr, "not a run: %s" % p.stderr)
+    p, _ = diff_run(a, "diff", [ra, rb, ra], expect_rc=2)
+    check("one run too many" in p.stderr, "three runs: %s" % p.stderr)
+    p, _ = diff_run(a, "diff", [ra, rb], expect_rc=1, out=os.path.join(cut, "out"))
+    check(cut in p.stderr and "no diff written" in p.stderr, "unwritable output: %s" % p.stderr)
+
+
+def case_diff_trace(a):
+    """glucx-analyze diff on two traces: each analysed first (in the same process) into
+    OUT/report-a and OUT/report-b; the same run twice differs by nothing."""
+    d1, _ = gt(a, "straggler")
+    p, d = diff_run(a, "diff_trace", [d1, d1])
+    out = os.path.join(a.work, "diff_trace", "out")
+    for side in "ab":
+        with open(os.path.join(out, "report-" + side, "report.json")) as f:
+            rep = json.load(f)
+        check(rep["stragglers"] and rep["stragglers"][0]["rank"] == 2, "report-%s: %s" % (side, rep["stragglers"]))
+    check(d["iteration"]["delta_ns"] == 0 and d["cause"]["kind"] == "none", "same run: %s" % d["cause"])
+    check(all(x["contribution_ns"] == 0 for x in d["phases"] + d["collectives"] + d["ranks"]["entries"]),
+          "same run, contributions not 0")
+    check(d["ranks"]["matched"] == 4 and not d["ranks"]["straggler"]["changed"], "ranks %s" % d["ranks"])
+    # a trace against its own report: the same numbers
+    _, d = diff_run(a, "diff_trace", [os.path.join(out, "report-a"), d1], out=os.path.join(a.work, "diff_trace", "out2"))
+    check(d["iteration"]["delta_ns"] == 0, "report vs trace: %s" % d["iteration"])
 
 
 def need_emit(a):

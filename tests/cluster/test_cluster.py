@@ -46,6 +46,17 @@ CASE:
              all_to_all_single) gets exact results on every rank, and every collective call in
              the trace ran the algorithm glucx-info's selection map names for its size on this
              topology, which for allreduce, allgather and reduce-scatter is a topology-aware one
+  diff       (trace + analysis, --job diff_job) `glucx-analyze diff` of two pairs of runs that
+             differ in one known thing, large against run-to-run noise: an outer link degraded to
+             a quarter of its rate in B (the diff's cause is that physical link, its top link
+             contributor, busier in B), and GLUCX_TUNE forcing the flat ring allreduce in B (the
+             cause is the allreduce's algorithm change, its top collective contributor, from the
+             selection map's algorithm to ring; both runs with every outer link at a quarter of
+             its rate, so that the network, not the 2 cores, sets the pace), each over 20 % of
+             the iteration (run-to-run noise is a few %, printed from two runs with the same
+             settings, whose diff names no algorithm change); in every diff the
+             phases add up to the iteration-time difference and the ranks' terms too (every
+             iteration is complete); the inputs are the traces (the diff analyses them first)
   shaping    every link end has a tbf at the link's rate; degrade/restore change both ends; a
              link degraded to a quarter carries a stream slower than an untouched one (ratio
              only, never an absolute time); degrade/restore while a job runs; error messages of
@@ -864,6 +875,123 @@ def case_volume(args, c):
         shutil.rmtree(out, ignore_errors=True)
 
 
+# 2 MiB allreduces. At the nominal rates the ranks' CPU time (8 ranks, 2 cores) hides much of
+# the algorithms' difference (4 MiB: ring ~80 ms per iteration against ~57 ms for the map's
+# torus_rotated, shrinking to a few % when the machine is busy), so the ring pair runs with every
+# outer link at a quarter of its rate: ~146 ms against ~96 ms, within 1 ms run to run.
+DIFF_ITERS, DIFF_BYTES, DIFF_COMPUTE_US = 6, 2 << 20, 2000
+
+
+def diff_run(args, c, out, env=None, iters=DIFF_ITERS):
+    """One traced run of diff_job into @p out (one trace per host); untraced without @p out."""
+    trace = ["--trace", out] if out else []
+    cmd = [c.tool, "run", "--name", c.name, *trace, "--timeout", str(scaled(120)), "--",
+           args.job, str(iters), str(DIFF_BYTES), str(DIFF_COMPUTE_US)]
+    p = run(cmd, timeout=180, check_rc=False, env={**os.environ, **(env or {})})
+    check(p.returncode == 0, f"diff_job {env or ''}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+
+
+def diff_of(args, a, b, out):
+    """`glucx-analyze diff a b -o out` on the two traces; @return diff.json."""
+    p = run([args.analyze, "diff", a, b, "-o", out], timeout=300, check_rc=False)
+    check(p.returncode == 0, f"diff {a} {b}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    with open(os.path.join(out, "diff.txt")) as f:
+        print(f.read())
+    with open(os.path.join(out, "diff.json")) as f:
+        return json.load(f)
+
+
+def check_sums(d, what):
+    """The phases add up to the iteration-time difference (rounding: 1 ns each), and so do the
+    ranks' terms (every iteration complete on every rank of one communicator)."""
+    delta = d["iteration"]["delta_ns"]
+    phases = sum(x["contribution_ns"] for x in d["phases"])
+    check(abs(phases - delta) <= 4, f"{what}: phases add up to {phases}, difference {delta}")
+    ranks = sum(x["contribution_ns"] for x in d["ranks"]["entries"])
+    check(abs(ranks - delta) <= max(8, 1e-3 * abs(delta)),
+          f"{what}: ranks' terms add up to {ranks}, difference {delta}")
+    check(d["ranks"]["matched"] == 8, f"{what}: {d['ranks']['matched']} ranks matched, want 8")
+
+
+def case_diff(args, c):
+    """The diff names the one known difference of each pair of runs first."""
+    if not shutil.which("babeltrace2"):
+        print("SKIP: babeltrace2 is not installed")
+        return 77
+    topo = model(args)
+    outer = {l["id"]: l for l in topo["links"] if l["dimension"] > 0}
+    victim = max(outer)
+    c.up()
+    out = tempfile.mkdtemp(prefix=f"{c.name}-diff.")
+    try:
+        base, again, slow, qbase, ring = (os.path.join(out, n)
+                                          for n in ("base", "again", "slow", "qbase", "ring"))
+        diff_run(args, c, None, iters=2)  # the first job after `up` is slower: not compared
+        diff_run(args, c, base)
+        diff_run(args, c, again)
+        degraded = []
+        try:
+            c("degrade", str(victim), "--rate", f"{outer[victim]['bandwidth_GBps'] / 4}", timeout=30)
+            degraded.append(victim)
+            diff_run(args, c, slow)
+            for lid, l in outer.items():
+                if lid != victim:
+                    c("degrade", str(lid), "--rate", f"{l['bandwidth_GBps'] / 4}", timeout=30)
+                    degraded.append(lid)
+            diff_run(args, c, qbase)
+            diff_run(args, c, ring, env={"GLUCX_TUNE": "allreduce:0-inf:ring"})
+        finally:
+            for lid in degraded:
+                c("restore", str(lid), timeout=30)
+
+        # (0) the same settings twice: the run-to-run noise, no algorithm change
+        # (this machine is shared: one run in several can be much slower, so the noise is
+        # printed, not held against the known differences, which must exceed a fixed 20 %)
+        d = diff_of(args, base, again, os.path.join(out, "d-noise"))
+        print(f"run-to-run noise: {d['iteration']['delta_ns'] / 1e6:+.2f} ms per iteration "
+              f"({d['iteration']['delta_share']:+.1%})")
+        check(not any(x["algorithm_changed"] for x in d["collectives"]) and
+              not any(x["changed"] for x in d["decisions"]), "an algorithm changed in the same settings")
+        check(d["cause"]["kind"] not in ("collective", "decision", "workload"),
+              f"same settings, cause {d['cause']}")
+        check_sums(d, "same settings")
+
+        # (1) a degraded link: the cause is that physical link, the top link contributor
+        d = diff_of(args, base, slow, os.path.join(out, "d-link"))
+        top = d["links"]["entries"][0] if d["links"]["entries"] else {}
+        print(f"degraded link {victim}: {d['cause']['sentence']}")
+        check(d["links"]["kind"] == "physical", f"link diff kind {d['links']['kind']}")
+        check(d["iteration"]["delta_share"] > 0.2, f"degraded run not 20 % slower: {d['iteration']}")
+        check((top.get("a") or {}).get("id") == victim and (top.get("b") or {}).get("id") == victim,
+              f"top link contributor {top.get('label')}, want physical link {victim}")
+        check(top.get("contribution_ns", 0) > 0, f"top link not busier in B: {top}")
+        check(d["cause"]["kind"] == "link" and d["cause"]["subject"] == top.get("label"),
+              f"cause {d['cause']}, want physical link {victim}")
+        check(not any(x["algorithm_changed"] for x in d["collectives"]),
+              "an algorithm changed with the same settings")
+        check_sums(d, "degraded link")
+
+        # (2) a forced flat ring (every outer link at a quarter in both runs): the cause is the
+        # allreduce's algorithm change
+        d = diff_of(args, qbase, ring, os.path.join(out, "d-ring"))
+        top = d["collectives"][0] if d["collectives"] else {}
+        print(f"forced ring: {d['cause']['sentence']}")
+        check(top.get("coll") == "allreduce" and top.get("bytes_min") <= DIFF_BYTES <=
+              top.get("bytes_max"), f"top collective contributor {top}")
+        check(d["iteration"]["delta_share"] > 0.2, f"ring run not 20 % slower: {d['iteration']}")
+        check(top.get("algorithm_changed") is True and top["b"]["algorithm"] == "ring" and
+              top["a"]["algorithm"] != "ring", f"top collective's algorithms: {top}")
+        check(d["cause"]["kind"] == "collective" and
+              d["cause"]["subject"] == f"allreduce {top.get('bucket')}",
+              f"cause {d['cause']}, want the allreduce's algorithm change")
+        dec = [x for x in d["decisions"] if x["changed"] and x["coll"] == "allreduce"]
+        check(len(dec) == 1 and dec[0]["b"]["option"] == "ring",
+              f"changed allreduce decisions: {dec}")
+        check_sums(d, "forced ring")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def selection_maps(args):
     """{collective: [(lo, hi or None, algorithm)]} of glucx-info --algorithms on the topology."""
     info = os.path.join(os.path.dirname(args.tool), "glucx-info")
@@ -962,13 +1090,15 @@ def case_mpirun(args, c):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=["plan", "lifecycle", "hosts", "run", "routes", "shaping",
-                                     "trace", "mpirun", "accounting", "bottleneck", "volume", "torch"])
+                                     "trace", "mpirun", "accounting", "bottleneck", "volume", "torch",
+                                     "diff"])
     ap.add_argument("--tool", required=True)
     ap.add_argument("--topology", required=True, help="topology YAML file")
     ap.add_argument("--topology-json", help="(plan) hand-written JSON of the same topology")
     ap.add_argument("--bench")
-    ap.add_argument("--analyze", help="(accounting, bottleneck, volume) glucx-analyze")
+    ap.add_argument("--analyze", help="(accounting, bottleneck, volume, diff) glucx-analyze")
     ap.add_argument("--python", help="(torch) the venv's python, with the glucx package")
+    ap.add_argument("--job", help="(diff) the diff_job program")
     ap.add_argument("--name", default=f"glxt{os.getpid() % 10000}")
     args = ap.parse_args()
     if args.case == "plan":
