@@ -336,7 +336,8 @@ static json_t *share_of(double c, double dT)
 /* Sort by absolute contribution and move the entries into a new array (rows emptied). */
 static json_t *rows_take(rows_t *rs, double dT)
 {
-    qsort(rs->v, rs->n, sizeof(row_t), cmp_rows);
+    if (rs->n > 1) /* an empty section has no array (qsort's base must not be NULL) */
+        qsort(rs->v, rs->n, sizeof(row_t), cmp_rows);
     json_object_clear(rs->index); /* positions changed: no row_get() after this */
     json_t *out = json_array();
     if (!out)
