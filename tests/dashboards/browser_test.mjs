@@ -10,12 +10,17 @@
 //   - the verdict, partial-report reasons and hostile strings appear as literal text and nothing
 //     in the report is ever run as markup (also inside chart tooltips);
 //   - every view switch redraws without error;
+// (a diff.json, which the same template shows as diff.html, is checked the same way where it
+// applies, and: each section's bar chart or its empty-state message, one bar per entry in
+// diff.json's order with its value and name; the headline figures exactly; the cause, notes and
+// change tables verbatim)
 // and saves a full-page screenshot (NAME.png in --out-dir; with --screenshot FILE.png also FILE.png
 // and FILE-top.png, the first 1440x900 screen).
 //
 // usage: node browser_test.mjs --node-modules DIR --out-dir DIR --name NAME
 //          (--html REPORT_HTML --report REPORT_JSON | --template TEMPLATE --report REPORT_JSON
 //           [--variant hostile|large|failed] | --template TEMPLATE --bare)
+//          (a diff.json as REPORT_JSON: --variant hostile|large)
 //          [--chromium /usr/bin/chromium] [--screenshot FILE] [--timeout-s 90]
 import fs from 'node:fs';
 import os from 'node:os';
