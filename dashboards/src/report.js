@@ -1469,7 +1469,7 @@
       yAxis: { type: 'category', inverse: true, data: shown.map((_, i) => String(i)),
         axisLabel: { color: '#4a5566', width: 320, overflow: 'truncate', formatter: (v) => labels[Number(v)] },
         axisTick: { show: false } },
-      xAxis: { type: 'value', min: -extent, max: extent, name: 'ns per iteration, B \u2212 A',
+      xAxis: { type: 'value', min: -extent, max: extent, name: 'time per iteration, B \u2212 A',
         nameLocation: 'middle', nameGap: 26, nameTextStyle: { color: '#7a8597' },
         // the symmetric ends are not round numbers: only the ticks between them are labelled
         axisLabel: { color: '#4a5566', showMinLabel: false, showMaxLabel: false, formatter: (v) => fmtDelta(v) },
@@ -1479,7 +1479,7 @@
         data: shown.map((e, i) => ({ value: values[i], name: labels[i],
           itemStyle: { color: values[i] > 0 ? SLOWER : FASTER, borderRadius: 3 } })),
         label: { show: true, position: 'right', color: '#1c2430', fontSize: 11,
-          formatter: (p) => `${fmtDelta(values[p.dataIndex])}  ${fmtPct(shown[p.dataIndex].share)}` },
+          formatter: (p) => `${fmtDelta(values[p.dataIndex])}  ${fmtPct(shown[p.dataIndex].share).replace(/^-/, '\u2212')}` },
       }],
     });
     if (entries.length > shown.length) {
