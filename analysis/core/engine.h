@@ -119,10 +119,18 @@ const char *glucx_an_engine_verdict(const glucx_an_engine_t *e);
 int glucx_an_mkdir_p(const char *path);
 
 /**
- * Write DIR/report.html: the template at @p template_path with its one marker
- * "@GLUCX_REPORT_JSON@" replaced by DIR/report.json, every '<' written as \u003c.
- * Returns 0, or -1 with a message in @p err (template missing, marker absent or repeated, I/O).
+ * Fill the dashboard template: write DIR/@p html_name, the template at @p template_path with its
+ * one marker "@GLUCX_REPORT_JSON@" replaced by the text of DIR/@p json_name, every '<' written as
+ * \u003c (dashboards/README.md, "Filling the template"). The file is written as DIR/.NAME.tmp and
+ * renamed when complete. The same template shows a report.json and a diff.json (the page tells
+ * them apart by the diff's "diff_version").
+ * Returns 0; -1 with a message in @p err when the template is the problem (unreadable, marker
+ * absent or repeated); -2 when the JSON cannot be read or the output cannot be written.
  */
+int glucx_an_fill_template(const char *dir, const char *json_name, const char *html_name,
+                           const char *template_path, char *err, size_t errlen);
+
+/** glucx_an_fill_template(dir, "report.json", "report.html", ...): DIR/report.html. */
 int glucx_an_write_html(const char *dir, const char *template_path, char *err, size_t errlen);
 
 #endif

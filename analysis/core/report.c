@@ -1080,7 +1080,7 @@ static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_
             e->opt.timeline ? ", timeline.json (open in ui.perfetto.dev)" : "");
 }
 
-/* ---- report.html ---------------------------------------------------------------------------- */
+/* ---- report.html and diff.html ------------------------------------------------------------ */
 
 static char *slurp(const char *path, size_t *len_p)
 {
@@ -1113,7 +1113,8 @@ static char *slurp(const char *path, size_t *len_p)
     return buf;
 }
 
-int glucx_an_write_html(const char *dir, const char *template_path, char *err, size_t errlen)
+int glucx_an_fill_template(const char *dir, const char *json_name, const char *html_name,
+                           const char *template_path, char *err, size_t errlen)
 {
     static const char marker[] = "@GLUCX_REPORT_JSON@";
     size_t tlen = 0;
@@ -1133,9 +1134,9 @@ int glucx_an_write_html(const char *dir, const char *template_path, char *err, s
         return -1;
     }
     char in[4096], out[4096], tmp[4096];
-    snprintf(in, sizeof(in), "%s/report.json", dir);
-    snprintf(out, sizeof(out), "%s/report.html", dir);
-    snprintf(tmp, sizeof(tmp), "%s/.report.html.tmp", dir);
+    snprintf(in, sizeof(in), "%s/%s", dir, json_name);
+    snprintf(out, sizeof(out), "%s/%s", dir, html_name);
+    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, html_name);
     FILE *j = fopen(in, "rb");
     FILE *o = j ? fopen(tmp, "wb") : NULL;
     if (!j || !o) {
@@ -1144,7 +1145,7 @@ int glucx_an_write_html(const char *dir, const char *template_path, char *err, s
         if (j)
             fclose(j);
         free(t);
-        return -1;
+        return -2;
     }
     int rc = fwrite(t, 1, (size_t)(m - t), o) != (size_t)(m - t);
     char buf[65536];
@@ -1167,7 +1168,12 @@ int glucx_an_write_html(const char *dir, const char *template_path, char *err, s
     if (rc || rename(tmp, out) != 0) {
         snprintf(err, errlen, "cannot write %s: %s", out, strerror(errno));
         unlink(tmp);
-        return -1;
+        return -2;
     }
     return 0;
+}
+
+int glucx_an_write_html(const char *dir, const char *template_path, char *err, size_t errlen)
+{
+    return glucx_an_fill_template(dir, "report.json", "report.html", template_path, err, errlen);
 }

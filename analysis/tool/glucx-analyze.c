@@ -25,7 +25,8 @@
  * output file and the errno text, and nothing partial appears under a final name.
  *
  * glucx-analyze diff A B -o OUT (diff_main()): two runs compared by core/diff.c; A and B are
- * reports, or traces analysed first by analyze_main() into OUT/report-a and OUT/report-b.
+ * reports, or traces analysed first by analyze_main() into OUT/report-a and OUT/report-b; it
+ * writes diff.txt, diff.json and diff.html (the dashboard template filled with diff.json).
  *
  * glucx-analyze export REPORT -o DIR (export_main()): ASTRA-sim network and system input files
  * (export_astra.c).
@@ -76,13 +77,15 @@ static void usage(FILE *f)
             "          its EVENTS.md fields in order (hex fields as \"0x...\" strings; fields the\n"
             "          analysis does not keep, such as select_map's ranges, left out)\n"
             "\n"
-            "usage: glucx-analyze diff A B -o OUT [--rows N]\n"
+            "usage: glucx-analyze diff A B -o OUT [--rows N] [--template PATH] [--no-html]\n"
             "  A, B    each a report (report.json, or the directory glucx-analyze -o wrote) or a\n"
             "          trace (analysed first, as above, into OUT/report-a or OUT/report-b)\n"
-            "  -o OUT  output directory: diff.txt and diff.json, the change of the mean\n"
-            "          iteration time from A to B decomposed into phases, collectives, links,\n"
-            "          decisions and ranks, largest contribution first\n"
+            "  -o OUT  output directory: diff.txt, diff.json and diff.html, the change of the\n"
+            "          mean iteration time from A to B decomposed into phases, collectives,\n"
+            "          links, decisions and ranks, largest contribution first\n"
             "  --rows N  rows per section in diff.txt (default 10; 0: all); diff.json has all\n"
+            "  --template PATH  the dashboard template for diff.html (the same as report.html's)\n"
+            "  --no-html  no diff.html\n"
             "\n"
             "usage: glucx-analyze export REPORT -o DIR [--topology FILE] [--calibration FILE]\n"
             "  REPORT  a report.json written by glucx-analyze (or its directory); writes DIR/\n"
@@ -1375,7 +1378,7 @@ static int analyze_main(int argc, char **argv)
     if (html) {
         const char *t = glucx_an_find_template(tmpl);
         if (!t) {
-            glucx_an_html_or_warn(stage, tmpl); /* says which template is missing */
+            glucx_an_no_template_warn(tmpl, "report.html");
         } else if (glucx_an_write_html(stage, t, err, sizeof(err)) != 0) {
             /* the template's own problems stay a warning; an output that cannot be written
              * fails like the others */
@@ -1464,8 +1467,8 @@ static int diff_input(const char *in, const char *out, char side, char *report, 
 
 static int diff_main(int argc, char **argv)
 {
-    const char *in[2] = {NULL, NULL}, *out = NULL;
-    int nin = 0;
+    const char *in[2] = {NULL, NULL}, *out = NULL, *tmpl = NULL;
+    int nin = 0, html = 1;
     long rows = 10;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
@@ -1480,6 +1483,14 @@ static int diff_main(int argc, char **argv)
                 fprintf(stderr, "glucx-analyze diff: --rows needs a number >= 0\n");
                 return 2;
             }
+        } else if (strcmp(argv[i], "--template") == 0) {
+            if (++i >= argc) {
+                usage(stderr);
+                return 2;
+            }
+            tmpl = argv[i];
+        } else if (strcmp(argv[i], "--no-html") == 0) {
+            html = 0;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;
@@ -1522,8 +1533,24 @@ static int diff_main(int argc, char **argv)
         fprintf(stderr, "glucx-analyze diff: %s; no diff written\n", err);
         goto out;
     }
+    int html_written = 0;
+    if (html) {
+        /* diff.html: the report's dashboard template filled with diff.json, as report.html */
+        const char *t = glucx_an_find_template(tmpl);
+        int st = t ? glucx_an_fill_template(out, "diff.json", "diff.html", t, err, sizeof(err)) : 0;
+        if (!t) {
+            glucx_an_no_template_warn(tmpl, "diff.html");
+        } else if (st == -1) { /* the template's own problem: a warning, as for report.html */
+            fprintf(stderr, "glucx-analyze diff: warning: %s: diff.html not written\n", err);
+        } else if (st != 0) {
+            fprintf(stderr, "glucx-analyze diff: %s; diff.html not written\n", err);
+            goto out;
+        } else {
+            html_written = 1;
+        }
+    }
     printf("%s\n", json_string_value(json_object_get(json_object_get(d, "cause"), "sentence")));
-    printf("diff in %s: diff.txt diff.json\n", out);
+    printf("diff in %s: diff.txt diff.json%s\n", out, html_written ? " diff.html" : "");
     rc = 0;
 out:
     json_decref(r[0]);

@@ -1299,8 +1299,257 @@
     const tool = obj(r && r.tool);
     const gen = document.querySelector('meta[name="generator"]');
     f.textContent = '';
-    append(f, [r ? `Report by ${str(tool.name) || 'glucx-analyze'} ${str(tool.version)}. ` : '',
+    const by = r && isDiff(r) ? 'Diff by glucx-analyze diff. ' : `Report by ${str(tool.name) || 'glucx-analyze'} ${str(tool.version)}. `;
+    append(f, [r ? by : '',
       `Dashboard: ${gen ? gen.getAttribute('content') : 'glucx'}. Works offline: everything is inside this file.`]);
+  }
+
+  /* ---- the diff of two runs (diff.json, glucx-analyze diff) ------------------------------ */
+
+  // The same template shows a diff.json (analysis/diff.schema.json, METRICS.md "Diff of two
+  // runs"): glucx-analyze fills it in the same way into diff.html. A diff is told apart from a
+  // report by its "diff_version".
+  const DIFF_VERSION = 1;
+  function isDiff(doc) { return Object.prototype.hasOwnProperty.call(doc, 'diff_version'); }
+
+  const SLOWER = '#e0524a';  // B takes longer than A: the contribution adds to the difference
+  const FASTER = '#2bb3a3';  // B takes less time
+  const PHASE_LABEL = { compute: 'Compute', exposed_communication: 'Exposed communication', wait: 'Waiting', idle: 'Idle' };
+  const CAUSE_LABEL = { collective: 'Algorithm change', workload: 'Different work', decision: 'Schedule decision',
+    link: 'Link', rank: 'Rank', phase: 'Phase', none: 'No difference' };
+
+  function fmtDelta(v) {
+    const x = num(v);
+    if (x === null) return '\u2013';
+    return x > 0 ? `+${fmtNs(x)}` : fmtNs(x).replace(/^-/, '\u2212');
+  }
+  function fmtSharePct(v) {
+    const x = num(v);
+    if (x === null) return '\u2013';
+    return `${x > 0 ? '+' : ''}${fmtPct(x)}`.replace(/^-/, '\u2212');
+  }
+  function presentNote(e) {
+    return e.present === 'a' ? 'only in A' : e.present === 'b' ? 'only in B' : '';
+  }
+
+  // One diff section: how its entries are named and which per-side value sits beside the contribution.
+  function diffSections(d) {
+    const comms = (list) => new Set(list.map((e) => str(e.comm))).size > 1;
+    const co = arr(d.collectives);
+    const de = arr(d.decisions);
+    const rk = arr(obj(d.ranks).entries);
+    const links = obj(d.links);
+    return [
+      { id: 'phases', title: 'Phases', nav: 'Phases', entries: arr(d.phases), value: 'ns', valueLabel: 'time per iteration',
+        sub: 'The mean iteration split into compute, exposed communication, waiting and idle time: the four add up to the difference.',
+        empty: 'No phases: neither report has the totals the phases come from.',
+        label: (e) => PHASE_LABEL[str(e.phase)] || str(e.phase) },
+      { id: 'collectives', title: 'Collectives', nav: 'Collectives', entries: co, value: 'time_per_iteration_ns', valueLabel: 'time per iteration',
+        sub: 'Time in each collective and size range per iteration. Collectives overlap compute and each other, so these do not add up to the difference.',
+        empty: 'No collectives in either run.',
+        label: (e) => `${comms(co) ? `${str(e.comm)}: ` : ''}${str(e.coll)} ${str(e.bucket)}`,
+        extra: (e) => [['Algorithm', e.algorithm_changed
+          ? `${str(obj(e.a).algorithm)} \u2192 ${str(obj(e.b).algorithm)} (changed)` : str(obj(e.a || e.b).algorithm)],
+        ['Calls per iteration', `${sideNum(e.a, 'calls_per_iteration')} \u2192 ${sideNum(e.b, 'calls_per_iteration')}`]] },
+      { id: 'links', title: links.kind === 'rank_pair' ? 'Links (rank pairs)' : 'Physical links', nav: 'Links',
+        entries: arr(links.entries), value: 'busy_ns_per_iteration', valueLabel: 'busy per iteration',
+        sub: 'Busy time of each link per iteration. Links are busy in parallel: these do not add up to the difference.',
+        empty: 'No links in either run (a report without physical_links or links).',
+        label: (e) => str(e.label),
+        extra: (e) => [['Bytes per iteration', `${fmtBytes(obj(e.a).bytes_per_iteration)} \u2192 ${fmtBytes(obj(e.b).bytes_per_iteration)}`]] },
+      { id: 'decisions', title: 'Schedule decisions', nav: 'Decisions', entries: de, value: 'measured_ns_per_iteration',
+        valueLabel: 'measured per iteration',
+        sub: 'Measured time of the collectives behind each kind of scheduling decision, per iteration.',
+        empty: 'No schedule decisions in either run.',
+        label: (e) => `${comms(de) ? `${str(e.comm)}: ` : ''}${str(e.kind)}: ${str(e.coll)} ${str(e.bucket)}`,
+        extra: (e) => [['Chosen', e.changed ? `${str(obj(e.a).option)} \u2192 ${str(obj(e.b).option)} (changed)`
+          : str(obj(e.a || e.b).option)]] },
+      { id: 'ranks', title: 'Ranks', nav: 'Ranks', entries: rk, value: 'iteration_ns', valueLabel: 'iteration time',
+        sub: 'Each rank\u2019s term of the mean over ranks; they add up to the difference when every iteration is complete on every rank.',
+        empty: 'No ranks matched in the two runs.',
+        label: (e) => `${comms(rk) ? `${str(e.comm)}: ` : ''}rank ${str(e.rank)}`,
+        extra: (e) => [['Host', `${str(obj(e.a).host) || '\u2013'} \u2192 ${str(obj(e.b).host) || '\u2013'}`]] },
+    ];
+  }
+  function sideNum(side, key) {
+    const x = num(obj(side)[key]);
+    return x === null ? '\u2013' : sig(x, 3);
+  }
+
+  function diffBanners(d) {
+    const out = [];
+    if (d.diff_version !== DIFF_VERSION) {
+      out.push(el('div', { class: 'banner banner-warn', dataset: { banner: 'schema' } },
+        el('div', { class: 'banner-title' }, 'Diff format not recognised'),
+        `This dashboard reads diff version ${DIFF_VERSION}; the diff says ${str(d.diff_version) || 'nothing'}. Parts of it may not be shown.`));
+    }
+    const partial = ['a', 'b'].filter((s) => obj(d[s]).partial === true);
+    if (partial.length) {
+      out.push(el('div', { class: 'banner banner-error', dataset: { banner: 'partial' }, role: 'alert' },
+        el('div', { class: 'banner-title' }, partial.length === 2 ? 'Both reports are partial' : `Report ${partial[0].toUpperCase()} is partial`),
+        'Its trace was incomplete, so the numbers compared may cover only part of the run.'));
+    }
+    const notes = arr(d.notes).map(str);
+    if (notes.length) {
+      out.push(el('div', { class: 'banner banner-warn', dataset: { banner: 'notes' } },
+        el('div', { class: 'banner-title' }, notes.length === 1 ? 'Note' : 'Notes'),
+        el('ul', null, notes.map((x) => el('li', null, x)))));
+    }
+    return out;
+  }
+
+  function diffHero(d) {
+    const it = obj(d.iteration);
+    const c = obj(d.cause);
+    const kind = str(c.kind) || 'none';
+    const ra = obj(d.a);
+    const rb = obj(d.b);
+    // data-ns: the exact integer of diff.json behind each headline figure
+    const fig = (key, value) => el('b', { dataset: { headline: key, ns: str(value) } }, key === 'delta' ? fmtDelta(value) : fmtNs(value));
+    const cause = el('div', { class: 'verdict', id: 'verdict', dataset: { cause: kind } },
+      el('div', { class: 'verdict-top' },
+        el('span', { class: 'verdict-label' }, 'Diff: B minus A'),
+        el('span', { class: `badge badge-diff-${kind.replace(/[^a-z_]/g, '')}` }, CAUSE_LABEL[kind] || kind),
+        c.subject !== null && c.subject !== undefined ? el('span', { class: 'muted' }, str(c.subject)) : null),
+      el('p', { class: 'verdict-sentence diff-cause' }, str(c.sentence) || 'The diff names no cause.'),
+      el('div', { class: 'verdict-meta' },
+        el('span', null, 'Mean iteration A ', fig('a', it.a_ns)),
+        el('span', null, 'B ', fig('b', it.b_ns)),
+        el('span', { class: (num(it.delta_ns) || 0) > 0 ? 'bad' : (num(it.delta_ns) || 0) < 0 ? 'good' : '' },
+          'Difference ', fig('delta', it.delta_ns), ` (${fmtSharePct(it.delta_share)} of A)`),
+        c.kind !== 'none' ? el('span', null, 'Cause contributes ', el('b', null, fmtDelta(c.contribution_ns)),
+          ` (${fmtPct(c.share)} of the difference)`) : null));
+    const k = (label, value, note, cls) => el('div', { class: `kpi${cls ? ` ${cls}` : ''}` },
+      el('div', { class: 'kpi-label' }, label), el('div', { class: 'kpi-value' }, value),
+      note ? el('div', { class: 'kpi-note' }, note) : null);
+    const run = (r) => `${plural(num(r.iterations) || 0, 'iteration')}, ${plural(num(r.ranks) || 0, 'rank')}`;
+    const kpis = el('div', { class: 'kpis', id: 'kpis' },
+      k('Run A', fmtNs(it.a_ns), el('span', null, el('code', { class: 'run-label' }, str(ra.label)), el('br'), run(ra))),
+      k('Run B', fmtNs(it.b_ns), el('span', null, el('code', { class: 'run-label' }, str(rb.label)), el('br'), run(rb))),
+      k('Difference', fmtDelta(it.delta_ns), `${fmtSharePct(it.delta_share)} of A`),
+      k('Median (reference)', num(it.median_delta_ns) === null ? '\u2013' : fmtDelta(it.median_delta_ns),
+        num(it.median_delta_ns) === null ? 'no median' : `${fmtNs(it.median_a_ns)} \u2192 ${fmtNs(it.median_b_ns)}`));
+    const verdicts = el('dl', { class: 'kv' },
+      ra.verdict !== undefined ? [el('dt', null, 'Verdict A'), el('dd', null, str(ra.verdict))] : null,
+      rb.verdict !== undefined ? [el('dt', null, 'Verdict B'), el('dd', null, str(rb.verdict))] : null);
+    return [el('div', { class: 'hero' }, cause), kpis, verdicts.childNodes.length ? el('div', { class: 'section' }, verdicts) : null];
+  }
+
+  // A horizontal bar per entry, in the order of diff.json (largest contribution first, at the top).
+  function diffSection(d, spec) {
+    const id = `diff-${spec.id}`;
+    const s = section(id, spec.title, spec.sub, spec.nav);
+    const entries = spec.entries;
+    if (!entries.length) {
+      append(s, [emptyBox(id, spec.empty)]);
+      return s;
+    }
+    const MAX = 40;
+    const shown = entries.slice(0, MAX);
+    const labels = shown.map(spec.label);
+    const box = chartBox(id, 'chart');
+    box.style.height = `${Math.max(160, 30 * shown.length + 70)}px`;
+    append(s, [box]);
+    const values = shown.map((e) => num(e.contribution_ns) || 0);
+    const extent = Math.max(1, ...values.map(Math.abs));
+    chart(box, id, {
+      grid: { left: 16, right: 140, top: 30, bottom: 24, containLabel: true },
+      tooltip: Object.assign({ trigger: 'item', formatter: (p) => {
+        const e = shown[p.dataIndex];
+        let h = ttHead(labels[p.dataIndex]) +
+          ttRow(values[p.dataIndex] > 0 ? SLOWER : FASTER, 'Contribution', `${fmtDelta(e.contribution_ns)} per iteration`) +
+          ttRow(null, 'Share of the difference', fmtPct(e.share)) +
+          ttRow(null, `A: ${spec.valueLabel}`, e.a ? fmtNs(obj(e.a)[spec.value]) : 'absent') +
+          ttRow(null, `B: ${spec.valueLabel}`, e.b ? fmtNs(obj(e.b)[spec.value]) : 'absent');
+        for (const [k, v] of (spec.extra ? spec.extra(e) : [])) h += ttRow(null, k, v);
+        if (presentNote(e)) h += ttRow(null, 'Present', presentNote(e));
+        return h;
+      } }, TOOLTIP),
+      // categories are the entries' positions: labels may repeat (and stay plain text on the canvas)
+      yAxis: { type: 'category', inverse: true, data: shown.map((_, i) => String(i)),
+        axisLabel: { color: '#4a5566', width: 320, overflow: 'truncate', formatter: (v) => labels[Number(v)] },
+        axisTick: { show: false } },
+      xAxis: { type: 'value', min: -extent, max: extent, name: 'time per iteration, B \u2212 A',
+        nameLocation: 'middle', nameGap: 26, nameTextStyle: { color: '#7a8597' },
+        // the symmetric ends are not round numbers: only the ticks between them are labelled
+        axisLabel: { color: '#4a5566', showMinLabel: false, showMaxLabel: false, formatter: (v) => fmtDelta(v) },
+        splitLine: { lineStyle: { color: '#eef1f5' } } },
+      series: [{
+        type: 'bar', barMaxWidth: 20,
+        data: shown.map((e, i) => ({ value: values[i], name: labels[i],
+          itemStyle: { color: values[i] > 0 ? SLOWER : FASTER, borderRadius: 3 } })),
+        label: { show: true, position: 'right', color: '#1c2430', fontSize: 11,
+          formatter: (p) => `${fmtDelta(values[p.dataIndex])}  ${fmtPct(shown[p.dataIndex].share).replace(/^-/, '\u2212')}` },
+      }],
+    });
+    if (entries.length > shown.length) {
+      append(s, [el('p', { class: 'section-sub', dataset: { more: spec.id } },
+        `The chart shows the ${shown.length} largest of ${plural(entries.length, 'entry', 'entries')}; diff.json and diff.txt have all.`)]);
+    }
+    return s;
+  }
+
+  // What changed in the configuration: collectives whose algorithms and decisions whose chosen
+  // options differ between the runs (a table: names, not magnitudes).
+  function diffChangesSection(d) {
+    const s = section('diff-changes', 'Algorithm and decision changes',
+      'Groups present in both runs whose set of algorithms (or chosen options) differs.', 'Changes');
+    const co = arr(d.collectives).filter((e) => e.algorithm_changed === true);
+    const de = arr(d.decisions).filter((e) => e.changed === true);
+    const counts = (m) => Object.entries(obj(m)).map(([k, v]) => `${k} \u00d7${fmtInt(v)}`).join(', ');
+    if (!co.length && !de.length) {
+      append(s, [emptyBox('diff-changes', 'No algorithm or decision changed between the runs.')]);
+      return s;
+    }
+    if (co.length) {
+      append(s, [el('h3', null, 'Collectives'), table('diff-algorithms', [
+        { label: 'Collective', value: (e) => `${str(e.coll)} ${str(e.bucket)}` },
+        { label: 'Communicator', value: (e) => str(e.comm) },
+        { label: 'Algorithm A', value: (e) => str(obj(e.a).algorithm), show: (e) => el('span', { title: counts(obj(e.a).algorithms) }, str(obj(e.a).algorithm)) },
+        { label: 'Algorithm B', value: (e) => str(obj(e.b).algorithm), show: (e) => el('b', { title: counts(obj(e.b).algorithms) }, str(obj(e.b).algorithm)) },
+        { label: 'Calls A', value: (e) => counts(obj(e.a).algorithms), cls: 'wrap' },
+        { label: 'Calls B', value: (e) => counts(obj(e.b).algorithms), cls: 'wrap' },
+        { label: 'Contribution', num: true, value: (e) => num(e.contribution_ns), show: (e) => fmtDelta(e.contribution_ns) },
+        { label: 'Share', num: true, value: (e) => num(e.share), show: (e) => fmtPct(e.share) },
+      ], co)]);
+    }
+    if (de.length) {
+      append(s, [el('h3', null, 'Schedule decisions'), table('diff-decision-changes', [
+        { label: 'Decision', value: (e) => `${str(e.kind)}: ${str(e.coll)} ${str(e.bucket)}` },
+        { label: 'Communicator', value: (e) => str(e.comm) },
+        { label: 'Chosen A', value: (e) => str(obj(e.a).option), show: (e) => el('span', { title: counts(obj(e.a).chosen) }, str(obj(e.a).option)) },
+        { label: 'Chosen B', value: (e) => str(obj(e.b).option), show: (e) => el('b', { title: counts(obj(e.b).chosen) }, str(obj(e.b).option)) },
+        { label: 'Contribution', num: true, value: (e) => num(e.contribution_ns), show: (e) => fmtDelta(e.contribution_ns) },
+        { label: 'Share', num: true, value: (e) => num(e.share), show: (e) => fmtPct(e.share) },
+      ], de)]);
+    }
+    return s;
+  }
+
+  function diffStraggler(d) {
+    const st = obj(obj(d.ranks).straggler);
+    const one = (x) => (x && typeof x === 'object'
+      ? `rank ${str(x.rank)}${x.comm !== undefined ? ` (${str(x.comm)})` : ''}, ${fmtNs(x.lateness_per_iteration_ns)} late per iteration`
+      : 'none');
+    const rk = obj(d.ranks);
+    return el('dl', { class: 'kv', dataset: { straggler: st.changed ? 'changed' : 'same' } },
+      el('dt', null, 'Ranks'), el('dd', null, `A ${fmtInt(rk.a_ranks)}, B ${fmtInt(rk.b_ranks)}, ${fmtInt(rk.matched)} matched`),
+      el('dt', null, 'Top straggler A'), el('dd', null, one(st.a)),
+      el('dt', null, 'Top straggler B'), el('dd', null, one(st.b), st.changed ? el('span', { class: 'pill bad' }, ' changed') : null));
+  }
+
+  function diffParts(d) {
+    const specs = diffSections(d);
+    return [
+      () => diffBanners(d),
+      () => diffHero(d),
+      ...specs.map((spec) => () => {
+        const s = diffSection(d, spec);
+        if (spec.id === 'ranks') append(s, [el('h3', null, 'Stragglers'), diffStraggler(d)]);
+        return s;
+      }),
+      () => diffChangesSection(d),
+    ];
   }
 
   /* ---- main ------------------------------------------------------------------------------ */
@@ -1310,6 +1559,35 @@
     app.textContent = '';
     append(app, [el('div', { class: 'banner banner-error', role: 'alert', dataset: { banner: 'fatal' } },
       el('div', { class: 'banner-title' }, 'Cannot show this report'), message)]);
+  }
+
+  function diffPage(d) {
+    dash.view = 'diff';
+    document.body.dataset.view = 'diff';
+    document.title = `glucx diff \u2014 ${str(obj(d.a).label)} vs ${str(obj(d.b).label)}`;
+    const sub = document.querySelector('.brand-sub');
+    if (sub) sub.textContent = 'diff of two runs';
+    return diffParts(d);
+  }
+
+  function reportPage(report) {
+    dash.view = 'report';
+    document.body.dataset.view = 'report';
+    const t = obj(report.trace);
+    const paths = arr(t.paths).map(str);
+    document.title = `glucx report \u2014 ${paths.length ? paths.join(', ') : 'trace'}${t.partial ? ' (partial)' : ''}`;
+    return [
+      () => banners(report),
+      () => hero(report),
+      () => breakdownSection(report),
+      () => criticalPathSection(report),
+      () => linksSection(report),
+      () => physicalSection(report),
+      () => collectivesSection(report),
+      () => decisionsSection(report),
+      () => ranksSection(report),
+      () => traceSection(report),
+    ];
   }
 
   function main() {
@@ -1327,22 +1605,9 @@
       return;
     }
     dash.report = report;
-    const t = obj(report.trace);
-    const paths = arr(t.paths).map(str);
-    document.title = `glucx report \u2014 ${paths.length ? paths.join(', ') : 'trace'}${t.partial ? ' (partial)' : ''}`;
     app.textContent = '';
-    const parts = [
-      () => banners(report),
-      () => hero(report),
-      () => breakdownSection(report),
-      () => criticalPathSection(report),
-      () => linksSection(report),
-      () => physicalSection(report),
-      () => collectivesSection(report),
-      () => decisionsSection(report),
-      () => ranksSection(report),
-      () => traceSection(report),
-    ];
+    // The same page shows a report.json (report.html) or a diff.json (diff.html).
+    const parts = isDiff(report) ? diffPage(report) : reportPage(report);
     for (const make of parts) {
       // Build into a detached holder first: a section that throws while being built leaves nothing behind.
       try {

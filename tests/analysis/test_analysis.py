@@ -19,7 +19,9 @@ Diff of two runs (glucx-analyze diff, METRICS.md "Diff of two runs"):
   diff        the two example reports: the iteration-time difference, its phases, collectives and
               physical links recomputed here from the reports; bad inputs (missing, not JSON,
               not a report, neither report nor trace, three runs, an unwritable output) refused
-              naming the file; diff.json against analysis/diff.schema.json.
+              naming the file; diff.json against analysis/diff.schema.json; diff.html carries
+              diff.json (with --template: the build has a dashboard), --no-html and a missing or
+              broken template (a warning, exit 0) leave it out.
   diff_trace  two traces analysed in one process first: the same run twice differs by nothing.
 Robustness (each: a clear message, a report marked partial where one is possible):
   missing, nontrace, empty, truncated, discarded, unknown_version; plugin_cli: the same sink
@@ -610,6 +612,29 @@ def case_diff(a):
     check("one run too many" in p.stderr, "three runs: %s" % p.stderr)
     p, _ = diff_run(a, "diff", [ra, rb], expect_rc=1, out=os.path.join(cut, "out"))
     check(cut in p.stderr and "no diff written" in p.stderr, "unwritable output: %s" % p.stderr)
+
+    # diff.html: the dashboard template filled with diff.json as report.html is with report.json
+    # (every '<' as \u003c); --no-html skips it; a missing or broken template is a warning
+    out = os.path.join(a.work, "diff", "out")
+    p, d = diff_run(a, "diff", [ra, rb])
+    html_path = os.path.join(out, "diff.html")
+    if a.template:
+        check(os.path.exists(html_path) and "diff.html" in p.stdout, "no diff.html: %s" % p.stdout)
+        with open(os.path.join(out, "diff.json")) as f:
+            dj = f.read()
+        with open(html_path) as f:
+            html = f.read()
+        check("@GLUCX_REPORT_JSON@" not in html and dj.replace("<", "\\u003c") in html,
+              "diff.html does not carry diff.json")
+    for extra, why in ((["--no-html"], None), (["--template", os.path.join(bad, "missing.html")], "not readable"),
+                       (["--template", cut], "exactly once")):
+        shutil.rmtree(out)
+        p = run([a.analyze, "diff", ra, rb, "-o", out] + extra, ok=False)
+        check(p.returncode == 0 and os.path.exists(os.path.join(out, "diff.json")),
+              "diff %s: rc %d\n%s" % (extra, p.returncode, p.stderr))
+        check(not os.path.exists(html_path) and "diff.html" not in p.stdout, "diff %s wrote diff.html" % extra)
+        if why:
+            check(why in p.stderr and "diff.html not written" in p.stderr, "diff %s: no warning: %s" % (extra, p.stderr))
 
 
 def case_diff_trace(a):
@@ -1248,6 +1273,8 @@ def main():
     ap.add_argument("--plugin-dir")
     ap.add_argument("--emit")
     ap.add_argument("--bench")
+    # the build's dashboard template (glucx-analyze finds it by itself): diff.html is expected
+    ap.add_argument("--template")
     ap.add_argument("case")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)

@@ -10,12 +10,17 @@
 //   - the verdict, partial-report reasons and hostile strings appear as literal text and nothing
 //     in the report is ever run as markup (also inside chart tooltips);
 //   - every view switch redraws without error;
+// (a diff.json, which the same template shows as diff.html, is checked the same way where it
+// applies, and: each section's bar chart or its empty-state message, one bar per entry in
+// diff.json's order with its value and name; the headline figures exactly; the cause, notes and
+// change tables verbatim)
 // and saves a full-page screenshot (NAME.png in --out-dir; with --screenshot FILE.png also FILE.png
 // and FILE-top.png, the first 1440x900 screen).
 //
 // usage: node browser_test.mjs --node-modules DIR --out-dir DIR --name NAME
 //          (--html REPORT_HTML --report REPORT_JSON | --template TEMPLATE --report REPORT_JSON
 //           [--variant hostile|large|failed] | --template TEMPLATE --bare)
+//          (a diff.json as REPORT_JSON: --variant hostile|large)
 //          [--chromium /usr/bin/chromium] [--screenshot FILE] [--timeout-s 90]
 import fs from 'node:fs';
 import os from 'node:os';
@@ -24,6 +29,8 @@ import { createRequire } from 'node:module';
 import { pathToFileURL, fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+// The diff view draws at most this many bars per chart; the page says when a section has more.
+const DIFF_CHART_MAX = 40;
 
 function usage(msg) {
   process.stderr.write(`browser_test: ${msg}\n`);
@@ -73,20 +80,23 @@ if (!fs.existsSync(opts.chromium)) {
 const require = createRequire(path.join(path.resolve(opts['node-modules']), 'noop.js'));
 const { chromium } = require('playwright-core');
 const { fillReport } = await import(pathToFileURL(path.join(here, '..', '..', 'dashboards', 'tools', 'fill-report.mjs')));
-const { makeHostile, makeLarge, makeFailed, HOSTILE } = await import(pathToFileURL(path.join(here, 'variants.mjs')));
+const { makeHostile, makeLarge, makeFailed, makeHostileDiff, makeLargeDiff, HOSTILE } = await import(pathToFileURL(path.join(here, 'variants.mjs')));
 
 fs.mkdirSync(opts['out-dir'], { recursive: true });
 
 // The report the page carries and the page itself.
 let report = null;
+let isDiff = false;  // the JSON is a diff.json (glucx-analyze diff), shown by the same template
 let htmlPath;
 if (opts.bare) {
   htmlPath = path.resolve(opts.template);
 } else {
   let jsonText = fs.readFileSync(opts.report, 'utf8');
+  isDiff = 'diff_version' in JSON.parse(jsonText);
   if (opts.variant) {
-    const make = { hostile: makeHostile, large: makeLarge, failed: makeFailed }[opts.variant];
-    if (!make) usage(`unknown --variant ${opts.variant} (hostile, large, failed)`);
+    const make = isDiff ? { hostile: makeHostileDiff, large: makeLargeDiff }[opts.variant]
+      : { hostile: makeHostile, large: makeLarge, failed: makeFailed }[opts.variant];
+    if (!make) usage(`unknown --variant ${opts.variant} (hostile, large, failed; for a diff: hostile, large)`);
     jsonText = JSON.stringify(make(JSON.parse(jsonText)), null, 1);
     fs.writeFileSync(path.join(opts['out-dir'], `${opts.name}.report.json`), jsonText);
   }
@@ -136,6 +146,11 @@ try {
       return b ? b.textContent : null;
     });
     check(msg && msg.includes('template without a report'), `bare template: no clear message (got ${JSON.stringify(msg)})`);
+  } else if (isDiff) {
+    check(state === 'ready', `page state is '${state}', expected 'ready'`);
+    await checkDiffPage(page, report);
+    await screenshot(page);
+    await checkTooltips(page);
   } else {
     check(state === 'ready', `page state is '${state}', expected 'ready'`);
     await checkReportPage(page, report);
@@ -231,11 +246,11 @@ function emptySection(name, r) {
   }
 }
 
-async function checkCharts(page, r, when) {
-  const want = expectedCharts(r);
+// Every chart on the page: its name, size, data points and the pixels its data painted.
+async function paintedCharts(page) {
   // Painted pixels of a chart (all its canvas layers), with its series and again with every
   // series emptied: the difference is what the data drew (axes and labels alone paint too).
-  const found = await page.evaluate(() => {
+  return page.evaluate(() => {
     function painted(node) {
       let n = 0;
       let area = 0;
@@ -270,6 +285,20 @@ async function checkCharts(page, r, when) {
         painted: withData.n - without.n, area: withData.area, points };
     });
   });
+}
+
+// A chart's own checks: an instance, a size, data points and pixels painted by its data.
+function checkDrawn(f, when) {
+  check(f.instance, `${when}: chart '${f.name}' has no ECharts instance`);
+  check(f.width > 100 && f.height > 100, `${when}: chart '${f.name}' is ${f.width}x${f.height} px`);
+  check(f.points > 0, `${when}: chart '${f.name}' has no data points`);
+  check(f.area > 0 && f.painted >= Math.max(150, 0.001 * f.area),
+        `${when}: the data of chart '${f.name}' painted ${f.painted} of ${f.area} pixels`);
+}
+
+async function checkCharts(page, r, when) {
+  const want = expectedCharts(r);
+  const found = await paintedCharts(page);
   const names = found.map((f) => f.name);
   for (const [name, expected] of Object.entries(want)) {
     const n = names.filter((x) => x === name).length;
@@ -287,11 +316,7 @@ async function checkCharts(page, r, when) {
   }
   for (const f of found) {
     check(f.name in want, `${when}: unexpected chart '${f.name}'`);
-    check(f.instance, `${when}: chart '${f.name}' has no ECharts instance`);
-    check(f.width > 100 && f.height > 100, `${when}: chart '${f.name}' is ${f.width}x${f.height} px`);
-    check(f.points > 0, `${when}: chart '${f.name}' has no data points`);
-    check(f.area > 0 && f.painted >= Math.max(150, 0.001 * f.area),
-          `${when}: the data of chart '${f.name}' painted ${f.painted} of ${f.area} pixels`);
+    checkDrawn(f, when);
   }
 }
 
@@ -463,4 +488,134 @@ async function checkTooltips(page) {
     return out;
   });
   for (const t of res) check(t.tip.length > 0, `chart '${t.name}': no tooltip text after showTip`);
+}
+
+/* ---- the diff view (diff.json in the same template) ---------------------------------------- */
+
+// The sections of a diff.json the page draws as bar charts, and the words that identify an entry
+// (its bar's name and axis label must hold each of them).
+function diffSectionsOf(d) {
+  return [
+    ['phases', arr(d.phases), (e) => [String(e.phase).replace(/_/g, ' ')]],  // compared ignoring case
+    ['collectives', arr(d.collectives), (e) => [String(e.coll), String(e.bucket)]],
+    ['links', arr(d.links && d.links.entries), (e) => [String(e.label)]],
+    ['decisions', arr(d.decisions), (e) => [String(e.kind), String(e.coll), String(e.bucket)]],
+    ['ranks', arr(d.ranks && d.ranks.entries), (e) => [`rank ${e.rank}`]],
+  ];
+}
+
+// "−9.18 ms" / "+1.2 µs" / "20.8 ms" -> ns (null if it is not a time)
+function parseShownNs(text) {
+  const m = /^([+\u2212-]?)([0-9.]+)\s*(ns|\u00b5s|ms|s)?$/.exec(String(text).trim());
+  if (!m) return null;
+  const f = { ns: 1, '\u00b5s': 1e3, ms: 1e6, s: 1e9 }[m[3] || 'ns'];
+  return (m[1] === '' || m[1] === '+' ? 1 : -1) * Number(m[2]) * f;
+}
+
+async function checkDiffPage(page, d) {
+  const when = 'diff';
+  // Charts: one per section with entries, an empty-state message for each section without.
+  const found = await paintedCharts(page);
+  const names = found.map((f) => f.name);
+  for (const [id, entries] of diffSectionsOf(d)) {
+    const name = `diff-${id}`;
+    const n = names.filter((x) => x === name).length;
+    if (entries.length) {
+      check(n === 1, `${when}: chart '${name}' expected once (${entries.length} entries), found ${n} times`);
+    } else {
+      check(n === 0, `${when}: chart '${name}' drawn although the diff has no ${id}`);
+      check(await page.$(`[data-empty-for="${name}"]`) !== null, `${when}: section '${id}' is empty and no message says so`);
+    }
+  }
+  for (const f of found) {
+    check(diffSectionsOf(d).some(([id, e]) => f.name === `diff-${id}` && e.length > 0), `${when}: unexpected chart '${f.name}'`);
+    checkDrawn(f, when);
+  }
+
+  // Bars: in the order of diff.json (the first entry at the top), with its values and names.
+  for (const [id, entries, ident] of diffSectionsOf(d)) {
+    if (!entries.length) continue;
+    const bars = await page.evaluate((name) => {
+      const node = document.querySelector(`.chart[data-chart="${name}"]`);
+      const inst = node && window.echarts.getInstanceByDom(node);
+      if (!inst) return null;
+      const o = inst.getOption();
+      const data = o.series[0].data;
+      return data.map((v, i) => ({ value: v.value, name: v.name,
+        y: inst.convertToPixel({ seriesIndex: 0 }, [v.value, i])[1],
+        label: o.yAxis[0].axisLabel.formatter(o.yAxis[0].data[i], i) }));
+    }, `diff-${id}`);
+    if (!check(bars !== null, `${when}: chart 'diff-${id}' has no instance`)) continue;
+    const want = Math.min(entries.length, DIFF_CHART_MAX);
+    check(bars.length === want, `${when}: chart 'diff-${id}' has ${bars.length} bars, expected ${want}`);
+    for (let i = 0; i < Math.min(bars.length, want); i++) {
+      const e = entries[i];
+      check(bars[i].value === Number(e.contribution_ns),
+            `${when}: ${id} bar ${i} is ${bars[i].value}, diff.json's contribution_ns is ${e.contribution_ns}`);
+      for (const part of ident(e)) {
+        const has = (x) => String(x).toLowerCase().includes(part.toLowerCase());
+        check(has(bars[i].name) && has(bars[i].label),
+              `${when}: ${id} bar ${i} is named ${JSON.stringify(bars[i].name)} / axis ${JSON.stringify(bars[i].label)}, not ${JSON.stringify(part)}`);
+      }
+      if (i > 0) check(bars[i].y > bars[i - 1].y, `${when}: ${id} bar ${i} (y ${bars[i].y}) is not below bar ${i - 1} (y ${bars[i - 1].y})`);
+    }
+    if (entries.length > DIFF_CHART_MAX) {
+      check(await page.$(`[data-more="${id}"]`) !== null, `${when}: ${id} has ${entries.length} entries and no note that the chart shows ${DIFF_CHART_MAX}`);
+    }
+  }
+
+  // Headline: A, B and the difference, exactly diff.json's (data-ns) and shown as that time.
+  const it = d.iteration;
+  const head = await page.evaluate(() => {
+    const q = (k) => { const n = document.querySelector(`[data-headline="${k}"]`); return n ? { ns: n.dataset.ns, text: n.textContent } : null; };
+    const t = (sel) => { const n = document.querySelector(sel); return n ? n.textContent : null; };
+    return {
+      a: q('a'), b: q('b'), delta: q('delta'), cause: t('.diff-cause'),
+      notes: [...document.querySelectorAll('[data-banner="notes"] li')].map((li) => li.textContent),
+      partial: !!document.querySelector('[data-banner="partial"]'),
+      sections: [...document.querySelectorAll('section.section')].map((s) => s.id),
+      sectionErrors: document.querySelectorAll('.section-error').length,
+    };
+  });
+  for (const [k, v] of [['a', it.a_ns], ['b', it.b_ns], ['delta', it.delta_ns]]) {
+    const h = head[k];
+    if (!check(h !== null, `${when}: no headline figure '${k}'`)) continue;
+    check(h.ns === String(v), `${when}: headline '${k}' carries ${h.ns}, diff.json has ${v}`);
+    const shown = parseShownNs(h.text);
+    // three significant digits: within 0.5% (or 1 ns)
+    check(shown !== null && Math.abs(shown - v) <= Math.max(1, 0.005 * Math.abs(v)),
+          `${when}: headline '${k}' shows ${JSON.stringify(h.text)}, diff.json has ${v} ns`);
+  }
+  check(head.cause === String(d.cause.sentence), `${when}: cause shown as ${JSON.stringify(head.cause)}, diff.json says ${JSON.stringify(d.cause.sentence)}`);
+  check(JSON.stringify(head.notes) === JSON.stringify(arr(d.notes).map(String)),
+        `${when}: notes shown as ${JSON.stringify(head.notes)}, diff.json has ${JSON.stringify(d.notes)}`);
+  check(head.partial === (d.a.partial === true || d.b.partial === true), `${when}: partial banner ${head.partial ? 'shown' : 'missing'}`);
+  for (const id of ['diff-phases', 'diff-collectives', 'diff-links', 'diff-decisions', 'diff-ranks', 'diff-changes']) {
+    check(head.sections.includes(id), `${when}: section '${id}' missing`);
+  }
+  check(head.sectionErrors === 0, `${when}: ${head.sectionErrors} sections failed to draw`);
+
+  // Algorithm and decision changes: a table row for each changed group, in diff.json's order.
+  for (const [name, rows, column, cell] of [
+    ['diff-algorithms', arr(d.collectives).filter((e) => e.algorithm_changed === true), 'Algorithm B', (e) => String(e.b.algorithm)],
+    ['diff-decision-changes', arr(d.decisions).filter((e) => e.changed === true), 'Chosen B', (e) => String(e.b.option)],
+  ]) {
+    const t = await tableInfo(page, name);
+    if (!rows.length) {
+      check(t === null, `${when}: table '${name}' shown without changes`);
+      continue;
+    }
+    if (!check(t !== null, `${when}: table '${name}' missing (${rows.length} changes)`)) continue;
+    check(t.total === rows.length && t.rows.length === rows.length, `${when}: table '${name}' has ${t.rows.length} rows, expected ${rows.length}`);
+    const col = t.head.indexOf(column);
+    check(col >= 0 && t.rows.every((tr, i) => tr[col] === cell(rows[i])), `${when}: table '${name}' column '${column}' does not match diff.json`);
+  }
+  if (!arr(d.collectives).some((e) => e.algorithm_changed === true) && !arr(d.decisions).some((e) => e.changed === true)) {
+    check(await page.$('[data-empty-for="diff-changes"]') !== null, `${when}: no changes and no message saying so`);
+  }
+
+  if (JSON.stringify(d).includes(HOSTILE)) {
+    const body = await page.evaluate(() => document.body.innerText);
+    check(body.includes(HOSTILE.trim()), `${when}: a hostile string is not shown as literal text`);
+  }
 }

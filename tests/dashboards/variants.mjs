@@ -131,3 +131,70 @@ export function makeLarge(report, iterations = 150, calls = 3000) {
   r.decisions = rep(report.decisions);
   return r;
 }
+
+// makeHostileDiff(diff): a copy of a diff.json (analysis/diff.schema.json) in which every
+// free-text string (run labels and verdicts, names, link labels, the cause, notes) ends in
+// HOSTILE; enums the schema fixes stay. A collective group and a decision group get a changed
+// algorithm / chosen option (hostile names; made present in both runs if needed) so the changes
+// tables are drawn, both runs are partial, and two notes are added (one about mismatched ranks).
+const DIFF_FIXED = new Set(['present', 'phase', 'kind', 'statistic', 'collectives_counted']);
+
+function walkDiff(v, key) {
+  if (typeof v === 'string') return DIFF_FIXED.has(key) ? v : v + HOSTILE;
+  if (Array.isArray(v)) return v.map((x) => walkDiff(x, key));
+  if (v && typeof v === 'object') {
+    const out = {};
+    for (const [k, x] of Object.entries(v)) out[k] = walkDiff(x, k);
+    return out;
+  }
+  return v;
+}
+
+export function makeHostileDiff(diff) {
+  const d = walkDiff(diff, '');
+  d.a.partial = true;
+  d.b.partial = true;
+  d.notes = d.notes.concat([`rank counts differ: A has 4 ranks, B has 8; 4 are matched${HOSTILE}`,
+    `"quoted" note & more${HOSTILE}`]);
+  // a group of one run only gets the other run's side copied (schema-valid, if not computed)
+  const inBoth = (e) => {
+    if (!e.a) e.a = JSON.parse(JSON.stringify(e.b));
+    if (!e.b) e.b = JSON.parse(JSON.stringify(e.a));
+    e.present = 'both';
+    return e;
+  };
+  if (d.collectives.length) {
+    const e = inBoth(d.collectives.find((x) => x.present === 'both') || d.collectives[0]);
+    e.algorithm_changed = true;
+    e.b.algorithm = `recursive_doubling${HOSTILE}`;
+    e.b.algorithms = { [`recursive_doubling${HOSTILE}`]: 3 };
+  }
+  if (d.decisions.length) {
+    const e = inBoth(d.decisions.find((x) => x.present === 'both') || d.decisions[0]);
+    e.changed = true;
+    e.b.option = `other${HOSTILE}`;
+    e.b.chosen = { [`other${HOSTILE}`]: 3 };
+  }
+  return d;
+}
+
+// makeLargeDiff(diff): a diff whose ranks section has 64 entries (16 per rank of the original,
+// numbered 0..63, contributions still largest first), more than the chart draws (40).
+export function makeLargeDiff(diff) {
+  const d = JSON.parse(JSON.stringify(diff));
+  const src = d.ranks.entries;
+  if (!src.length) return d;
+  const out = [];
+  for (let i = 0; i < 64; i++) {
+    const e = JSON.parse(JSON.stringify(src[i % src.length]));
+    e.rank = i;
+    e.contribution_ns = Math.round(src[0].contribution_ns * (64 - i) / 64);
+    e.share = d.iteration.delta_ns ? e.contribution_ns / d.iteration.delta_ns : null;
+    out.push(e);
+  }
+  d.ranks.entries = out;
+  d.ranks.a_ranks = 64;
+  d.ranks.b_ranks = 64;
+  d.ranks.matched = 64;
+  return d;
+}

@@ -93,19 +93,25 @@ const char *glucx_an_find_template(const char *explicit_path)
     return NULL;
 }
 
+void glucx_an_no_template_warn(const char *explicit_template, const char *html_name)
+{
+    if (explicit_template && *explicit_template)
+        fprintf(stderr,
+                "glucx-analyze: warning: dashboard template %s is not readable: "
+                "%s not written\n",
+                explicit_template, html_name);
+    else
+        fprintf(stderr,
+                "glucx-analyze: warning: no dashboard template found (--template, "
+                "GLUCX_DASHBOARD_TEMPLATE, build tree, install prefix): %s not written\n",
+                html_name);
+}
+
 void glucx_an_html_or_warn(const char *dir, const char *explicit_template)
 {
     const char *t = glucx_an_find_template(explicit_template);
     if (!t) {
-        if (explicit_template && *explicit_template)
-            fprintf(stderr,
-                    "glucx-analyze: warning: dashboard template %s is not readable: "
-                    "report.html not written\n",
-                    explicit_template);
-        else
-            fprintf(stderr, "glucx-analyze: warning: no dashboard template found (--template, "
-                            "GLUCX_DASHBOARD_TEMPLATE, build tree, install prefix): report.html "
-                            "not written\n");
+        glucx_an_no_template_warn(explicit_template, "report.html");
         return;
     }
     char err[512];

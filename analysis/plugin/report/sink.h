@@ -86,6 +86,10 @@ bt_component_class_sink_consume_method_status glucx_an_sink_consume(bt_self_comp
  */
 const char *glucx_an_find_template(const char *explicit_path);
 
+/** The warning on stderr that no template was found (@p explicit_template: the one asked for, or
+ *  NULL) and so @p html_name ("report.html", "diff.html") is not written. */
+void glucx_an_no_template_warn(const char *explicit_template, const char *html_name);
+
 /** Write report.html next to report.json; a warning on stderr (never a failure) if impossible. */
 void glucx_an_html_or_warn(const char *dir, const char *explicit_template);
 
