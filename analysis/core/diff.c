@@ -1261,6 +1261,10 @@ static int write_one(const json_t *d, const char *dir, const char *name, int tex
         set_err(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
         return -1;
     }
+    /* mkstemp makes it 0600; the outputs are as readable as report.json (0666 less umask) */
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
     FILE *f = fdopen(fd, "w");
     if (!f) {
         set_err(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
