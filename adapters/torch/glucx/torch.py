@@ -82,8 +82,9 @@ import torch
 import torch.distributed as dist
 
 from . import _C
+from .sharded import ShardedDataParallel
 
-__all__ = ["instrument", "Instrumentation", "trace_enabled"]
+__all__ = ["instrument", "Instrumentation", "trace_enabled", "ShardedDataParallel"]
 
 _ENGINE = torch.autograd.Variable._execution_engine
 
