@@ -383,11 +383,18 @@ class ShardedDataParallel(nn.Module):
     def forward(self, *inputs, **kwargs):
         """Run the wrapped module's forward on this rank's inputs (gathering each unit's
         parameters as it runs). Collective: every rank must call it, with the same units
-        running in the same order. Raises RuntimeError if a backward of this model is still in
-        progress or a collective fails."""
-        if self._callback_queued:
-            raise RuntimeError(f"ShardedDataParallel: forward called during a backward pass of "
-                               f"the same model ({self._where()})")
+        running in the same order. Raises RuntimeError if a collective fails or, with autograd
+        enabled, a unit did not run (unused parameters)."""
+        if self._rs_pending:
+            # a backward that raised before its end: its reduce-scatters were issued on every
+            # rank alike; finish them, keep nothing
+            stale, self._rs_pending = self._rs_pending, []
+            for _, work, _, _ in stale:
+                try:
+                    work.wait()
+                except Exception:  # noqa: BLE001 -- the backward already raised
+                    pass
+        self._callback_queued = False
         grad = torch.is_grad_enabled()
         if grad and self.broadcast_buffers:
             for b in self.module.buffers():
@@ -395,15 +402,13 @@ class ShardedDataParallel(nn.Module):
         self._generation += 1
         self._ran = []
         self._in_forward = True
+        failed = True
         try:
             out = self.module(*inputs, **kwargs)
+            failed = False
         finally:
             self._in_forward = False
-            for u in self._units:
-                self._unbind(u)
-                u.full = None           # the graph (if any) keeps what backward needs
-                if u.pending is not None:    # prefetched but the unit did not run
-                    self._wait_gather(u.index)
+            self._end_forward(quiet=failed)
         if grad:
             missing = [u.name for u in self._units if u not in self._ran]
             if missing:
@@ -413,6 +418,20 @@ class ShardedDataParallel(nn.Module):
             for u in self._units:
                 u.grad_issued = False
         return out
+
+    def _end_forward(self, quiet):
+        """Unbind every unit, drop this forward's buffers (the graph, if any, keeps what backward
+        needs) and wait for gathers that were prefetched for units that did not run (every rank
+        issued them alike). quiet: the forward is raising already; do not mask its error."""
+        for u in self._units:
+            self._unbind(u)
+            u.full = None
+            if u.pending is not None:
+                try:
+                    self._wait_gather(u.index)
+                except RuntimeError:
+                    if not quiet:
+                        raise
 
     def _unit_grad_ready(self, index, generation, grad_full):
         u = self._units[index]
