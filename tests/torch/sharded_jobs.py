@@ -281,3 +281,33 @@ def peer_dies(ctx, backend, timeout_s=15):
     sys.stdout.flush()
     # the group is broken: leave without destroy_process_group's collective teardown
     os._exit(0)
+
+
+def hierarchical(ctx, backend, timeout_s=60):
+    """4 ranks on this host posing as 2 hosts of 2 ranks (GLUCX_HOSTID per rank, read when the
+    group's context is created): packages exist, so glucx's selection should pick its
+    hierarchical (fast-link-offloading) allgather and reduce-scatter rows for the wrapper's
+    base collectives. Records the selection for every unit's sizes and checks the training."""
+    import glucx.torch  # noqa: F401
+
+    os.environ["GLUCX_HOSTID"] = f"sharded-test-host{ctx.rank // 2}"
+    with ctx.check("init"):
+        init(ctx, backend, timeout_s * time_scale())
+    pg = dist.distributed_c10d._get_default_group()
+    for mk, ok_ in (("mlp", "adam"), ("bn", "sgd")):
+        name = f"{mk}-{ok_}-prefetch1"
+        with ctx.check(f"{name}/matches-reference"):
+            model, full, buffers = train(ctx, mk, ok_, 1)
+            want = reference(mk, ok_, ctx.world)
+            compare(full, {k: v for k, v in want.items() if k in full}, name)
+            es = torch.tensor([], dtype=torch.float64).element_size()
+            algos = {}
+            for n, s in zip(model.unit_names, model.shard_sizes):
+                algos[n] = {"allgather": pg.algorithm("allgather", s * ctx.world * es),
+                            "reduce_scatter": pg.algorithm("reduce_scatter",
+                                                           s * ctx.world * es)}
+            ctx.record(f"{name}/result", True, "ok", sha256=sha(full), algorithms=algos,
+                       base_ops=model._base_ops)
+    with ctx.check("barrier-at-end"):
+        dist.barrier()
+    dist.destroy_process_group()

@@ -95,3 +95,29 @@ def test_failed_rank_exits_and_peer_raises(backend, tmp_path):
     assert "rank 1 fails on purpose" in job.record("job", 1)["detail"], job.describe()
     job.assert_ok("forward-raises-after-peer-died", ranks=[0])
     assert job.exitcodes.get(0) == 0, job.describe()
+
+
+@pytest.fixture(scope="module")
+def hier_job(tmp_path_factory):
+    backend_harness.glucx_importable_or_fail()
+    out = tmp_path_factory.mktemp("sharded-hier")
+    return backend_harness.spawn("hierarchical", 4, str(out), timeout_s=150, backend="glucx",
+                                 jobs_module="sharded_jobs")
+
+
+@pytest.mark.parametrize("case", ["mlp-adam-prefetch1", "bn-sgd-prefetch1"])
+def test_hierarchical_rows_on_packages(hier_job, case):
+    """2 emulated hosts x 2 ranks (GLUCX_HOSTID): glucx's selection takes the hierarchical
+    allgather and reduce-scatter for every unit, and the training still matches the reference
+    and is bitwise equal across ranks."""
+    hier_job.assert_ok("init")
+    hier_job.assert_ok(f"{case}/matches-reference")
+    recs = hier_job.assert_ok(f"{case}/result")
+    assert len({rec["sha256"] for rec in recs.values()}) == 1, recs
+    for r, rec in recs.items():
+        assert rec["base_ops"], rec
+        for unit, algos in rec["algorithms"].items():
+            assert algos == {"allgather": "hierarchical", "reduce_scatter": "hierarchical"}, \
+                (r, unit, algos)
+    hier_job.assert_ok("barrier-at-end")
+    hier_job.assert_clean_exit()

@@ -226,7 +226,8 @@ class ShardedDataParallel(nn.Module):
             offset, slots, dtype = 0, [], None
             for pid in order:
                 p, owners = params[pid]
-                pname = f"{uname}.{names.get(id(owners[0][0]), '?')}.{owners[0][1]}"
+                prefix = names.get(id(owners[0][0]), "?")
+                pname = f"{prefix}.{owners[0][1]}" if prefix else owners[0][1]
                 if pid in owner_of:
                     raise RuntimeError(
                         f"ShardedDataParallel: parameter {pname} (shape {tuple(p.shape)}) is "
