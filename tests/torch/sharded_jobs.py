@@ -144,6 +144,7 @@ def train_and_check(ctx, backend):
                 with ctx.check(f"{name}/matches-reference"):
                     model, full, buffers = train(ctx, mk, ok_, pf)
                     info = {"sha256": sha(full), "base_ops": model._base_ops,
+                            "prefetched": model.prefetched_gathers,
                             "shard_sizes": model.shard_sizes, "unit_sizes": model.unit_sizes,
                             "nparams": sum(p.numel() for p in model.parameters())}
                     compare(full, {k: v for k, v in want.items() if k in full}, name)

@@ -55,6 +55,12 @@ def test_prefetch_does_not_change_results(job):
             shas = {p: job.assert_ok(f"{m}-{o}-prefetch{p}/result")[0]["sha256"]
                     for p in (0, 1, 2)}
             assert len(set(shas.values())) == 1, f"{m}-{o}: prefetch changes results: {shas}"
+            # and it did prefetch: with distance >= 1 every unit but the first is gathered
+            # ahead of its forward (3 units in each model: Linear, Linear or BatchNorm, Linear),
+            # 5 steps
+            ahead = {p: job.assert_ok(f"{m}-{o}-prefetch{p}/result")[0]["prefetched"]
+                     for p in (0, 1, 2)}
+            assert ahead == {0: 0, 1: 5 * 2, 2: 5 * 2}, f"{m}-{o}: gathers issued ahead {ahead}"
 
 
 def test_shards_and_collectives(job):

@@ -151,7 +151,8 @@ class ShardedDataParallel(nn.Module):
 
     Attributes: `module` (the wrapped module), `flat_shards` (nn.ParameterList, one 1-D shard per
     unit), `unit_names` (the units' qualified names), `shard_sizes` (S per unit), `unit_sizes`
-    (N per unit, without padding), `rank`, `world_size`, `prefetch`.
+    (N per unit, without padding), `rank`, `world_size`, `prefetch`, `prefetched_gathers` (how
+    many all-gathers were issued ahead of their unit, i.e. by prefetching, since construction).
 
     Raises: see the module's doc, "Errors".
     """
@@ -182,6 +183,7 @@ class ShardedDataParallel(nn.Module):
         self.shard_sizes = [u.shard_numel for u in self._units]
         self.unit_sizes = [u.numel for u in self._units]
         self._generation = 0
+        self.prefetched_gathers = 0
         self._in_forward = False
         self._callback_queued = False
         self._rs_pending = []      # (unit, work, output shard buffer, full-size buffer)
@@ -299,9 +301,11 @@ class ShardedDataParallel(nn.Module):
 
     # ---- collectives ----------------------------------------------------------------------
 
-    def _issue_gather(self, u):
+    def _issue_gather(self, u, ahead=False):
         if u.pending is not None or u.full is not None:
             return
+        if ahead:
+            self.prefetched_gathers += 1
         full = torch.empty(self.world_size * u.shard_numel, dtype=u.dtype)
         src = u.shard.detach()
         if self._base_ops:
@@ -363,7 +367,7 @@ class ShardedDataParallel(nn.Module):
             if u.full is None:
                 self._issue_gather(u)
                 for v in self._units[u.index + 1:u.index + 1 + self.prefetch]:
-                    self._issue_gather(v)
+                    self._issue_gather(v, ahead=True)
                 if torch.is_grad_enabled():
                     u.full = _GatherFn.apply(u.shard, self, u.index, self._generation)
                     self._ran.append(u)
