@@ -151,6 +151,22 @@ def train_and_check(ctx, backend):
                     if ctx.rank == 0:   # the buffers every rank takes at the next forward
                         compare(buffers, {k: v for k, v in want.items() if k not in full},
                                 f"{name} buffers")
+                    if ok_ == "sgd" and pf == 1:
+                        # evaluation under no_grad (gathers freed after each unit) computes what
+                        # an unsharded copy with the gathered parameters computes, bitwise
+                        plain = build(mk)
+                        plain.load_state_dict({**full, **buffers})
+                        plain.eval()
+                        model.eval()
+                        x = batches(ctx.world)[0][0]
+                        with torch.no_grad():
+                            got, want_out = model(x), plain(x)
+                        model.train()
+                        if not torch.equal(got, want_out):
+                            raise AssertionError(f"{name}: no_grad forward differs from the "
+                                                 f"unsharded model by "
+                                                 f"{(got - want_out).abs().max().item():.3e}")
+                        info["no_grad_forward_equal"] = True
                     if mk == "mlp" and ok_ == "sgd" and pf == 1:
                         # negative control: a sum over ranks instead of DDP's average differs
                         bad = reference(mk, ok_, ctx.world, scale=ctx.world)
