@@ -20,7 +20,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from gloo_harness import time_scale
-from gloo_jobs import RankContext  # noqa: F401 -- the harness builds it from this module
+from gloo_jobs import RankContext  # noqa: F401 -- the harness builds ranks' contexts from it
 
 STEPS = 5
 ROWS = 4          # rows per rank and step
