@@ -8,8 +8,8 @@ communication on the global batch (float64, rtol 1e-9: not bitwise, the sums run
 order; sharded_jobs.py) and rank 0's BatchNorm statistics match too; they are bitwise equal across
 ranks and across prefetch distances, and prefetching did issue the gathers ahead; an
 evaluation forward under no_grad equals an unsharded copy's bitwise; a sum-instead-of-average
-reference exceeds the tolerance (so the comparison can fail); each unsupported use raises with its message on every rank and the job
-still trains afterwards; a rank that fails makes the other's next forward raise, and both exit;
+reference exceeds the tolerance (so the comparison can fail); each unsupported use raises with
+its message on every rank and the job still trains afterwards; a rank that fails makes the other's next forward raise, and both exit;
 on 4 ranks posing as 2 hosts (GLUCX_HOSTID) glucx selects its hierarchical allgather and
 reduce-scatter for every unit and the training still matches.
 """
