@@ -1,17 +1,18 @@
-"""glucx.torch.ShardedDataParallel (ZeRO-3/FSDP-style sharded parameters, issue 18 item 3) at 2
-and 3 ranks (3: every unit's parameters padded) on the `glucx` backend and on `gloo`.
+"""glucx.torch.ShardedDataParallel (ZeRO-3/FSDP-style sharded parameters, issue 18 item 3) at 2 and
+3 ranks (3: every unit's parameters padded) on the `glucx` backend and on `gloo`.
 
 One launch per (backend, world size) runs, per model (an MLP; one with BatchNorm) x optimizer
 (SGD with momentum; Adam) x prefetch distance (0, 1, 2), five training steps, then the error
 cases. Checked: the gathered parameters match a reference trained in the rank without
 communication on the global batch (float64, rtol 1e-9: not bitwise, the sums run in another
-order; sharded_jobs.py) and rank 0's BatchNorm statistics match too; they are bitwise equal across
-ranks and across prefetch distances, and prefetching did issue the gathers ahead; an
+order; sharded_jobs.py) and rank 0's BatchNorm statistics match too; they are bitwise equal
+across ranks and across prefetch distances, and prefetching did issue the gathers ahead; an
 evaluation forward under no_grad equals an unsharded copy's bitwise; a sum-instead-of-average
 reference exceeds the tolerance (so the comparison can fail); each unsupported use raises with
-its message on every rank and the job still trains afterwards; a rank that fails makes the other's next forward raise, and both exit;
-on 4 ranks posing as 2 hosts (GLUCX_HOSTID) glucx selects its hierarchical allgather and
-reduce-scatter for every unit and the training still matches.
+its message on every rank and the job still trains afterwards; a rank that fails makes the
+other's next forward raise, and both exit; on 4 ranks posing as 2 hosts (GLUCX_HOSTID) glucx
+selects its hierarchical allgather and reduce-scatter for every unit and the training still
+matches.
 """
 import pytest
 
