@@ -28,6 +28,12 @@ RTOL, ATOL = 1e-9, 1e-12
 MODELS = ("mlp", "bn")
 OPTS = ("sgd", "adam")
 PREFETCH = (0, 1, 2)
+# (prefetch, reshard_after_forward) runs: the kept-buffer mode at 3 distances, resharding at 2
+RUNS = [(p, False) for p in PREFETCH] + [(0, True), (1, True)]
+
+
+def run_name(mk, ok_, pf, reshard):
+    return f"{mk}-{ok_}-prefetch{pf}" + ("-reshard" if reshard else "")
 
 
 def build(kind):
@@ -118,16 +124,23 @@ def init(ctx, backend, timeout_s):
                             timeout=datetime.timedelta(seconds=timeout_s))
 
 
-def train(ctx, model_kind, opt_kind, prefetch):
+def train(ctx, model_kind, opt_kind, prefetch, reshard=False):
     import glucx.torch
 
     net = build(model_kind)
-    model = glucx.torch.ShardedDataParallel(net, prefetch=prefetch)
+    model = glucx.torch.ShardedDataParallel(net, prefetch=prefetch,
+                                            reshard_after_forward=reshard)
     opt = make_opt(opt_kind, model.parameters())
     r = ctx.rank
+    model.freed_after_forward = []   # per step, with reshard: every unit's storage was freed
     for x, y in batches(ctx.world):
         opt.zero_grad()
-        loss_fn(model(x[r * ROWS:(r + 1) * ROWS]), y[r * ROWS:(r + 1) * ROWS]).backward()
+        loss = loss_fn(model(x[r * ROWS:(r + 1) * ROWS]), y[r * ROWS:(r + 1) * ROWS])
+        if reshard:
+            model.freed_after_forward.append(all(
+                u.graph_full is not None and u.graph_full.storage().size() == 0
+                for u in model._units))
+        loss.backward()
         opt.step()
     full = model.gathered_parameters()
     buffers = {k: v.detach().clone() for k, v in net.named_buffers()}
@@ -138,20 +151,22 @@ def train_and_check(ctx, backend):
     for mk in MODELS:
         for ok_ in OPTS:
             want = reference(mk, ok_, ctx.world)
-            for pf in PREFETCH:
-                name = f"{mk}-{ok_}-prefetch{pf}"
+            for pf, reshard in RUNS:
+                name = run_name(mk, ok_, pf, reshard)
                 info = {}
                 with ctx.check(f"{name}/matches-reference"):
-                    model, full, buffers = train(ctx, mk, ok_, pf)
+                    model, full, buffers = train(ctx, mk, ok_, pf, reshard)
                     info = {"sha256": sha(full), "base_ops": model._base_ops,
                             "prefetched": model.prefetched_gathers,
+                            "regathered": model.regathered,
+                            "freed_after_forward": model.freed_after_forward,
                             "shard_sizes": model.shard_sizes, "unit_sizes": model.unit_sizes,
                             "nparams": sum(p.numel() for p in model.parameters())}
                     compare(full, {k: v for k, v in want.items() if k in full}, name)
                     if ctx.rank == 0:   # the buffers every rank takes at the next forward
                         compare(buffers, {k: v for k, v in want.items() if k not in full},
                                 f"{name} buffers")
-                    if ok_ == "sgd" and pf == 1:
+                    if ok_ == "sgd" and pf == 1 and not reshard:
                         # evaluation under no_grad (gathers freed after each unit) computes what
                         # an unsharded copy with the gathered parameters computes, bitwise
                         plain = build(mk)
@@ -167,7 +182,7 @@ def train_and_check(ctx, backend):
                                                  f"unsharded model by "
                                                  f"{(got - want_out).abs().max().item():.3e}")
                         info["no_grad_forward_equal"] = True
-                    if mk == "mlp" and ok_ == "sgd" and pf == 1:
+                    if mk == "mlp" and ok_ == "sgd" and pf == 1 and not reshard:
                         # negative control: a sum over ranks instead of DDP's average differs
                         bad = reference(mk, ok_, ctx.world, scale=ctx.world)
                         try:

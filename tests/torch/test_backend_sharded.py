@@ -22,6 +22,8 @@ BACKENDS = ["glucx", "gloo"]
 WORLDS = [2, 3]
 CASES = [f"{m}-{o}-prefetch{p}" for m in ("mlp", "bn") for o in ("sgd", "adam")
          for p in (0, 1, 2)]
+CASES += [f"{m}-{o}-prefetch{p}-reshard" for m in ("mlp", "bn") for o in ("sgd", "adam")
+          for p in (0, 1)]
 ERRORS = ["shared-parameter", "no_sync", "unused-unit", "no-gradient", "structure-differs",
           "two-forwards-one-backward"]
 
@@ -65,6 +67,20 @@ def test_prefetch_does_not_change_results(job):
             ahead = {p: job.assert_ok(f"{m}-{o}-prefetch{p}/result")[0]["prefetched"]
                      for p in (0, 1, 2)}
             assert ahead == {0: 0, 1: 5 * 2, 2: 5 * 2}, f"{m}-{o}: gathers issued ahead {ahead}"
+
+
+def test_reshard_after_forward_same_results(job):
+    """Freeing the gathered parameters after forward and gathering them again before backward
+    gives the same bytes as keeping them, and it did re-gather every unit every step."""
+    for m in ("mlp", "bn"):
+        for o in ("sgd", "adam"):
+            kept = job.assert_ok(f"{m}-{o}-prefetch0/result")[0]
+            for p in (0, 1):
+                rec = job.assert_ok(f"{m}-{o}-prefetch{p}-reshard/result")[0]
+                assert rec["sha256"] == kept["sha256"], (m, o, p)
+                assert rec["regathered"] == 5 * 3, (m, o, p, rec["regathered"])
+                assert rec["freed_after_forward"] == [True] * 5, (m, o, p, rec)
+                assert kept["regathered"] == 0, kept
 
 
 def test_shards_and_collectives(job):

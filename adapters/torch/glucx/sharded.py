@@ -37,14 +37,25 @@ the right parameters (a unit whose gather was not issued issues it when it runs)
 overlap is lost. Every rank issues the same gathers in the same order, so the collectives
 match across ranks as long as every rank runs the same forward.
 
-Memory trade-off (the choice made here): the gathered buffer is NOT freed and gathered again
-for backward (FSDP's reshard-after-forward). After the forward it is referenced only by the
-autograd graph (the tensors the unit's operations saved for backward, e.g. a Linear's weight)
-and is freed when the unit's backward has run; a unit whose operations save no parameter frees
-it right after its forward. So between iterations and under torch.no_grad() a rank holds 1/W of
-the parameters, during a training forward/backward up to the full parameters of the units whose
-backward has not run yet (like FSDP's SHARD_GRAD_OP / ZeRO-2 for that window), and each
-iteration moves 1x the parameters in all-gathers (not 2x) plus 1x in reduce-scatters.
+Memory trade-off. Default (reshard_after_forward=False): the gathered buffer is not freed and
+gathered again for backward. After the forward it is referenced only by the autograd graph (the
+tensors the unit's operations saved for backward, e.g. a Linear's weight) and is freed when the
+unit's backward has run; a unit whose operations save no parameter frees it right after its
+forward. So between iterations and under torch.no_grad() a rank holds 1/W of the parameters,
+during a training forward/backward up to the full parameters of the units whose backward has
+not run yet (like FSDP's SHARD_GRAD_OP / ZeRO-2 for that window), and each iteration moves 1x
+the parameters in all-gathers plus 1x in reduce-scatters.
+
+With reshard_after_forward=True (ZeRO-3, FSDP's FULL_SHARD): after a unit's forward the storage
+of its gathered buffer is released (resized to 0; the views autograd saved keep pointing at it)
+and tensor hooks are put on the unit's output tensors. When the gradient of an output arrives --
+the unit's backward is next -- the storage is given back and all-gathered again (with
+`prefetch=k`, also the next k units in reverse forward order, so their re-gathers overlap this
+unit's backward), then waited for. Peak parameter memory is then about one unit (plus the
+prefetched ones) instead of the model, for 2x the parameters in all-gathers per iteration. The
+re-gather writes through an alias of the storage with its own version counter, so autograd's
+check of saved tensors is not triggered. Results are bitwise the same in both modes. A unit none
+of whose outputs requires grad is not resharded.
 
 Backward
 --------
@@ -100,6 +111,18 @@ def _ceil_div(a, b):
     return -(-a // b)
 
 
+def _tensors(obj, depth=0):
+    """The tensors in a module's output (a tensor, or tuples, lists and dicts of them)."""
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif depth < 4 and isinstance(obj, (tuple, list)):
+        for o in obj:
+            yield from _tensors(o, depth + 1)
+    elif depth < 4 and isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors(o, depth + 1)
+
+
 class _Unit:
     """A unit's bookkeeping: where its parameters live and its shard."""
 
@@ -113,6 +136,10 @@ class _Unit:
         self.pending = None        # (work, full buffer) of an issued gather
         self.full = None           # this forward's gathered buffer (a graph node under grad)
         self.grad_issued = False
+        # reshard_after_forward: the graph's buffer, whether its storage is freed, its re-gather
+        self.graph_full = None
+        self.resharded = False
+        self.regather = None
 
 
 class _GatherFn(torch.autograd.Function):
@@ -146,19 +173,23 @@ class ShardedDataParallel(nn.Module):
         of `module` that have parameters).
       broadcast_buffers (bool): broadcast the buffers from rank 0 at every forward with autograd
         enabled (DDP's default, True).
+      reshard_after_forward (bool): free each unit's gathered parameters right after its forward
+        and all-gather them again just before its backward (ZeRO-3's memory; see "Memory
+        trade-off"); default False: the autograd graph keeps them until the unit's backward.
 
     Construction is collective (every rank of the group must construct the same model).
 
     Attributes: `module` (the wrapped module), `flat_shards` (nn.ParameterList, one 1-D shard per
     unit), `unit_names` (the units' qualified names), `shard_sizes` (S per unit), `unit_sizes`
     (N per unit, without padding), `rank`, `world_size`, `prefetch`, `prefetched_gathers` (how
-    many all-gathers were issued ahead of their unit, i.e. by prefetching, since construction).
+    many all-gathers were issued ahead of their unit, i.e. by prefetching, since construction),
+    `regathered` (re-gathers for backward with reshard_after_forward, since construction).
 
     Raises: see the module's doc, "Errors".
     """
 
     def __init__(self, module, process_group=None, prefetch=1, units=None,
-                 broadcast_buffers=True):
+                 broadcast_buffers=True, reshard_after_forward=False):
         super().__init__()
         if not isinstance(prefetch, int) or prefetch < 0:
             raise ValueError(f"ShardedDataParallel: prefetch must be an int >= 0, got {prefetch!r}")
@@ -171,6 +202,7 @@ class ShardedDataParallel(nn.Module):
         self.process_group = process_group
         self.prefetch = prefetch
         self.broadcast_buffers = broadcast_buffers
+        self.reshard_after_forward = bool(reshard_after_forward)
         self.rank = dist.get_rank(process_group)
         self.world_size = dist.get_world_size(process_group)
         self._backend = dist.get_backend(process_group)
@@ -188,6 +220,7 @@ class ShardedDataParallel(nn.Module):
         self._callback_queued = False
         self._rs_pending = []      # (unit, work, output shard buffer, full-size buffer)
         self._ran = []             # units that ran in the current forward (with autograd)
+        self.regathered = 0        # re-gathers for backward (reshard_after_forward)
         for u in self._units:
             u.module.register_forward_pre_hook(self._make_pre_hook(u))
             u.module.register_forward_hook(self._make_post_hook(u))
@@ -364,6 +397,8 @@ class ShardedDataParallel(nn.Module):
                 raise RuntimeError(f"ShardedDataParallel: unit {u.name} was called outside the "
                                    f"wrapper's forward; call the ShardedDataParallel model "
                                    f"({self._where()})")
+            if u.full is not None and u.resharded:   # the unit runs again in this forward
+                self._regather(u, wait=True)
             if u.full is None:
                 self._issue_gather(u)
                 for v in self._units[u.index + 1:u.index + 1 + self.prefetch]:
@@ -379,11 +414,76 @@ class ShardedDataParallel(nn.Module):
         return pre_hook
 
     def _make_post_hook(self, u):
-        def post_hook(_module, _inputs, _output):
+        def post_hook(_module, _inputs, output):
             self._unbind(u)
+            if self.reshard_after_forward and u.full is not None and u.full.requires_grad:
+                gen = self._generation
+                hooked = 0
+                for t in _tensors(output):
+                    if t.requires_grad:
+                        t.register_hook(lambda _g, u=u, gen=gen: self._pre_backward(u, gen))
+                        hooked += 1
+                if hooked:
+                    u.graph_full = u.full
+                    u.full.detach().storage().resize_(0)
+                    u.resharded = True
             return None
 
         return post_hook
+
+    def _regather(self, u, wait):
+        """Give a resharded unit's graph buffer its storage back and all-gather into it through
+        an alias with its own version counter (autograd's saved views see no in-place write)."""
+        if u.regather is None:
+            full = u.full if u.full is not None else u.graph_full
+            n = self.world_size * u.shard_numel
+            storage = full.detach().storage()
+            storage.resize_(n)
+            # a tensor on the same storage with its own version counter: a backend that writes
+            # through copy_ (ProcessGroupGloo's all_gather) must not bump the counter of the
+            # views autograd saved
+            buf = torch.empty(0, dtype=u.dtype).set_(storage, 0, (n,))
+            src = u.shard.detach()
+            if self._base_ops:
+                work = dist.all_gather_into_tensor(buf, src, group=self.process_group,
+                                                   async_op=True)
+            else:
+                work = dist.all_gather(list(buf.view(self.world_size, u.shard_numel).unbind(0)),
+                                       src, group=self.process_group, async_op=True)
+            u.regather = work
+            self.regathered += 1
+        if wait:
+            work, u.regather = u.regather, None
+            try:
+                work.wait()
+            except Exception as e:  # noqa: BLE001 -- re-raised with the unit and sizes
+                raise RuntimeError(f"ShardedDataParallel: re-gather for backward of unit "
+                                   f"{u.name} ({u.numel} parameters, shard {u.shard_numel} x "
+                                   f"{self.world_size} ranks) failed on {self._where()}: "
+                                   f"{e}") from e
+            u.resharded = False
+
+    def _pre_backward(self, u, generation):
+        """Tensor hook on a unit's outputs: their gradient is ready, the unit's backward is
+        next. Re-gather its parameters (and issue the re-gathers of the `prefetch` units whose
+        backward comes next, in reverse forward order) before it runs."""
+        if generation != self._generation:
+            raise RuntimeError(f"ShardedDataParallel: backward through the graph of an earlier "
+                               f"forward (forward {generation}, latest {self._generation}) for "
+                               f"unit {u.name}; several forwards before one backward (gradient "
+                               f"accumulation over forwards) is not supported ({self._where()})")
+        if not u.resharded:
+            return None
+        if u.regather is None:
+            self._regather(u, wait=False)
+        order = list(reversed(self._ran))
+        if u in order and self.prefetch:
+            i = order.index(u)
+            for v in order[i + 1:i + 1 + self.prefetch]:
+                if v.resharded and v.regather is None and v.graph_full is not None:
+                    self._regather(v, wait=False)
+        self._regather(u, wait=True)
+        return None
 
     def forward(self, *inputs, **kwargs):
         """Run the wrapped module's forward on this rank's inputs (gathering each unit's
@@ -400,6 +500,14 @@ class ShardedDataParallel(nn.Module):
                 except Exception:  # noqa: BLE001 -- the backward already raised
                     pass
         self._callback_queued = False
+        for u in self._units:
+            if u.regather is not None:      # issued for a backward that never came
+                work, u.regather = u.regather, None
+                try:
+                    work.wait()
+                except Exception:  # noqa: BLE001 -- that backward already raised
+                    pass
+            u.graph_full, u.resharded = None, False
         grad = torch.is_grad_enabled()
         if grad and self.broadcast_buffers:
             for b in self.module.buffers():
@@ -450,6 +558,7 @@ class ShardedDataParallel(nn.Module):
                                f"of the same forward (retain_graph) is not supported "
                                f"({self._where()})")
         u.grad_issued = True
+        u.graph_full = None     # the graph frees the parameters when the unit's nodes are done
         if not self._callback_queued:
             self._callback_queued = True
             torch.autograd.Variable._execution_engine.queue_callback(self._finish_backward)
