@@ -10,6 +10,9 @@ Run the job under `glucx-trace record -o DIR -- ...` and the trace holds, per ra
 iteration, the framework events of trace/EVENTS.md next to glucx's own communication events.
 Without a trace session the events are not recorded (see "Cost").
 
+The module also exports ShardedDataParallel (glucx/sharded.py, documented there): sharded-parameter
+(ZeRO-3 / FSDP-style) data parallelism for CPU training with prefetched all-gathers.
+
 Events (trace/EVENTS.md; `iteration` is the handle's counter, 0-based):
 
   iteration_begin(iteration)    the DDP model's forward is called with autograd enabled
@@ -82,8 +85,9 @@ import torch
 import torch.distributed as dist
 
 from . import _C
+from .sharded import ShardedDataParallel
 
-__all__ = ["instrument", "Instrumentation", "trace_enabled"]
+__all__ = ["instrument", "Instrumentation", "trace_enabled", "ShardedDataParallel"]
 
 _ENGINE = torch.autograd.Variable._execution_engine
 
