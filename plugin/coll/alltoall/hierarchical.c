@@ -30,8 +30,9 @@
  * Datatypes for Hierarchical All-to-all Communication" (EuroMPI/ASIA 2014); the same
  * decomposition as the multi-dimensional alltoall of Sack & Gropp ("Collective Algorithms for
  * Multiported Torus Networks", ACM TOPC 2015) with the package as one dimension.
- * Unequal packages: GLUCX_ERR_UNSUPPORTED before any traffic (hier.h); one package:
- * GLUCX_ERR_UNSUPPORTED and an infinite cost. Uneven blocks (alltoallv): not handled here.
+ * Unequal packages: GLUCX_ERR_UNSUPPORTED before any traffic (hier.h); one package: an
+ * infinite cost (the flat rows are the same thing); forced, it runs as the package's phase. Uneven
+ * blocks (alltoallv): not handled here.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -95,10 +96,6 @@ glucx_status_t glucx_alltoall_hierarchical_run(glucx_coll_ctx_t *ctx)
         return st;
     const glucx_coll_shape_t *s = &lay.shape;
     const int P = lay.npackages, p = s->size[0], me = lay.index[0], n = ctx->size;
-    if (P < 2) {
-        glucx_coll_layout_fini(&lay);
-        return glucx_coll_decline(ctx, "it needs 2 packages or more (%d ranks in one)", p);
-    }
     const size_t b = ctx->args->count * ctx->esize, m = b * (size_t)n;
     const double c = ctx->topo->copy_ns_per_byte;
     const int *R = lay.ranks; /* R[q * p + l]: rank (q, l) */

@@ -24,8 +24,8 @@
  * Source: the two-level (inter-node, then intra-node) broadcast of MPI libraries, e.g. MPICH's
  * SMP-aware broadcast and Open MPI's coll/han (Luo et al., "HAN: a Hierarchical AutotuNed
  * Collective Communication Framework", IEEE Cluster 2020), here without its segmentation.
- * Unequal packages: GLUCX_ERR_UNSUPPORTED before any traffic (hier.h); one package:
- * GLUCX_ERR_UNSUPPORTED (the flat rows are the same thing) and an infinite cost.
+ * Unequal packages: GLUCX_ERR_UNSUPPORTED before any traffic (hier.h); one package: an
+ * infinite cost (the flat rows are the same thing); forced, it runs as the package's phase.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -79,10 +79,6 @@ glucx_status_t glucx_broadcast_hierarchical_run(glucx_coll_ctx_t *ctx)
         return st;
     const glucx_coll_shape_t *s = &lay.shape;
     const int P = lay.npackages, p = s->size[0], me = lay.index[0];
-    if (P < 2) {
-        glucx_coll_layout_fini(&lay);
-        return glucx_coll_decline(ctx, "it needs 2 packages or more (%d ranks in one)", p);
-    }
     const double m = (double)(ctx->args->count * ctx->esize);
     int rpos, rl;
     glucx_coll_layout_find(&lay, ctx->topo, ctx->args->root, &rpos, &rl);

@@ -25,8 +25,8 @@
  * Source: the two-level (intra-node, then inter-node) reduce of MPI libraries, e.g. MPICH's
  * SMP-aware reduce and Open MPI's coll/han (Luo et al., "HAN: a Hierarchical AutotuNed
  * Collective Communication Framework", IEEE Cluster 2020), here without its segmentation.
- * Unequal packages: GLUCX_ERR_UNSUPPORTED before any traffic (hier.h); one package:
- * GLUCX_ERR_UNSUPPORTED and an infinite cost.
+ * Unequal packages: GLUCX_ERR_UNSUPPORTED before any traffic (hier.h); one package: an
+ * infinite cost (the flat rows are the same thing); forced, it runs as the package's phase.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -57,10 +57,6 @@ glucx_status_t glucx_reduce_hierarchical_run(glucx_coll_ctx_t *ctx)
     if (st != GLUCX_OK)
         return st;
     const int P = lay.npackages, p = lay.shape.size[0], me = lay.index[0];
-    if (P < 2) {
-        glucx_coll_layout_fini(&lay);
-        return glucx_coll_decline(ctx, "it needs 2 packages or more (%d ranks in one)", p);
-    }
     const size_t bytes = args->count * ctx->esize;
     int rpos, rl;
     glucx_coll_layout_find(&lay, ctx->topo, args->root, &rpos, &rl);

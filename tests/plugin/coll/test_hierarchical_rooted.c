@@ -5,8 +5,8 @@
  * 2x2 torus (as GLUCX_TOPOLOGY does): results against references computed here (the reduce's
  * bitwise, in its documented bracketing), every root, odd and zero counts, in place; the
  * traffic between packages (only leaders / matched local ranks cross, and how many bytes);
- * one package and unequal packages refused before any traffic; a rank that never arrives; the
- * costs against hand-computed values.
+ * unequal packages refused before any traffic, one package run as the package's phase; a rank that
+ * never arrives; the costs against hand-computed values.
  */
 #include "support/coll_world.h"
 
@@ -79,10 +79,11 @@ static int rank_at(const shape_t *s, int q, int l)
     return -1;
 }
 
-/* Whether the hierarchical rows run on s (else every rank must decline) */
+/* Whether the hierarchical rows run on s (else every rank must decline): packages of equal
+ * size (on one package they run as the package's phase alone) */
 static int runs_on(const shape_t *s)
 {
-    return s->equal && s->npk > 1;
+    return s->equal;
 }
 
 /* A topology for s (and the network it is placed on, destroyed after it). */
@@ -126,7 +127,7 @@ static void world_fini(cw_t *c, glucx_net_t *net)
     glucx_net_destroy(net);
 }
 
-/* Every rank declined before sending anything (one package, unequal packages). */
+/* Every rank declined before sending anything (unequal packages). */
 static void expect_declined(const cw_t *c, const shape_t *s)
 {
     for (int r = 0; r < c->n; r++) {
