@@ -565,6 +565,20 @@ static void test_costs(void **state)
     assert_true(fabs(got_a - want_a) <= 1e-9 * want_a);
     glucx_topo_destroy((glucx_topo_t *)t);
     glucx_net_destroy(net);
+    /* the 2x2 torus of packages of 2 (file: package links 50 GB/s and 500 ns, torus links
+     * 0.1 GB/s and 10 us): the outer network as one link has the two dimensions' alphas in
+     * sequence and the slower beta, 10 ns/B; reduce: 1 level inside, 2 across */
+    t = make_topo(&shapes[NSHAPES - 1], &net);
+    for (size_t i = 0; i < 3; i++) {
+        const double mm = sizes[i], gg = t->gamma_ns_per_byte;
+        const double want = (500 + mm * (0.02 + gg)) + 2 * (20000 + mm * (10 + gg));
+        const double got = rt->algs[rh].cost(t, (size_t)mm);
+        if (fabs(got - want) > 1e-9 * want)
+            print_error("torus reduce cost at %.0f bytes: %.17g, want %.17g\n", mm, got, want);
+        assert_true(fabs(got - want) <= 1e-9 * want);
+    }
+    glucx_topo_destroy((glucx_topo_t *)t);
+    glucx_net_destroy(net);
     /* one package: infinite */
     t = make_topo(&shapes[1], &net);
     assert_true(isinf(bt->algs[bh].cost(t, 1024)));
