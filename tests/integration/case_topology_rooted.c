@@ -1,12 +1,12 @@
 /*
- * Case "topology_rooted": the hierarchical broadcast, reduce and alltoall (issue 17) over real
- * UCX, packages faked with GLUCX_HOSTID on one host (two ranks per package; needs an even rank
- * count of 4 or more).
- * 1. GLUCX_TUNE forces the three rows ("broadcast,reduce,alltoall:hierarchical"): broadcast and
- *    reduce from every root and alltoall, at several sizes (odd ones, one of 0 elements), give
- *    the values computed here; the same with the rows forced per call and a topology file (a
- *    ring of packages, GLUCX_TOPOLOGY).
- * 2. Each of the three, forced, with the last rank never calling: every other rank fails within
+ * Case "topology_rooted": the hierarchical broadcast, reduce, alltoall and alltoallv (issue 17)
+ * over real UCX, packages faked with GLUCX_HOSTID on one host (two ranks per package; needs an even
+ * rank count of 4 or more).
+ * 1. GLUCX_TUNE forces the four rows ("broadcast,reduce,alltoall,alltoallv:hierarchical"):
+ *    broadcast and reduce from every root, alltoall and alltoallv (uneven blocks, some empty),
+ *    at several sizes (odd ones, one of 0 elements), give the values computed here; the same
+ *    with the rows forced per call and a topology file (a ring of packages, GLUCX_TOPOLOGY).
+ * 2. Each of the four, forced, with the last rank never calling: every other rank fails within
  *    bounds with GLUCX_ERR_TIMEOUT or GLUCX_ERR_PEER_FAILED, the message naming the collective;
  *    nothing hangs.
  * 3. Unequal packages (the last rank alone): a forced call fails with GLUCX_ERR_UNSUPPORTED on
@@ -47,7 +47,53 @@ static int32_t val(int r, size_t i)
     return (int32_t)(r * 1000 + (int)(i % 97));
 }
 
-/* broadcast and reduce from every root, alltoall; @p alg forced per call (NULL: not) */
+/* Elements s sends d: uneven, some zero */
+static size_t v_count(int s, int d, size_t base)
+{
+    return (size_t)((s * 7 + d * 3) % 5) * base / 2;
+}
+
+/* alltoallv of uneven blocks (base elements on average), packed in rank order on both sides;
+ * element i of the block s sends d is val(s * 64 + d, i) */
+static int check_alltoallv(glucx_comm_t *comm, int rank, int size, const char *what,
+                           const glucx_coll_opts_t *opts, size_t base)
+{
+    size_t sc[64] = {0}, sd[64] = {0}, rc[64] = {0}, rd[64] = {0}, so = 0, ro = 0;
+    for (int q = 0; q < size; q++) {
+        sc[q] = v_count(rank, q, base);
+        sd[q] = so;
+        so += sc[q];
+        rc[q] = v_count(q, rank, base);
+        rd[q] = ro;
+        ro += rc[q];
+    }
+    int32_t *in = calloc(so + 1, sizeof(*in)), *out = calloc(ro + 1, sizeof(*out));
+    int ret = 0;
+    if (in == NULL || out == NULL) {
+        ITEST_FAIL("%s: out of memory for %zu elements", what, so + ro);
+        ret = -1;
+    }
+    for (int d = 0; ret == 0 && d < size; d++)
+        for (size_t i = 0; i < sc[d]; i++)
+            in[sd[d] + i] = val(rank * 64 + d, i);
+    if (ret == 0 &&
+        ITEST_STATUS(glucx_alltoallv(comm, in, sc, sd, out, rc, rd, GLUCX_DTYPE_I32, opts),
+                     GLUCX_OK, "%s: alltoallv of about %zu int32 per block", what, base) != 0)
+        ret = -1;
+    for (int q = 0; ret == 0 && q < size; q++)
+        for (size_t i = 0; ret == 0 && i < rc[q]; i++)
+            if (out[rd[q] + i] != val(q * 64 + rank, i)) {
+                ITEST_FAIL("%s: alltoallv: block from %d index %zu: expected %d, got %d", what, q,
+                           i, val(q * 64 + rank, i), out[rd[q] + i]);
+                ret = -1;
+            }
+    free(in);
+    free(out);
+    return ret;
+}
+
+/* broadcast and reduce from every root, alltoall and alltoallv; @p alg forced per call (NULL:
+ * not) */
 static int check_rows(glucx_comm_t *comm, int rank, int size, const char *what, const char *alg)
 {
     glucx_coll_opts_t o = {.field_mask = GLUCX_COLL_OPT_ALGORITHM, .algorithm = alg};
@@ -112,6 +158,8 @@ static int check_rows(glucx_comm_t *comm, int rank, int size, const char *what, 
         free(out);
         free(a_in);
         free(a_out);
+        if (rc == 0)
+            rc = check_alltoallv(comm, rank, size, what, opts, n);
     }
     return rc;
 }
@@ -153,8 +201,16 @@ static int absent_rank(const itest_env_t *env, glucx_context_t *ctx, glucx_store
             st = glucx_broadcast(comm, in, n, GLUCX_DTYPE_I32, 0, &o);
         else if (rc == 0 && coll == GLUCX_COLL_REDUCE)
             st = glucx_reduce(comm, in, out, n, GLUCX_DTYPE_I32, GLUCX_OP_SUM, 0, &o);
-        else if (rc == 0)
+        else if (rc == 0 && coll == GLUCX_COLL_ALLTOALL)
             st = glucx_alltoall(comm, in, out, n, GLUCX_DTYPE_I32, &o);
+        else if (rc == 0) {
+            size_t c[64] = {0}, d[64] = {0};
+            for (int q = 0; q < size; q++) {
+                c[q] = n;
+                d[q] = (size_t)q * n;
+            }
+            st = glucx_alltoallv(comm, in, c, d, out, c, d, GLUCX_DTYPE_I32, &o);
+        }
         const int64_t ms = (itest_now_ns() - t0) / 1000000;
         __atomic_fetch_add(&sh->counter[slot], 1, __ATOMIC_ACQ_REL);
         /* a peer that times out first notifies the others, who may see its failure instead */
@@ -175,19 +231,30 @@ static int absent_rank(const itest_env_t *env, glucx_context_t *ctx, glucx_store
     return rc;
 }
 
-/* Forced calls of the three rows fail with GLUCX_ERR_UNSUPPORTED naming @p why; then the
+/* Forced calls of the four rows fail with GLUCX_ERR_UNSUPPORTED naming @p why; then the
  * selection's own choice works. */
 static int refused(glucx_comm_t *comm, int rank, int size, const char *what, const char *why)
 {
     glucx_coll_opts_t o = {.field_mask = GLUCX_COLL_OPT_ALGORITHM, .algorithm = "hierarchical"};
     int32_t x[64] = {0}, y[64] = {0};
     int rc = 0;
-    for (int k = 0; k < 3; k++) {
-        const char *name = k == 0 ? "broadcast" : k == 1 ? "reduce" : "alltoall";
-        glucx_status_t st = k == 0 ? glucx_broadcast(comm, x, 1, GLUCX_DTYPE_I32, 0, &o)
-                            : k == 1
-                                ? glucx_reduce(comm, x, y, 1, GLUCX_DTYPE_I32, GLUCX_OP_SUM, 0, &o)
-                                : glucx_alltoall(comm, x, y, 1, GLUCX_DTYPE_I32, &o);
+    size_t c[64] = {0}, d[64] = {0};
+    for (int q = 0; q < size; q++) {
+        c[q] = 1;
+        d[q] = (size_t)q;
+    }
+    for (int k = 0; k < 4; k++) {
+        static const char *const names[] = {"broadcast", "reduce", "alltoall", "alltoallv"};
+        const char *name = names[k];
+        glucx_status_t st;
+        if (k == 0)
+            st = glucx_broadcast(comm, x, 1, GLUCX_DTYPE_I32, 0, &o);
+        else if (k == 1)
+            st = glucx_reduce(comm, x, y, 1, GLUCX_DTYPE_I32, GLUCX_OP_SUM, 0, &o);
+        else if (k == 2)
+            st = glucx_alltoall(comm, x, y, 1, GLUCX_DTYPE_I32, &o);
+        else
+            st = glucx_alltoallv(comm, x, c, d, y, c, d, GLUCX_DTYPE_I32, &o);
         if (ITEST_STATUS(st, GLUCX_ERR_UNSUPPORTED, "%s: forced hierarchical %s", what, name) != 0)
             rc = -1;
         else
@@ -232,7 +299,7 @@ int itest_case_topology_rooted(const itest_env_t *env, int rank, int size)
     /* 1. forced by GLUCX_TUNE, then per call on a topology file */
     snprintf(host, sizeof(host), "itest-rpkg%d", rank / 2);
     setenv("GLUCX_HOSTID", host, 1);
-    setenv("GLUCX_TUNE", "broadcast,reduce,alltoall:hierarchical", 1);
+    setenv("GLUCX_TUNE", "broadcast,reduce,alltoall,alltoallv:hierarchical", 1);
     glucx_context_t *ctx = context("GLUCX_TUNE");
     unsetenv("GLUCX_TUNE");
     glucx_comm_t *comm = NULL;
@@ -275,6 +342,7 @@ int itest_case_topology_rooted(const itest_env_t *env, int rank, int size)
         rc |= absent_rank(env, ctx, store, rank, size, GLUCX_COLL_BROADCAST, 0);
         rc |= absent_rank(env, ctx, store, rank, size, GLUCX_COLL_REDUCE, 1);
         rc |= absent_rank(env, ctx, store, rank, size, GLUCX_COLL_ALLTOALL, 2);
+        rc |= absent_rank(env, ctx, store, rank, size, GLUCX_COLL_ALLTOALLV, 3);
     }
     glucx_context_destroy(ctx);
 

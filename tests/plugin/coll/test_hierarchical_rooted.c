@@ -1,6 +1,6 @@
 /*
- * Tests of the hierarchical broadcast, reduce and alltoall (plugin/coll/broadcast/
- * hierarchical.c, reduce/hierarchical.c, alltoall/hierarchical.c) on the fake transport, with
+ * Tests of the hierarchical broadcast, reduce, alltoall and alltoallv (plugin/coll/broadcast/
+ * hierarchical.c, reduce/, alltoall/, alltoallv/hierarchical.c) on the fake transport, with
  * packages faked from host identities (as GLUCX_HOSTID does) or placed on a topology file's
  * 2x2 torus (as GLUCX_TOPOLOGY does): results against references computed here (the reduce's
  * bitwise, in its documented bracketing), every root, odd and zero counts, in place; the
@@ -11,6 +11,7 @@
 #include "support/coll_world.h"
 
 #include "coll/alltoall/alltoall.h"
+#include "coll/alltoallv/alltoallv.h"
 #include "coll/broadcast/broadcast.h"
 #include "coll/reduce/reduce.h"
 
@@ -452,6 +453,106 @@ static void test_alltoall(void **state)
                 alltoall_case(&shapes[i], counts[j], cw_dtype(k), ip);
 }
 
+/* ---- alltoallv ---- */
+
+/* Elements s sends d in case k: uneven, some zero (0, base/2, base, 3 base/2 or 2 base) */
+static size_t v_count(int s, int d, size_t base, int k)
+{
+    return (size_t)((s * 7 + d * 3 + k) % 5) * base / 2;
+}
+
+/* Uneven blocks, packed send displacements, receive displacements in reverse rank order with
+ * gaps (left untouched); @p bad_rank >= 0 expects one element more from the last rank. */
+static void alltoallv_case(const shape_t *s, size_t base, glucx_dtype_t dt, int k, int bad_rank)
+{
+    cw_t c;
+    glucx_net_t *net = world(&c, s, GLUCX_COLL_ALLTOALLV);
+    const size_t es = glucx_dtype_size(dt);
+    const uint32_t salt = (uint32_t)(s->n * 100 + k) + (uint32_t)base;
+    const int n = s->n;
+    size_t rtotal[CW_MAX_RANKS];
+    if (bad_rank >= 0)
+        c.timeout_ms = CW_FAULT_TIMEOUT_MS;
+    for (int r = 0; r < n; r++) {
+        size_t *v = c.rank[r].mem[2] = cw_malloc(sizeof(size_t) * 4 * (size_t)n);
+        size_t *sc = v, *sd = v + n, *rc = v + 2 * n, *rd = v + 3 * n, so = 0, ro = 0;
+        for (int d = 0; d < n; d++) {
+            sc[d] = v_count(r, d, base, k);
+            sd[d] = so;
+            so += sc[d];
+        }
+        for (int q = n - 1; q >= 0; q--) {
+            rc[q] = v_count(q, r, base, k) + (r == bad_rank && q == n - 1);
+            rd[q] = ro + 3;
+            ro += rc[q] + 3;
+        }
+        rtotal[r] = ro;
+        char *in = c.rank[r].mem[0] = cw_malloc(so * es);
+        char *out = c.rank[r].mem[1] = cw_malloc(ro * es);
+        for (int d = 0; d < n; d++)
+            cw_fill(in + sd[d] * es, sc[d] * es, salt, r, d);
+        memset(out, 0xEE, ro * es);
+        glucx_coll_args_t *a = &c.rank[r].args;
+        a->sendbuf = in;
+        a->recvbuf = out;
+        a->send_counts = sc;
+        a->send_displs = sd;
+        a->counts = rc;
+        a->displs = rd;
+        a->dtype = dt;
+    }
+    cw_run(&c);
+    if (!runs_on(s)) {
+        expect_declined(&c, s);
+        world_fini(&c, net);
+        return;
+    }
+    if (bad_rank >= 0) {
+        for (int r = 0; r < n; r++) {
+            if (c.rank[r].status == GLUCX_OK || strstr(c.rank[r].error, "alltoallv") == NULL)
+                print_error("%s: rank %d expects one element more from %d: rank %d: %s: %s\n",
+                            s->name, bad_rank, n - 1, r, glucx_status_string(c.rank[r].status),
+                            c.rank[r].error);
+            assert_int_not_equal(c.rank[r].status, GLUCX_OK);
+            assert_true(c.rank[r].elapsed_ms < 20 * CW_FAULT_TIMEOUT_MS);
+        }
+        assert_int_equal(c.rank[bad_rank].status, GLUCX_ERR_MISMATCH);
+        world_fini(&c, net);
+        return;
+    }
+    cw_expect_ok(&c);
+    for (int r = 0; r < n; r++) {
+        const size_t *rc = (const size_t *)c.rank[r].mem[2] + 2 * n, *rd = rc + n;
+        const char *out = c.rank[r].mem[1];
+        size_t at = 0;
+        for (int q = n - 1; q >= 0; q--) { /* the gap before the block, then the block */
+            assert_true(cw_all(out + at * es, 3 * es, 0xEE));
+            const size_t bad = cw_bad(out + rd[q] * es, rc[q] * es, salt, q, r);
+            if (bad)
+                print_error("%s base %zu: rank %d's block from %d has %zu wrong bytes\n", s->name,
+                            base, r, q, bad);
+            assert_int_equal(bad, 0);
+            at = rd[q] + rc[q];
+        }
+        assert_int_equal(at, rtotal[r]);
+    }
+    uint64_t out[CW_MAX_RANKS];
+    cross_bytes(&c, s, 0, matched, 0, out);
+    world_fini(&c, net);
+}
+
+static void test_alltoallv(void **state)
+{
+    (void)state;
+    static const size_t bases[] = {0, 1, 7, 1001};
+    int k = 0;
+    for (size_t i = 0; i < NSHAPES; i++)
+        for (size_t j = 0; j < sizeof(bases) / sizeof(bases[0]); j++, k++)
+            alltoallv_case(&shapes[i], bases[j], cw_dtype(k), k, -1);
+    alltoallv_case(&shapes[4], 7, GLUCX_DTYPE_I32, 0, 0);
+    alltoallv_case(&shapes[NSHAPES - 1], 7, GLUCX_DTYPE_I32, 1, 2);
+}
+
 /* ---- a rank that never arrives ---- */
 
 static void absent_case(glucx_coll_t coll, int root)
@@ -598,9 +699,10 @@ static int setup(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_costs),    cmocka_unit_test(test_broadcast),
-        cmocka_unit_test(test_reduce),   cmocka_unit_test(test_reduce_ops),
-        cmocka_unit_test(test_alltoall), cmocka_unit_test(test_absent_rank),
+        cmocka_unit_test(test_costs),       cmocka_unit_test(test_broadcast),
+        cmocka_unit_test(test_reduce),      cmocka_unit_test(test_reduce_ops),
+        cmocka_unit_test(test_alltoall),    cmocka_unit_test(test_alltoallv),
+        cmocka_unit_test(test_absent_rank),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
