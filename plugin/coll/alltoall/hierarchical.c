@@ -31,8 +31,8 @@
  * decomposition as the multi-dimensional alltoall of Sack & Gropp ("Collective Algorithms for
  * Multiported Torus Networks", ACM TOPC 2015) with the package as one dimension.
  * Unequal packages: GLUCX_ERR_UNSUPPORTED before any traffic (hier.h); one package: an
- * infinite cost (the flat rows are the same thing); forced, it runs as the package's phase. Uneven
- * blocks (alltoallv): not handled here.
+ * infinite cost (the flat rows are the same thing); forced, it runs as the package's phase.
+ * Uneven blocks: plugin/coll/alltoallv/hierarchical.c.
  */
 #include <math.h>
 #include <stdlib.h>
