@@ -562,9 +562,9 @@ static void absent_case(glucx_coll_t coll, int root)
     glucx_net_t *net = world(&c, s, coll);
     c.timeout_ms = CW_FAULT_TIMEOUT_MS;
     for (int r = 0; r < s->n; r++) {
-        void *in = c.rank[r].mem[0] = cw_malloc(64 * 4);
+        void *in = c.rank[r].mem[0] = cw_malloc(64 * 4 * (size_t)s->n);
         void *out = c.rank[r].mem[1] = cw_malloc(64 * 4 * (size_t)s->n);
-        memset(in, 1, 64 * 4);
+        memset(in, 1, 64 * 4 * (size_t)s->n);
         c.rank[r].args.sendbuf = coll == GLUCX_COLL_BROADCAST ? NULL : in;
         c.rank[r].args.recvbuf = coll == GLUCX_COLL_BROADCAST ? in : out;
         c.rank[r].args.count = 64;
