@@ -87,9 +87,14 @@ typedef struct glucx_coll_ctx {
     int64_t timeout_ms;   /**< the timeout that deadline came from (< 0: none), for messages */
     void *scratch_in;     /**< core-owned copy of the input for in-place reduce_scatter and
                                alltoall (so algorithms never see input and output overlap) */
-    uint64_t trace_comm;  /**< comm id of trace events (0 when the caller sets none) */
-    uint32_t trace_seq;   /**< full 32-bit sequence number for trace events */
-    char why[160];        /**< why the algorithm declined (glucx_coll_decline), else "" */
+    /** Added to every step number of this context's messages (0 from glucx_coll_ctx_init): an
+     *  algorithm that runs another row on a subgroup (glucx_coll_subgroup) sets it so that the
+     *  row's steps 0, 1, ... become its phase's own step range. The total stays below
+     *  GLUCX_COLL_STEP_CONFIRM. */
+    unsigned step_base;
+    uint64_t trace_comm; /**< comm id of trace events (0 when the caller sets none) */
+    uint32_t trace_seq;  /**< full 32-bit sequence number for trace events */
+    char why[160];       /**< why the algorithm declined (glucx_coll_decline), else "" */
 } glucx_coll_ctx_t;
 
 /** One algorithm: a row of a collective's table. */
@@ -152,9 +157,10 @@ glucx_status_t glucx_coll_ctx_run(glucx_coll_ctx_t *ctx);
 
 /* ---- helpers for algorithms (plugin/coll/common.c) ---- */
 
-/** Wire tag of @p step in this collective (source bits zero). */
+/** Wire tag of @p step (plus ctx->step_base) in this collective (source bits zero). */
 static inline uint64_t glucx_coll_tag(const glucx_coll_ctx_t *ctx, unsigned step)
 {
+    step += ctx->step_base;
     return GLUCX_COLL_TAG_SPACE |
            (((uint64_t)ctx->seq & GLUCX_COLL_TAG_SEQ_MASK) << GLUCX_COLL_TAG_SEQ_SHIFT) |
            ((uint64_t)(step & GLUCX_COLL_STEP_MAX) << GLUCX_COLL_TAG_STEP_SHIFT) | ctx->sig;

@@ -43,7 +43,8 @@ size_t glucx_coll_bytes(const glucx_coll_args_t *args, int size)
 
 static glucx_status_t check_peer(glucx_coll_ctx_t *ctx, int peer, unsigned step)
 {
-    if (peer < 0 || peer >= ctx->size || peer == ctx->rank || step > GLUCX_COLL_STEP_MAX)
+    if (peer < 0 || peer >= ctx->size || peer == ctx->rank ||
+        step + ctx->step_base > GLUCX_COLL_STEP_MAX)
         return glucx_coll_fail(ctx, GLUCX_ERR_INVALID_ARG,
                                "internal error: algorithm %s posted peer %d step %u", ctx->alg_name,
                                peer, step);
@@ -61,11 +62,11 @@ glucx_status_t glucx_coll_isend(glucx_coll_ctx_t *ctx, int peer, unsigned step, 
     if (st != GLUCX_OK)
         return st;
     const int me = ctx->comm_rank, to = glucx_coll_comm_rank(ctx, peer);
-    GLUCX_TP(send_begin, ctx->trace_comm, me, ctx->trace_seq, step, to,
+    GLUCX_TP(send_begin, ctx->trace_comm, me, ctx->trace_seq, step + ctx->step_base, to,
              glucx_topo_link_id(ctx->topo, me, to), glucx_coll_tag(ctx, step), bytes);
     st = ctx->tx->ops->isend(ctx->tx, to, glucx_coll_tag(ctx, step), buf, bytes, req);
     if (st != GLUCX_OK)
-        GLUCX_TP(send_end, ctx->trace_comm, me, ctx->trace_seq, step, to,
+        GLUCX_TP(send_end, ctx->trace_comm, me, ctx->trace_seq, step + ctx->step_base, to,
                  glucx_topo_link_id(ctx->topo, me, to), glucx_coll_tag(ctx, step), bytes);
     if (st != GLUCX_OK)
         return glucx_coll_fail(ctx, st, "cannot send %zu bytes to rank %d: %s", bytes, to,
@@ -82,7 +83,7 @@ glucx_status_t glucx_coll_irecv(glucx_coll_ctx_t *ctx, int peer, unsigned step, 
         return st;
     const int me = ctx->comm_rank;
     int from = glucx_coll_comm_rank(ctx, peer);
-    GLUCX_TP(recv_begin, ctx->trace_comm, me, ctx->trace_seq, step, from,
+    GLUCX_TP(recv_begin, ctx->trace_comm, me, ctx->trace_seq, step + ctx->step_base, from,
              glucx_topo_link_id(ctx->topo, from, me), glucx_coll_tag(ctx, step), bytes);
     /* The signature is matched exactly when the transport can look for unexpected messages: a
      * message of another collective (or dtype, op, count) then never takes this receive's
@@ -92,7 +93,7 @@ glucx_status_t glucx_coll_irecv(glucx_coll_ctx_t *ctx, int peer, unsigned step, 
                              ctx->tx->ops->probe != NULL ? 0 : GLUCX_COLL_TAG_SIG_MASK, buf, bytes,
                              req);
     if (st != GLUCX_OK)
-        GLUCX_TP(recv_end, ctx->trace_comm, me, ctx->trace_seq, step, from,
+        GLUCX_TP(recv_end, ctx->trace_comm, me, ctx->trace_seq, step + ctx->step_base, from,
                  glucx_topo_link_id(ctx->topo, from, me), glucx_coll_tag(ctx, step), (uint64_t)0);
     if (st != GLUCX_OK)
         return glucx_coll_fail(ctx, st, "cannot receive %zu bytes from rank %d: %s", bytes, from,

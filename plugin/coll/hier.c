@@ -506,3 +506,53 @@ glucx_status_t glucx_coll_pipeline(glucx_coll_ctx_t *ctx, int nchunks, const int
     free(ch);
     return st;
 }
+
+/* ---- rows composed of other rows on subgroups ---- */
+
+glucx_link_cost_t glucx_coll_outer_link(const glucx_coll_shape_t *s)
+{
+    glucx_link_cost_t l = {0};
+    for (int d = 1; d < s->ndims; d++) {
+        l.alpha_ns += s->link[d].alpha_ns;
+        if (s->link[d].beta_ns_per_byte > l.beta_ns_per_byte)
+            l.beta_ns_per_byte = s->link[d].beta_ns_per_byte;
+    }
+    return l;
+}
+
+void glucx_coll_layout_cross(const glucx_coll_layout_t *layout, int l, int *members)
+{
+    const int p = layout->shape.size[0];
+    for (int q = 0; q < layout->npackages; q++)
+        members[q] = layout->ranks[q * p + l];
+}
+
+void glucx_coll_layout_find(const glucx_coll_layout_t *layout, const glucx_topo_t *topo, int root,
+                            int *pos_p, int *local_p)
+{
+    const int p = layout->shape.size[0], pos = layout->pkg_pos[topo->package_of[root]];
+    int local = 0;
+    while (local < p - 1 && layout->ranks[pos * p + local] != root)
+        local++;
+    *pos_p = pos;
+    *local_p = local;
+}
+
+glucx_status_t glucx_coll_run_on(glucx_coll_ctx_t *ctx, const int *members, int n, int index,
+                                 const glucx_coll_args_t *args, const void *sendbuf, void *recvbuf,
+                                 unsigned step_base, glucx_status_t (*run)(glucx_coll_ctx_t *))
+{
+    glucx_coll_ctx_t sub;
+    glucx_coll_subgroup(ctx, members, n, index, &sub);
+    sub.args = args;
+    sub.sendbuf = sendbuf;
+    sub.recvbuf = recvbuf;
+    sub.step_base = ctx->step_base + step_base;
+    glucx_status_t st = run(&sub);
+    if (st == GLUCX_ERR_UNSUPPORTED)
+        st = glucx_coll_fail(ctx, GLUCX_ERR_INVALID_ARG,
+                             "internal error: a phase on %d ranks declined after the collective "
+                             "started: %s",
+                             n, sub.why);
+    return st;
+}

@@ -265,4 +265,43 @@ double glucx_coll_dim_cost(const glucx_coll_shape_t *s, int d, double bytes, dou
  */
 double glucx_coll_offload_cost(const glucx_topo_t *topo, size_t bytes, int rs);
 
+/* ---- rows composed of other rows on subgroups (hierarchical broadcast, reduce, alltoall) ---- */
+
+/**
+ * The outer network (dimensions 1 .. ndims - 1) seen as one link, for a phase whose members are
+ * one rank per package of every package at once (a message may cross every outer dimension):
+ * alpha the sum of the outer dimensions' alphas (one hop along each), beta the largest outer
+ * beta. On one outer dimension (no topology file, or one outer dimension of size > 1) it is
+ * that dimension's link exactly; on a torus it neglects the extra hops of rings longer than 3
+ * and the sharing of a link by routes of different pairs. Pure; ndims >= 2.
+ */
+glucx_link_cost_t glucx_coll_outer_link(const glucx_coll_shape_t *s);
+
+/** Fill @p members [layout->npackages] with the communicator ranks of local rank @p l of every
+ *  package, in package position order (the "cross" line of local rank l: this rank's index in
+ *  its own cross line is layout->pos). */
+void glucx_coll_layout_cross(const glucx_coll_layout_t *layout, int l, int *members);
+
+/**
+ * Run an existing row's @p run (e.g. glucx_broadcast_binomial_run) as one phase of a composed
+ * algorithm, on the subgroup @p members [@p n] of @p ctx's communicator (this rank is member
+ * @p index), with @p args (borrowed: a copy of ctx->args with the subgroup's root and count),
+ * input @p sendbuf and output @p recvbuf (borrowed), its steps offset by @p step_base (added to
+ * ctx->step_base): each phase gets its own step range. The row's messages, errors and traces
+ * name communicator ranks and ctx's collective and algorithm. A row that declines
+ * (GLUCX_ERR_UNSUPPORTED) after earlier phases sent is a failure of the collective
+ * (GLUCX_ERR_INVALID_ARG, "internal error", peers notified), never a silent fallback.
+ * @return GLUCX_OK or the failure status (the transport is failed then).
+ */
+glucx_status_t glucx_coll_run_on(glucx_coll_ctx_t *ctx, const int *members, int n, int index,
+                                 const glucx_coll_args_t *args, const void *sendbuf, void *recvbuf,
+                                 unsigned step_base, glucx_status_t (*run)(glucx_coll_ctx_t *));
+
+/**
+ * Where the root @p root (communicator rank) sits in @p layout: its package's position
+ * (*pos_p) and its local rank (*local_p). Pure.
+ */
+void glucx_coll_layout_find(const glucx_coll_layout_t *layout, const glucx_topo_t *topo, int root,
+                            int *pos_p, int *local_p);
+
 #endif

@@ -36,7 +36,8 @@ CASE:
              alltoall runs is the bottleneck physical link the verdict names
   volume     (trace + analysis) the bytes each physical link carries, per direction, for every
              call of each topology-aware algorithm (allreduce hierarchical, torus, torus_rotated;
-             allgather and reduce-scatter hierarchical) and of the flat ring, from the trace's
+             allgather, reduce-scatter, broadcast, reduce and alltoall hierarchical) and of the
+             flat ring, from the trace's
              sends and routes, equal the algorithm's analytic volume exactly: per (rank, peer)
              pair derived here from the model's shape (packages, lines, the dimension order each
              local rank takes), summed over the model's routes
@@ -748,8 +749,84 @@ def dim_volume(sh, r, k, cnt, es, rs, vol, direct=False):
             vol[(r, line[j])] = vol.get((r, line[j]), 0) + split(cnt, n, j if rs else i) * es
 
 
+def tree_edges(n, root):
+    """[(collector, child, lo, hi)]: the edges of coll/tree.h's tree on [0, n) rooted at root (the
+    interval halved, the lower half taking the extra member; the collector keeps its half and
+    the member at the same offset in the other, clamped to its last, collects that one; the
+    child's subtree is [lo, hi))."""
+    edges = []
+
+    def rec(lo, hi, c):
+        if hi - lo < 2:
+            return
+        mid = lo + (hi - lo + 1) // 2
+        (clo, chi), (olo, ohi) = ((lo, mid), (mid, hi)) if c < mid else ((mid, hi), (lo, mid))
+        d = olo + min(c - clo, ohi - olo - 1)
+        edges.append((c, d, olo, ohi))
+        rec(clo, chi, c)
+        rec(olo, ohi, d)
+    rec(0, n, root)
+    return edges
+
+
+def add(vol, r, q, v):
+    vol[(r, q)] = vol.get((r, q), 0) + v
+
+
+def rooted_volume(sh, coll, nbytes, root=0, es=4):
+    """{(rank, peer): bytes} of the hierarchical broadcast or reduce (plugin/coll/broadcast/ and
+    reduce/hierarchical.c's headers) from/to root. Packages are the file's in order (position k
+    = ranks k p .. k p + p - 1); the cross line of local rank l is rank k p + l of every k.
+    Across packages the broadcast runs scatter-allgather (the faster at the sizes cluster/volume
+    uses: 4 packages and slow links), inside the binomial tree (2 ranks: scatter-allgather never
+    wins); the reduce runs the binomial tree in both (at the size cluster/volume uses, 4 KB,
+    below where its reduce-scatter + gather pays: 7.8 KB across, 10 KB inside)."""
+    vol, p, P = {}, sh.p, sh.n // sh.p
+    count, rl, rpos = nbytes // es, root % p, root // p
+    cross = [k * p + rl for k in range(P)]
+    blk = [split(count, P, i) * es for i in range(P)]
+    for pos in range(P):
+        pkg = [pos * p + l for l in range(p)]
+        for c, d, lo, hi in tree_edges(p, rl):  # inside: the whole vector per edge
+            if coll == "broadcast":
+                add(vol, pkg[c], pkg[d], count * es)
+            else:
+                add(vol, pkg[d], pkg[c], count * es)
+    if coll == "reduce":
+        for c, d, lo, hi in tree_edges(P, rpos):
+            add(vol, cross[d], cross[c], count * es)
+        return vol
+    for c, d, lo, hi in tree_edges(P, rpos):  # scatter: the child's subtree's blocks
+        add(vol, cross[c], cross[d], sum(blk[lo:hi]))
+    for i in range(P):  # ring allgather: every block but the right neighbour's
+        add(vol, cross[i], cross[(i + 1) % P], count * es - blk[(i + 1) % P])
+    return vol
+
+
+def alltoall_volume(sh, nbytes, es=4):
+    """{(rank, peer): bytes} of the hierarchical alltoall (alltoall/hierarchical.c's header), the
+    pairwise exchange in both phases (the faster at the size cluster/volume uses): inside the
+    package P blocks to every other local rank, across p blocks to the same local rank of every
+    other package."""
+    vol, p, P = {}, sh.p, sh.n // sh.p
+    b = nbytes // sh.n
+    for r in range(sh.n):
+        k, l = divmod(r, p)
+        for j in range(p):
+            if j != l:
+                add(vol, r, k * p + j, P * b)
+        for q in range(P):
+            if q != k:
+                add(vol, r, q * p + l, p * b)
+    return vol
+
+
 def analytic_volume(sh, coll, alg, nbytes, es=4):
     """{(rank, peer): bytes} of one call of coll/alg on nbytes (glucx-bench's size)."""
+    if coll in ("broadcast", "reduce"):
+        return rooted_volume(sh, coll, nbytes, es=es)
+    if coll == "alltoall":
+        return alltoall_volume(sh, nbytes, es)
     vol = {}
     for r in range(sh.n):
         if coll == "allreduce" and alg == "ring":
@@ -824,6 +901,8 @@ def traced_link_volume(events):
         if e["event"] != "send_begin":
             continue
         per = out.setdefault((e["comm_id"], e["seq"]), {})
+        if e["bytes"] == 0:  # (the core's zero-byte confirmation after rooted collectives)
+            continue
         for h in routes[(e["comm_id"], e["rank"], e["link"])]:
             per[h] = per.get(h, 0) + e["bytes"]
     return out
@@ -840,10 +919,13 @@ def case_volume(args, c):
     c.up()
     out = tempfile.mkdtemp(prefix=f"{c.name}-vol.")
     want_algs = {"allreduce": ["ring", "hierarchical", "torus", "torus_rotated"],
-                 "allgather": ["hierarchical"], "reduce_scatter": ["hierarchical"]}
+                 "allgather": ["hierarchical"], "reduce_scatter": ["hierarchical"],
+                 "broadcast": ["hierarchical"], "reduce": ["hierarchical"],
+                 "alltoall": ["hierarchical"]}
     # sizes that split unevenly into the 8 ranks' shares and the 2x2 torus's blocks
     # (2 chunks of torus_rotated and of the hierarchical allgather and reduce-scatter)
-    sizes = {"allreduce": 2200004, "allgather": 8 * 4 * 270001, "reduce_scatter": 8 * 4 * 270001}
+    sizes = {"allreduce": 2200004, "allgather": 8 * 4 * 270001, "reduce_scatter": 8 * 4 * 270001,
+             "broadcast": 4 * 1000003, "reduce": 4 * 1001, "alltoall": 8 * 4 * 100003}
     try:
         for coll, algs in want_algs.items():
             tdir = os.path.join(out, coll)

@@ -50,6 +50,7 @@ static const case_entry_t cases[] = {
     {"fork_new", itest_case_fork_new, NULL},
     {"sync_send", itest_case_sync_send, NULL},
     {"topology", itest_case_topology, NULL},
+    {"topology_rooted", itest_case_topology_rooted, NULL},
 };
 
 typedef struct run_arg {

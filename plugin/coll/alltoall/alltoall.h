@@ -8,6 +8,7 @@
 typedef enum glucx_alltoall_alg {
     GLUCX_ALLTOALL_PAIRWISE,
     GLUCX_ALLTOALL_BRUCK,
+    GLUCX_ALLTOALL_HIERARCHICAL,
     GLUCX_ALLTOALL_ALG_COUNT
 } glucx_alltoall_alg_t;
 
@@ -24,5 +25,8 @@ static inline int glucx_alltoall_bruck_blocks(int n, int bit)
     const int tail = n % period - half;
     return (n / period) * half + (tail > 0 ? tail : 0);
 }
+
+double glucx_alltoall_hierarchical_cost(const glucx_topo_t *topo, size_t bytes);
+glucx_status_t glucx_alltoall_hierarchical_run(glucx_coll_ctx_t *ctx);
 
 #endif

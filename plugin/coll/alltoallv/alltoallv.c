@@ -9,6 +9,12 @@ static const glucx_coll_alg_t algs[GLUCX_ALLTOALLV_ALG_COUNT] = {
     [GLUCX_ALLTOALLV_LINEAR] = {"linear",
                                 "all n-1 receives then all n-1 sends posted at once, one wait",
                                 glucx_alltoallv_linear_cost, glucx_alltoallv_linear_run},
+    [GLUCX_ALLTOALLV_HIERARCHICAL] =
+        {"hierarchical",
+         "counts exchanged in the package, alltoallv inside aggregated "
+         "per destination package, then one message per package pair "
+         "and local rank across (Traff & Rougier 2014)",
+         glucx_alltoallv_hierarchical_cost, glucx_alltoallv_hierarchical_run},
 };
 
 const glucx_coll_table_t glucx_alltoallv_table = {algs, GLUCX_ALLTOALLV_ALG_COUNT};

@@ -8,6 +8,7 @@
 typedef enum glucx_alltoallv_alg {
     GLUCX_ALLTOALLV_PAIRWISE,
     GLUCX_ALLTOALLV_LINEAR,
+    GLUCX_ALLTOALLV_HIERARCHICAL,
     GLUCX_ALLTOALLV_ALG_COUNT
 } glucx_alltoallv_alg_t;
 
@@ -16,6 +17,9 @@ glucx_status_t glucx_alltoallv_pairwise_run(glucx_coll_ctx_t *ctx);
 
 double glucx_alltoallv_linear_cost(const glucx_topo_t *topo, size_t bytes);
 glucx_status_t glucx_alltoallv_linear_run(glucx_coll_ctx_t *ctx);
+
+double glucx_alltoallv_hierarchical_cost(const glucx_topo_t *topo, size_t bytes);
+glucx_status_t glucx_alltoallv_hierarchical_run(glucx_coll_ctx_t *ctx);
 
 /**
  * Copy this rank's block to itself (send_counts[rank] elements to counts[rank]). The two counts
