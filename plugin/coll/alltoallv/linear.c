@@ -19,10 +19,11 @@
 
 double glucx_alltoallv_linear_cost(const glucx_topo_t *topo, size_t bytes)
 {
-    glucx_link_cost_t l = glucx_topo_bottleneck(topo);
-    const int n = topo->size;
-    const double b = (double)bytes / n;
-    return (n - 1) * (l.alpha_ns + b * l.beta_ns_per_byte) + b * topo->copy_ns_per_byte;
+    /* every pair at once: charged as the pairwise steps (the same messages on the same routes),
+     * summed on the topology's routes (glucx_topo_pairwise_cost) */
+    const glucx_link_cost_t sum = glucx_topo_pairwise_cost(topo);
+    const double b = (double)bytes / topo->size;
+    return sum.alpha_ns + b * sum.beta_ns_per_byte + b * topo->copy_ns_per_byte;
 }
 
 /* buf + off, without arithmetic on a NULL buf. */
