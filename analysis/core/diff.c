@@ -901,6 +901,16 @@ static const json_t *first_where(const json_t *list, const char *flag)
 
 /* The first that holds: a collective that changed algorithm, a decision that changed, a link,
  * a rank, a phase (METRICS.md, "Diff of two runs", "cause"). */
+/* The cause object of kind @p kind for a collectives or decisions entry @p e: its subject is
+ * "<coll> <size range>", its contribution and share are the entry's. */
+static json_t *coll_cause(const char *kind, const json_t *e, const char *sentence)
+{
+    return json_pack("{s:s,s:s++,s:O,s:O,s:s}", "kind", kind, "subject", str(e, "coll", "?"), " ",
+                     str(e, "bucket", "?"), "contribution_ns",
+                     json_object_get(e, "contribution_ns"), "share", json_object_get(e, "share"),
+                     "sentence", sentence);
+}
+
 static json_t *cause(const json_t *d, double dT)
 {
     char c[48], sent[1024];
@@ -917,10 +927,7 @@ static json_t *cause(const json_t *d, double dT)
                  str(e, "coll", "?"), str(e, "bucket", "?"), str(e, "comm", ""),
                  str(json_object_get(e, "a"), "algorithm", "?"),
                  str(json_object_get(e, "b"), "algorithm", "?"), c, 100 * num(e, "share"));
-        return json_pack("{s:s,s:s++,s:O,s:O,s:s}", "kind", "collective", "subject",
-                         str(e, "coll", "?"), " ", str(e, "bucket", "?"), "contribution_ns",
-                         json_object_get(e, "contribution_ns"), "share",
-                         json_object_get(e, "share"), "sentence", sent);
+        return coll_cause("collective", e, sent);
     }
     if ((e = first_where(json_object_get(d, "collectives"), NULL)) &&
         strcmp(str(e, "present", "both"), "both") != 0) {
@@ -931,10 +938,7 @@ static json_t *cause(const json_t *d, double dT)
                  "iteration (%.0f%% of the difference).",
                  str(e, "coll", "?"), str(e, "bucket", "?"), str(e, "comm", ""), only_a ? "A" : "B",
                  c, 100 * num(e, "share"));
-        return json_pack("{s:s,s:s++,s:O,s:O,s:s}", "kind", "workload", "subject",
-                         str(e, "coll", "?"), " ", str(e, "bucket", "?"), "contribution_ns",
-                         json_object_get(e, "contribution_ns"), "share",
-                         json_object_get(e, "share"), "sentence", sent);
+        return coll_cause("workload", e, sent);
     }
     if ((e = first_where(json_object_get(d, "decisions"), "changed"))) {
         ns_str(num(e, "contribution_ns"), 1, c, sizeof(c));
@@ -944,10 +948,7 @@ static json_t *cause(const json_t *d, double dT)
                  str(e, "kind", "?"), str(e, "coll", "?"), str(e, "bucket", "?"),
                  str(json_object_get(e, "a"), "option", "?"),
                  str(json_object_get(e, "b"), "option", "?"), c, 100 * num(e, "share"));
-        return json_pack("{s:s,s:s++,s:O,s:O,s:s}", "kind", "decision", "subject",
-                         str(e, "coll", "?"), " ", str(e, "bucket", "?"), "contribution_ns",
-                         json_object_get(e, "contribution_ns"), "share",
-                         json_object_get(e, "share"), "sentence", sent);
+        return coll_cause("decision", e, sent);
     }
     if ((e = first_where(json_object_get(json_object_get(d, "links"), "entries"), NULL))) {
         ns_str(num(e, "contribution_ns"), 1, c, sizeof(c));
