@@ -432,7 +432,9 @@ void glucx_ucx_win_free_orphans(glucx_ucx_tx_t *tx);
 void glucx_ucx_wake_waiters(glucx_ucx_tx_t *tx);
 /** Wait until win has a placed message (drain = 0) or no fetch into it (drain = 1), the
  *  transport failed, wake_gen moved (drain = 0) or deadline_ns. @return GLUCX_OK when the
- *  condition holds, GLUCX_INPROGRESS when woken, GLUCX_ERR_TIMEOUT, or the failure status. */
+ *  condition holds or held (drain = 0: another waiter may have taken the message since, so the
+ *  caller looks again), GLUCX_INPROGRESS when woken (wake_gen moved, nothing placed),
+ *  GLUCX_ERR_TIMEOUT, or the failure status. */
 glucx_status_t glucx_ucx_wait_win(glucx_ucx_tx_t *tx, struct glucx_tx_win *win, int drain,
                                   int64_t deadline_ns, unsigned wake_gen);
 int glucx_ucx_progress(glucx_tx_t *tx);

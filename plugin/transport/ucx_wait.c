@@ -786,9 +786,16 @@ static glucx_status_t wait_common(glucx_tx_t *base, const wait_for_t *w, int64_t
             return atomic_load_explicit(&w->win->fetching, memory_order_acquire) == 0
                        ? GLUCX_OK
                        : GLUCX_INPROGRESS;
-        /* OK: a placed message (another waiter may take it first); INPROGRESS: woken */
-        return atomic_load_explicit(&w->win->ready, memory_order_acquire) > 0 ? GLUCX_OK
-                                                                              : GLUCX_INPROGRESS;
+        /* OK: look again (a placed message, which another waiter may take first: the caller
+         * waits on then); INPROGRESS: woken by glucx_comm_wake and nothing is placed. The wake
+         * count decides, not an empty window: the message that satisfied this wait may have
+         * been taken by another waiter between here and there, which is no wake-up (seen in
+         * CI: a shared window's wait returned INPROGRESS with nobody calling wake). */
+        if (atomic_load_explicit(&w->win->ready, memory_order_acquire) > 0)
+            return GLUCX_OK;
+        return atomic_load_explicit(&tx->base.wake_gen, memory_order_acquire) != w->wake_gen
+                   ? GLUCX_INPROGRESS
+                   : GLUCX_OK;
     }
     if (w->any) {
         for (int i = 0; i < n; i++)

@@ -584,8 +584,12 @@ out:
     return NULL;
 }
 
-/* Two threads wait on one window: together they take every put once, each in posting order. */
-#define SHARED_PUTS 2000
+/* Several threads wait on one window: together they take every put once, each in posting
+ * order, and none returns anything but a message (a message another waiter took first is no
+ * wake-up: that race once returned GLUCX_INPROGRESS under ASan in CI). */
+#define SHARED_PUTS 4000
+#define SHARED_WAITERS 4
+#define SHARED_ROUNDS 8
 
 typedef struct shared_waiter {
     glucx_window_t *win;
@@ -598,7 +602,7 @@ static void *shared_wait_main(void *p)
 {
     shared_waiter_t *sw = p;
     sw->rc = 0;
-    for (int k = 0; k < SHARED_PUTS / 2 && sw->rc == 0; k++) {
+    for (int k = 0; k < SHARED_PUTS / SHARED_WAITERS && sw->rc == 0; k++) {
         size_t off = 0, bytes = 0;
         sw->rc = ITEST_STATUS(glucx_window_wait(sw->win, WAIT_MS, NULL, &bytes, &off), GLUCX_OK,
                               "shared window wait %d", k);
@@ -608,25 +612,26 @@ static void *shared_wait_main(void *p)
     return NULL;
 }
 
-static int part_shared_window(glucx_comm_t *comm)
+static int part_shared_window(glucx_comm_t *comm, int round)
 {
     const int rank = glucx_comm_rank(comm), n = glucx_comm_size(comm);
     const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
-    const uint64_t slot = 2000;
+    const uint64_t slot = 2000 + (uint64_t)round;
     const size_t stride = 16;
     unsigned char *wbuf = itest_alloc(stride * SHARED_PUTS);
     void *bufs[SHARED_PUTS] = {0};
     glucx_request_t *reqs[SHARED_PUTS] = {0};
-    shared_waiter_t sw[2];
-    pthread_t th[2];
+    shared_waiter_t sw[SHARED_WAITERS];
+    pthread_t th[SHARED_WAITERS];
     int started = 0, rc = wbuf == NULL ? -1 : 0;
     memset(sw, 0, sizeof(sw));
     if (rc == 0)
         rc = ITEST_STATUS(
             glucx_window_create(comm, prev, slot, wbuf, stride * SHARED_PUTS, &sw[0].win), GLUCX_OK,
             "shared window");
-    sw[1].win = sw[0].win;
-    for (int i = 0; i < 2 && rc == 0; i++) {
+    for (int i = 1; i < SHARED_WAITERS; i++)
+        sw[i].win = sw[0].win;
+    for (int i = 0; i < SHARED_WAITERS && rc == 0; i++) {
         if (pthread_create(&th[i], NULL, shared_wait_main, &sw[i]) != 0) {
             ITEST_FAIL("cannot start waiter %d", i);
             rc = -1;
@@ -695,8 +700,8 @@ int itest_case_window_threads(const itest_env_t *env, int rank, int size)
     }
     if (rc == 0)
         rc = ITEST_STATUS(glucx_barrier(comm, NULL), GLUCX_OK, "barrier after the threads");
-    if (rc == 0)
-        rc = part_shared_window(comm);
+    for (int round = 0; round < SHARED_ROUNDS && rc == 0; round++)
+        rc = part_shared_window(comm, round);
     itest_close(ctx, store, comm);
     return rc;
 }
