@@ -18,6 +18,8 @@
 #include "util/time.h"
 
 #define UCX_DEFAULT_KEEPALIVE_NS 20000000000LL
+/* UCX's TCP segment size that glucx sets (glucx_tx_ucx_context_create says why) */
+#define GLUCX_UCX_TCP_SEG "256K"
 
 static glucx_status_t config_set(ucp_config_t *cfg, const char *name, const char *value)
 {
@@ -29,13 +31,13 @@ static glucx_status_t config_set(ucp_config_t *cfg, const char *name, const char
 }
 
 /* Which transports UCX_TLS (NULL: not set) lets in: *mm = posix or sysv, *cma = cma, *net = a
- * network transport (tcp, or an InfiniBand one: ib, rc*, ud*, dc*). Setting the mm options when
- * they are all off makes UCX warn about an unused ("invalid") configuration; client-server
- * endpoints (compact addresses) need a network transport. */
-static void tls_enabled(const char *tls, int *mm, int *cma, int *net)
+ * network transport (tcp, or an InfiniBand one: ib, rc*, ud*, dc*), *tcp_p = tcp. Setting the mm
+ * options when they are all off makes UCX warn about an unused ("invalid") configuration;
+ * client-server endpoints (compact addresses) need a network transport. */
+static void tls_enabled(const char *tls, int *mm, int *cma, int *net, int *tcp_p)
 {
     if (tls == NULL || tls[0] == '\0') {
-        *mm = *cma = *net = 1;
+        *mm = *cma = *net = *tcp_p = 1;
         return;
     }
     int negate = tls[0] == '^';
@@ -82,10 +84,12 @@ static void tls_enabled(const char *tls, int *mm, int *cma, int *net)
         *mm = !(posix && sysv);
         *cma = !c;
         *net = !(tcp && (ib || (rc && ud && dc)));
+        *tcp_p = !tcp;
     } else {
         *mm = all || posix || sysv;
         *cma = all || c;
         *net = all || tcp || ib || rc || ud || dc;
+        *tcp_p = all || tcp;
     }
 }
 
@@ -142,8 +146,8 @@ glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keep
     }
     if (net_devices != NULL && (st = config_set(cfg, "NET_DEVICES", net_devices)) != GLUCX_OK)
         goto err_cfg;
-    int mm, cma, net;
-    tls_enabled(getenv("UCX_TLS"), &mm, &cma, &net);
+    int mm, cma, net, tcp;
+    tls_enabled(getenv("UCX_TLS"), &mm, &cma, &net, &tcp);
     uctx->shm = mm || cma;
     uctx->net = net;
     /* Local peers (same boot, PID namespace and host) get endpoints without error handling.
@@ -155,6 +159,19 @@ glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keep
     if (getenv("UCX_MM_ERROR_HANDLING") == NULL && getenv("UCX_POSIX_ERROR_HANDLING") == NULL &&
         getenv("UCX_SYSV_ERROR_HANDLING") == NULL && mm &&
         (st = config_set(cfg, "MM_ERROR_HANDLING", "y")) != GLUCX_OK)
+        goto err_cfg;
+    /* TCP segments of GLUCX_UCX_TCP_SEG (256 KiB) instead of UCX's 8 KiB: UCX's TCP transport
+     * then sends messages up to the segment size eagerly instead of by its rendezvous. Between
+     * two hosts, a rendezvous transfer each way at once ran at half the link (the two
+     * directions took turns: 2 ranks, ring allgather of 16 MiB, 137 ms instead of 73; one
+     * direction alone fills the link either way), and the pipelined rows send segments of at
+     * most 256 KiB (GLUCX_COLL_RING_SEG_BYTES), which then all go eagerly (docs/perf.md, "Two
+     * hosts sending to each other"). ucp_config_modify takes the names without the
+     * transport's prefix (as for MM_ERROR_HANDLING); of the transports UCX 1.13 builds here only
+     * TCP has them. The user's own setting of either wins. */
+    if (getenv("UCX_TCP_TX_SEG_SIZE") == NULL && getenv("UCX_TCP_RX_SEG_SIZE") == NULL && tcp &&
+        ((st = config_set(cfg, "TX_SEG_SIZE", GLUCX_UCX_TCP_SEG)) != GLUCX_OK ||
+         (st = config_set(cfg, "RX_SEG_SIZE", GLUCX_UCX_TCP_SEG)) != GLUCX_OK))
         goto err_cfg;
     /* No UCP registration cache: its creation in ucp_init() installs a UCM memory-event
      * handler, which takes UCM's lock for writing, and every mmap/munmap in the process holds
