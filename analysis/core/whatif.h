@@ -34,6 +34,8 @@ typedef struct glucx_an_wi_coll {
     int alg;           /**< EVENTS.md algorithm that ran, -1: none recorded */
     uint64_t bytes;    /**< the collective's size as the trace gives it (glucx_coll_bytes) */
     int comm_size;     /**< ranks of its communicator in the run */
+    int requested;     /**< 1: the call requested its algorithm (sched_decision reason
+                            "override"): libglucx runs that one whatever the setup */
     int nparts;        /**< participants recorded */
     int32_t *proc;     /**< [nparts] process index (0 .. nprocs-1) of each participant */
     int64_t *b, *e;    /**< [nparts] begin / end on each participant, ns; -1: not recorded */
@@ -81,11 +83,13 @@ typedef struct glucx_an_wi_cost {
 } glucx_an_wi_cost_t;
 
 /**
- * Cost of a collective: kind @p coll (EVENTS.md), measured algorithm @p alg (-1: none),
- * @p bytes, on @p comm_size ranks in the new setup. Fills @p out. Returns 0, or -1 with a
- * message in @p err naming the collective, its size and why (the run fails with it).
+ * Cost of collective @p c (its kind, measured algorithm, bytes, whether the call requested the
+ * algorithm; borrowed) on @p comm_size ranks in the new setup. Fills @p out. Must be
+ * deterministic (it is called once per distinct (kind, algorithm, bytes, requested) and once
+ * per group). Returns 0, or -1 with a message in @p err naming the collective, its size and
+ * why (the replay fails with it).
  */
-typedef int (*glucx_an_wi_cost_fn)(void *arg, int coll, int alg, uint64_t bytes, int comm_size,
+typedef int (*glucx_an_wi_cost_fn)(void *arg, const glucx_an_wi_coll_t *c, int comm_size,
                                    glucx_an_wi_cost_t *out, char *err, size_t errlen);
 
 enum {
