@@ -5,8 +5,10 @@
  * Each process's collectives are ordered by its own begin times. Replayed, process p arrives at
  * its k-th collective at its predicted end of the (k-1)-th plus its measured local time between
  * them (begin of k minus end of k-1, never below 0); its first collective it reaches at the
- * measured time. A collective starts when every participant has arrived and ends for all at
- * start + its duration (relative: measured x new cost / old cost; absolute: the new cost). The
+ * measured time. A collective starts when every participant has arrived and lasts its duration d
+ * (relative: measured x new cost / old cost; absolute: the new cost); each participant leaves at
+ * start + d x its measured share (its end minus the last arrival, over the last end minus the
+ * last arrival, within [0, 1]), so the last to leave ends at start + d. The
  * replay is a topological walk: a collective becomes ready when its last participant registers,
  * so each participant is visited once per collective.
  */
@@ -169,6 +171,9 @@ typedef struct replay {
     int *arrived;   /* [ncolls] */
     double *maxarr; /* [ncolls] */
     double *endt;   /* [ncolls] predicted end, NAN until replayed */
+    int64_t *lastb; /* [ncolls] measured last arrival */
+    int64_t t0;     /* the earliest measured begin: replayed times are doubles from it (trace
+                       times near 1e18 ns would lose 256 ns in a double) */
     size_t *cur;    /* [nv] index into the process's steps */
     double *arr;    /* [nv] its arrival at its current collective */
     size_t *ready;  /* stack of ready collectives */
@@ -201,8 +206,8 @@ static void arrive(replay_t *r, int v, size_t k, double t)
 static void fire(replay_t *r, size_t ci)
 {
     const glucx_an_wi_coll_t *c = &r->in->colls[ci];
-    double end = r->maxarr[ci] + r->dur[ci];
-    r->endt[ci] = end;
+    double start = r->maxarr[ci], d = r->dur[ci], m = r->meas[ci];
+    r->endt[ci] = start + d;
     int sl = r->slot_of[ci];
     int n = r->scaled ? r->nv : c->nparts;
     for (int i = 0; i < n; i++) {
@@ -212,6 +217,14 @@ static void fire(replay_t *r, size_t ci)
         const step_t *s = &r->steps[r->off[p] + k];
         if (s->ci != ci)
             continue; /* a participant whose times were not recorded (not in its steps) */
+        /* it leaves at its measured share of the collective's time after the last arrival
+         * (the last to leave at start + d) */
+        double share = 1.0;
+        if (isfinite(m) && m > 0) {
+            share = (double)(s->e - r->lastb[ci]) / m;
+            share = share < 0 ? 0 : share > 1 ? 1 : share;
+        }
+        double end = start + d * share;
         r->wait[ci] += r->maxarr[ci] - r->arr[v];
         if (sl >= 0) {
             slot_t *st = &r->slots[sl];
@@ -239,6 +252,7 @@ static void replay_free(replay_t *r)
     free(r->arrived);
     free(r->maxarr);
     free(r->endt);
+    free(r->lastb);
     free(r->cur);
     free(r->arr);
     free(r->ready);
@@ -338,13 +352,14 @@ json_t *glucx_an_wi_replay(const glucx_an_wi_input_t *in, const glucx_an_wi_opts
     r.arrived = calloc(nc, sizeof(*r.arrived));
     r.maxarr = calloc(nc, sizeof(*r.maxarr));
     r.endt = calloc(nc, sizeof(*r.endt));
+    r.lastb = calloc(nc, sizeof(*r.lastb));
     r.cur = calloc(nv, sizeof(*r.cur));
     r.arr = calloc(nv, sizeof(*r.arr));
     r.ready = calloc(nc, sizeof(*r.ready));
     r.slot_of = calloc(nc, sizeof(*r.slot_of));
     r.wait = calloc(nc, sizeof(*r.wait));
-    if (!r.off || !r.dur || !r.meas || !r.need || !r.arrived || !r.maxarr || !r.endt || !r.cur ||
-        !r.arr || !r.ready || !r.slot_of || !r.wait)
+    if (!r.off || !r.dur || !r.meas || !r.need || !r.arrived || !r.maxarr || !r.endt || !r.lastb ||
+        !r.cur || !r.arr || !r.ready || !r.slot_of || !r.wait)
         goto oom;
     /* steps per process: count, place, sort by begin */
     size_t nsteps = 0;
@@ -385,12 +400,17 @@ json_t *glucx_an_wi_replay(const glucx_an_wi_input_t *in, const glucx_an_wi_opts
             r.need[i]++;
         }
         r.meas[i] = whole && maxe >= maxb ? (double)(maxe - maxb) : NAN;
+        r.lastb[i] = maxb;
         if (r.scaled)
             r.need[i] = r.need[i] == c->nparts ? (int)nv : 0;
     }
     free(fill);
     for (size_t p = 0; p < np; p++)
         qsort(r.steps + r.off[p], r.off[p + 1] - r.off[p], sizeof(step_t), cmp_step);
+    r.t0 = INT64_MAX;
+    for (size_t k = 0; k < nsteps; k++)
+        if (r.steps[k].b < r.t0)
+            r.t0 = r.steps[k].b;
     /* iterations */
     {
         int64_t *idx = malloc(nc * sizeof(*idx));
@@ -447,7 +467,7 @@ json_t *glucx_an_wi_replay(const glucx_an_wi_input_t *in, const glucx_an_wi_opts
     for (size_t v = 0; v < nv; v++) {
         int p = src_of(&r, (int)v);
         if (r.off[p] < r.off[p + 1])
-            arrive(&r, (int)v, 0, (double)r.steps[r.off[p]].b);
+            arrive(&r, (int)v, 0, (double)(r.steps[r.off[p]].b - r.t0));
     }
     for (size_t i = 0; i < nc; i++)
         r.endt[i] = NAN;
@@ -559,7 +579,7 @@ json_t *glucx_an_wi_replay(const glucx_an_wi_input_t *in, const glucx_an_wi_opts
         "exposed_comm_ns", nsum ? json_integer((json_int_t)llround(sum_pe / nsum)) : json_null(),
         "measured_exposed_comm_ns",
         nsum ? json_integer((json_int_t)llround(sum_me / nsum)) : json_null(), "total_ns",
-        (json_int_t)llround(total_last - (double)mfirst), "measured_total_ns",
+        (json_int_t)llround(total_last - (double)(mfirst - r.t0)), "measured_total_ns",
         (json_int_t)(mlast - mfirst));
     doc = json_pack("{s:i, s:s, s:i, s:i, s:I, s:I, s:o, s:o, s:o, s:o}", "whatif_version",
                     GLUCX_AN_WHATIF_VERSION, "mode",

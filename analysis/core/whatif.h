@@ -8,8 +8,8 @@
  * The method is an offline trace replay in the manner of SimGrid's time-independent trace
  * replay and of ASTRA-sim's analytical backend driven by a measured workload: each rank's local
  * time between two of its collectives (compute and anything else) is kept as measured; a
- * collective starts when its last participant arrives and ends for every participant at that
- * start plus its predicted duration. Nothing here reads a trace or a topology: the tool fills a
+ * collective starts when its last participant arrives and lasts its predicted duration; each
+ * participant leaves at its measured share of it (the last to leave at start + duration). Nothing here reads a trace or a topology: the tool fills a
  * glucx_an_wi_input_t from the trace, tests build one by hand. No global state; not thread-safe
  * for one input.
  */

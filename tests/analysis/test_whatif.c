@@ -146,6 +146,36 @@ static void test_scaled(void **state)
     glucx_an_wi_free(&in);
 }
 
+/* A rank that left a collective early in the run leaves early in the replay too: allreduce A
+ * (3 ranks) begun at 0, 100, 100 and left at 550, 1000, 1000 (measured 1000 - 100 = 900; rank
+ * 0's share (550 - 100) / 900 = 1/2); then 600, 10 and 20 ns of local time before allreduce B.
+ * Absolute (1000 ns each): A starts at 100, rank 0 leaves at 100 + 1000/2 = 600, ranks 1, 2 at
+ * 1100; B's arrivals 1200, 1110, 1120 -> start 1200, end 2200. Iteration 1: 2200 - 1100.
+ * (Leaving all at 1100 would make it 1700 + 1000 - 1100 = 1600.) */
+static void test_early_leaver(void **state)
+{
+    (void)state;
+    glucx_an_wi_input_t in;
+    glucx_an_wi_init(&in);
+    glucx_an_wi_coll_t *a = glucx_an_wi_add(&in, 0x1, 0, 0, ALLREDUCE, RING, 64, 3);
+    assert_int_equal(glucx_an_wi_part(&in, a, 0, 0, 550), 0);
+    assert_int_equal(glucx_an_wi_part(&in, a, 1, 100, 1000), 0);
+    assert_int_equal(glucx_an_wi_part(&in, a, 2, 100, 1000), 0);
+    glucx_an_wi_coll_t *b = glucx_an_wi_add(&in, 0x1, 1, 1, ALLREDUCE, RING, 64, 3);
+    assert_int_equal(glucx_an_wi_part(&in, b, 0, 1150, 1250), 0);
+    assert_int_equal(glucx_an_wi_part(&in, b, 1, 1010, 1250), 0);
+    assert_int_equal(glucx_an_wi_part(&in, b, 2, 1020, 1250), 0);
+    int calls = 0;
+    glucx_an_wi_opts_t o = {GLUCX_AN_WI_ABSOLUTE, 0, hook, &calls};
+    char err[256] = "";
+    json_t *doc = glucx_an_wi_replay(&in, &o, err, sizeof(err));
+    assert_non_null(doc);
+    assert_int_equal(pred(doc, "iteration_ns"), 2200 - 1100);
+    assert_int_equal(pred(doc, "measured_iteration_ns"), 1250 - 1000);
+    json_decref(doc);
+    glucx_an_wi_free(&in);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -189,9 +219,8 @@ static void test_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_absolute),
-        cmocka_unit_test(test_relative),
-        cmocka_unit_test(test_scaled),
+        cmocka_unit_test(test_absolute), cmocka_unit_test(test_relative),
+        cmocka_unit_test(test_scaled),   cmocka_unit_test(test_early_leaver),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
