@@ -302,6 +302,8 @@ static int cost_all(replay_t *r, char *err, size_t errlen)
             d = isfinite(m) ? m : 0.0;
         else if (r->opt->mode == GLUCX_AN_WI_RELATIVE && isfinite(m) && isfinite(old) && old > 0)
             d = m * nw / old;
+        else if (r->opt->mode == GLUCX_AN_WI_ADDITIVE && isfinite(m) && isfinite(old))
+            d = m + (nw - old);
         else
             d = nw;
         r->dur[i] = d < 0 ? 0 : d;
@@ -583,11 +585,13 @@ json_t *glucx_an_wi_replay(const glucx_an_wi_input_t *in, const glucx_an_wi_opts
         (json_int_t)(mlast - mfirst));
     doc = json_pack("{s:i, s:s, s:i, s:i, s:I, s:I, s:o, s:o, s:o, s:o}", "whatif_version",
                     GLUCX_AN_WHATIF_VERSION, "mode",
-                    opt->mode == GLUCX_AN_WI_ABSOLUTE ? "absolute" : "relative", "ranks", r.nv,
-                    "measured_ranks", in->nprocs, "collectives_replayed", (json_int_t)nc,
-                    "iterations", (json_int_t)r.nslots, "prediction", pred, "bottleneck",
-                    ng ? json_deep_copy(json_array_get(colls, 0)) : json_null(), "per_iteration",
-                    per, "collectives", colls);
+                    opt->mode == GLUCX_AN_WI_ABSOLUTE   ? "absolute"
+                    : opt->mode == GLUCX_AN_WI_ADDITIVE ? "additive"
+                                                        : "relative",
+                    "ranks", r.nv, "measured_ranks", in->nprocs, "collectives_replayed",
+                    (json_int_t)nc, "iterations", (json_int_t)r.nslots, "prediction", pred,
+                    "bottleneck", ng ? json_deep_copy(json_array_get(colls, 0)) : json_null(),
+                    "per_iteration", per, "collectives", colls);
     if (!doc)
         goto oom;
     free(groups);

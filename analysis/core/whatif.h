@@ -9,9 +9,9 @@
  * replay and of ASTRA-sim's analytical backend driven by a measured workload: each rank's local
  * time between two of its collectives (compute and anything else) is kept as measured; a
  * collective starts when its last participant arrives and lasts its predicted duration; each
- * participant leaves at its measured share of it (the last to leave at start + duration). Nothing here reads a trace or a topology: the tool fills a
- * glucx_an_wi_input_t from the trace, tests build one by hand. No global state; not thread-safe
- * for one input.
+ * participant leaves at its measured share of it (the last to leave at start + duration). Nothing
+ * here reads a trace or a topology: the tool fills a glucx_an_wi_input_t from the trace, tests
+ * build one by hand. No global state; not thread-safe for one input.
  */
 #ifndef GLUCX_ANALYSIS_WHATIF_H
 #define GLUCX_ANALYSIS_WHATIF_H
@@ -94,11 +94,12 @@ typedef int (*glucx_an_wi_cost_fn)(void *arg, const glucx_an_wi_coll_t *c, int c
 
 enum {
     GLUCX_AN_WI_RELATIVE, /**< measured duration x new cost / old cost (default) */
-    GLUCX_AN_WI_ABSOLUTE  /**< the new cost as it is */
+    GLUCX_AN_WI_ABSOLUTE, /**< the new cost as it is */
+    GLUCX_AN_WI_ADDITIVE  /**< measured duration + new cost - old cost (never below 0) */
 };
 
 typedef struct glucx_an_wi_opts {
-    int mode;                 /**< GLUCX_AN_WI_RELATIVE or GLUCX_AN_WI_ABSOLUTE */
+    int mode;                 /**< GLUCX_AN_WI_RELATIVE, _ABSOLUTE or _ADDITIVE */
     int ranks;                /**< 0: as measured; N: replay N ranks, rank r timed as measured
                                    process r mod nprocs (every collective must involve every
                                    process) */

@@ -1566,29 +1566,30 @@ out:
 
 static void whatif_usage(FILE *f)
 {
-    fprintf(f, "usage: glucx-analyze whatif TRACE_OR_REPORT --topology FILE [--ranks N]\n"
-               "                            [--tune STRING] [--link-rate LINK=RATE]...\n"
-               "                            [--from-topology FILE] [--calibration FILE]\n"
-               "                            [--mode relative|absolute] [--keep-algorithms]\n"
-               "                            [--rows N] [-o OUT]\n"
-               "  TRACE_OR_REPORT   a trace (analysed first, into OUT/report), or a report\n"
-               "                    directory holding events.jsonl (--dump-events) next to\n"
-               "                    report.json, as whatif leaves OUT/report\n"
-               "  --topology FILE   the setup to predict (default GLUCX_TOPOLOGY)\n"
-               "  --ranks N         predict N ranks (the topology's count): rank r timed as the\n"
-               "                    run's process r mod its ranks\n"
-               "  --tune STRING     force algorithms as GLUCX_TUNE does (\"allreduce=ring\")\n"
-               "  --link-rate L=R   link L (its id, docs/topology.md) or dimension dimD at R GB/s\n"
-               "                    (or R with kbit, mbit, gbit: bits/s), before costing\n"
-               "  --from-topology FILE  the topology the run was measured on (default --topology\n"
-               "                    as the file says)\n"
-               "  --mode M          relative (default): measured x new cost / old cost;\n"
-               "                    absolute: the new cost\n"
-               "  --keep-algorithms keep each collective's measured algorithm (else the selection\n"
-               "                    map of the new setup, as libglucx would choose)\n"
-               "  -o OUT            write OUT/whatif.json and OUT/whatif.txt (else the text to\n"
-               "                    stdout)\n"
-               "Definitions: analysis/METRICS.md, \"What-if prediction\".\n");
+    fprintf(f,
+            "usage: glucx-analyze whatif TRACE_OR_REPORT --topology FILE [--ranks N]\n"
+            "                            [--tune STRING] [--link-rate LINK=RATE]...\n"
+            "                            [--from-topology FILE] [--calibration FILE]\n"
+            "                            [--mode relative|absolute|additive] [--keep-algorithms]\n"
+            "                            [--rows N] [-o OUT]\n"
+            "  TRACE_OR_REPORT   a trace (analysed first, into OUT/report), or a report\n"
+            "                    directory holding events.jsonl (--dump-events) next to\n"
+            "                    report.json, as whatif leaves OUT/report\n"
+            "  --topology FILE   the setup to predict (default GLUCX_TOPOLOGY)\n"
+            "  --ranks N         predict N ranks (the topology's count): rank r timed as the\n"
+            "                    run's process r mod its ranks\n"
+            "  --tune STRING     force algorithms as GLUCX_TUNE does (\"allreduce=ring\")\n"
+            "  --link-rate L=R   link L (its id, docs/topology.md) or dimension dimD at R GB/s\n"
+            "                    (or R with kbit, mbit, gbit: bits/s), before costing\n"
+            "  --from-topology FILE  the topology the run was measured on (default --topology\n"
+            "                    as the file says)\n"
+            "  --mode M          relative (default): measured x new cost / old cost;\n"
+            "                    absolute: the new cost; additive: measured + new - old\n"
+            "  --keep-algorithms keep each collective's measured algorithm (else the selection\n"
+            "                    map of the new setup, as libglucx would choose)\n"
+            "  -o OUT            write OUT/whatif.json and OUT/whatif.txt (else the text to\n"
+            "                    stdout)\n"
+            "Definitions: analysis/METRICS.md, \"What-if prediction\".\n");
 }
 
 /* Parse a whole int in [lo, hi]; 0 or -1. */
@@ -1686,6 +1687,8 @@ static int whatif_main(int argc, char **argv)
                 a.mode = GLUCX_AN_WI_RELATIVE;
             else if (strcmp(m, "absolute") == 0)
                 a.mode = GLUCX_AN_WI_ABSOLUTE;
+            else if (strcmp(m, "additive") == 0)
+                a.mode = GLUCX_AN_WI_ADDITIVE;
             else {
                 fprintf(stderr,
                         "glucx-analyze whatif: --mode '%s': expected relative or "

@@ -1371,7 +1371,8 @@ def wi_durations(insts, mode, cost_new, chosen, cost_old):
         new = cost_new[(coll, alg)][i["bytes"]]
         old = cost_old[(coll, old_alg)][i["bytes"]]
         meas = max(i["e"].values()) - max(i["b"].values())
-        out[k] = new if mode == "absolute" else meas * new / old
+        out[k] = new if mode == "absolute" else meas + new - old if mode == "additive" \
+            else meas * new / old
     return out
 
 
@@ -1418,7 +1419,7 @@ def case_whatif(a):
     near(j["prediction"]["iteration_ns"], j["prediction"]["measured_iteration_ns"],
          "same topology, relative, against the measured iteration")
     # dimension 1 at a quarter: a topology file, and --link-rate on the original
-    for mode in ("relative", "absolute"):
+    for mode in ("relative", "absolute", "additive"):
         want = wi_predict(insts, procs, wi_durations(insts, mode, cost_s, chosen_s, cost_t))
         j = got(["--topology", slow, "--from-topology", topo, "--mode", mode])
         near(j["prediction"]["iteration_ns"], want, "slow dimension 1 (file), %s" % mode)

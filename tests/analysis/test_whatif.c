@@ -123,6 +123,16 @@ static void test_relative(void **state)
      * end 4600. Iteration 1: 4600 - 1900 */
     assert_int_equal(pred(doc, "iteration_ns"), 4600 - 1900);
     json_decref(doc);
+    /* additive, measured + new - old: 100 + 500 = 600, 200 + 1500 = 1700, 300 + 500 = 800,
+     * 400 + 1500 = 1900. allreduce 0: start 500, end 1100; allgather 0: 1200, 1500, 1300 ->
+     * 1500, end 3200; allreduce 1: 3300, 3500, 3350 -> 3500, end 4300; allgather 1: 4400,
+     * 4500, 4450 -> 4500, end 6400. Iteration 1: 6400 - 3200 */
+    o.mode = GLUCX_AN_WI_ADDITIVE;
+    doc = glucx_an_wi_replay(&in, &o, err, sizeof(err));
+    assert_non_null(doc);
+    assert_int_equal(pred(doc, "iteration_ns"), 6400 - 3200);
+    assert_string_equal(json_string_value(json_object_get(doc, "mode")), "additive");
+    json_decref(doc);
     glucx_an_wi_free(&in);
 }
 
