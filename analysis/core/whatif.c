@@ -161,22 +161,23 @@ typedef struct slot { /* one iteration */
 typedef struct replay {
     const glucx_an_wi_input_t *in;
     const glucx_an_wi_opts_t *opt;
-    int nv;         /* replayed processes */
-    int scaled;     /* opt->ranks given */
-    step_t *steps;  /* every process's steps, process by process */
-    size_t *off;    /* [nprocs + 1] */
-    double *dur;    /* [ncolls] predicted duration */
-    double *meas;   /* [ncolls] measured duration, NAN: none */
-    int *need;      /* [ncolls] participants that must arrive */
-    int *arrived;   /* [ncolls] */
-    double *maxarr; /* [ncolls] */
-    double *endt;   /* [ncolls] predicted end, NAN until replayed */
-    int64_t *lastb; /* [ncolls] measured last arrival */
-    int64_t t0;     /* the earliest measured begin: replayed times are doubles from it (trace
-                       times near 1e18 ns would lose 256 ns in a double) */
-    size_t *cur;    /* [nv] index into the process's steps */
-    double *arr;    /* [nv] its arrival at its current collective */
-    size_t *ready;  /* stack of ready collectives */
+    int nv;            /* replayed processes */
+    int scaled;        /* opt->ranks given */
+    step_t *steps;     /* every process's steps, process by process */
+    size_t *off;       /* [nprocs + 1] */
+    double *dur;       /* [ncolls] predicted duration */
+    double *meas;      /* [ncolls] measured duration, NAN: none */
+    int *need;         /* [ncolls] participants that must arrive */
+    int *arrived;      /* [ncolls] */
+    double *maxarr;    /* [ncolls] */
+    double *endt;      /* [ncolls] predicted end, NAN until replayed */
+    int64_t *lastb;    /* [ncolls] measured last arrival */
+    size_t not_costed; /* collectives whose cost function gave no cost */
+    int64_t t0;        /* the earliest measured begin: replayed times are doubles from it (trace
+                          times near 1e18 ns would lose 256 ns in a double) */
+    size_t *cur;       /* [nv] index into the process's steps */
+    double *arr;       /* [nv] its arrival at its current collective */
+    size_t *ready;     /* stack of ready collectives */
     size_t nready;
     int *slot_of; /* [ncolls] iteration slot, -1 */
     slot_t *slots;
@@ -297,6 +298,8 @@ static int cost_all(replay_t *r, char *err, size_t errlen)
             }
         }
         double nw = ce->cost.new_ns, old = ce->cost.old_ns, m = r->meas[i];
+        if (!isfinite(nw))
+            r->not_costed++;
         double d;
         if (!isfinite(nw))
             d = isfinite(m) ? m : 0.0;
@@ -594,6 +597,7 @@ json_t *glucx_an_wi_replay(const glucx_an_wi_input_t *in, const glucx_an_wi_opts
                     "per_iteration", per, "collectives", colls);
     if (!doc)
         goto oom;
+    json_object_set_new(doc, "collectives_not_costed", json_integer((json_int_t)r.not_costed));
     free(groups);
     replay_free(&r);
     return doc;
@@ -623,12 +627,14 @@ int glucx_an_wi_write_text(const json_t *doc, FILE *f, size_t max_rows)
             json_string_value(json_object_get(doc, "mode")),
             (int)json_integer_value(json_object_get(doc, "ranks")),
             (int)json_integer_value(json_object_get(doc, "measured_ranks")));
-    fprintf(f, "  iteration time   predicted %.3f ms, measured %.3f ms (replay definition)",
+    fprintf(f, "  iteration time   predicted %.3f ms, the measured run %.3f ms (replay definition)",
             pi / 1e6, mi / 1e6);
     if (isfinite(pi) && isfinite(mi) && mi > 0)
         fprintf(f, ", %+.1f %%", 100.0 * (pi - mi) / mi);
-    fprintf(f, "\n  exposed comm     predicted %.3f ms, measured %.3f ms per rank and iteration\n",
-            jnum(p, "exposed_comm_ns") / 1e6, jnum(p, "measured_exposed_comm_ns") / 1e6);
+    fprintf(
+        f,
+        "\n  exposed comm     predicted %.3f ms, the measured run %.3f ms per rank and iteration\n",
+        jnum(p, "exposed_comm_ns") / 1e6, jnum(p, "measured_exposed_comm_ns") / 1e6);
     const json_t *b = json_object_get(doc, "bottleneck");
     if (json_is_object(b))
         fprintf(f,
@@ -638,11 +644,12 @@ int glucx_an_wi_write_text(const json_t *doc, FILE *f, size_t max_rows)
                 json_integer_value(json_object_get(b, "bytes")),
                 json_string_value(json_object_get(b, "algorithm")),
                 jnum(b, "predicted_ns_per_iteration") / 1e6);
-    const json_t *bd = json_object_get(doc, "bottleneck_dimension");
+    const json_t *bd = json_object_get(doc, "bottleneck_link_class");
     if (json_is_object(bd))
-        fprintf(f, "  bottleneck link  dimension %d (%s): %.3f ms of it\n",
-                (int)json_integer_value(json_object_get(bd, "dimension")),
+        fprintf(f, "  bottleneck link  %s (%s packages): %.3f ms of it\n",
                 json_string_value(json_object_get(bd, "class")),
+                strcmp(json_string_value(json_object_get(bd, "class")), "intra") == 0 ? "inside"
+                                                                                      : "between",
                 jnum(bd, "ns_per_iteration") / 1e6);
     fprintf(f, "\ncollectives (per iteration, predicted time first):\n");
     fprintf(f, "  %-16s %12s %-20s %-20s %12s %12s\n", "collective", "bytes", "measured alg",

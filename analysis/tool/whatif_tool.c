@@ -257,7 +257,7 @@ int glucx_wi_load(const char *dir, glucx_an_wi_input_t *in, char *err, size_t er
             const char *why = json_string_value(json_object_get(ev, "reason"));
             comm_ent_t *dc = why && strcmp(why, "override") == 0 ? comm_get(&L, cid) : NULL;
             json_int_t seq = ival(ev, "seq", -1);
-            if (dc && seq >= 0 && grow_seq(dc, (size_t)seq) == 0) {
+            if (dc && seq >= 0) {
                 if (!dc->requested || (size_t)seq >= dc->nreq) {
                     size_t n = (size_t)seq + 1 > 2 * dc->nreq ? (size_t)seq + 1 : 2 * dc->nreq;
                     unsigned char *v = realloc(dc->requested, n);
@@ -364,12 +364,12 @@ static int cost_fn(void *arg, const glucx_an_wi_coll_t *c, int size, glucx_an_wi
         out->alg = alg;
         return 0;
     }
-    if (size != w->t_new->size) {
-        set_err(err, errlen,
-                "%s of %" PRIu64 " bytes on a communicator of %d ranks: the topology has %d; "
-                "what-if costs communicators over every rank of the topology only",
-                glucx_coll_name((glucx_coll_t)coll), bytes, size, w->t_new->size);
-        return -1;
+    if (size != w->t_new->size || c->comm_size != w->t_old->size) {
+        /* a communicator over part of the topology: its ranks' places are not in the trace;
+         * not costed, its measured duration stays (counted in collectives_not_costed) */
+        out->new_ns = out->old_ns = NAN;
+        out->alg = alg;
+        return 0;
     }
     const glucx_coll_table_t *tab = glucx_coll_tables[coll];
     int old_row = row_of(coll, alg);
@@ -500,6 +500,84 @@ static glucx_topo_t *build_topo(const char *path, const glucx_wi_args_t *a, int 
     return t;
 }
 
+/* a free dimension's rate: the largest a topology file may give (GB/s) */
+#define WI_FREE_GBPS 1e6
+
+/* The link class the bottleneck collective spends most on (whatif.json "bottleneck_link_class"):
+ * its cost on the new setup, again with each class in turn made free (every dimension of it at
+ * WI_FREE_GBPS, latency 0, its links' own rates too): "intra" is dimension 0 (inside a
+ * package), "inter" every outer dimension together (one alone may save nothing: the torus rows
+ * work the outer dimensions in parallel); the class whose removal saves the most. Only for a
+ * costed bottleneck on a communicator over the whole topology. Leaves @p doc as it is when
+ * nothing applies or memory runs out. */
+static void bottleneck_class(json_t *doc, glucx_net_t *net, const glucx_wi_args_t *a)
+{
+    const json_t *b = json_object_get(doc, "bottleneck");
+    const char *cname = json_string_value(json_object_get(b, "coll"));
+    const char *aname = json_string_value(json_object_get(b, "algorithm"));
+    json_int_t bytes = json_integer_value(json_object_get(b, "bytes"));
+    int coll = -1, row = -1;
+    for (int c = 0; cname && c < GLUCX_COLL_COUNT; c++)
+        if (strcmp(glucx_coll_name((glucx_coll_t)c), cname) == 0)
+            coll = c;
+    if (coll < 0 || !aname)
+        return;
+    const glucx_coll_table_t *tab = glucx_coll_tables[coll];
+    for (int k = 0; k < tab->count; k++)
+        if (strcmp(tab->algs[k].name, aname) == 0)
+            row = k;
+    if (row < 0)
+        return;
+    glucx_topo_t *t = NULL;
+    if (glucx_topo_from_net(net, a->calibration, &t) != GLUCX_OK) {
+        glucx_topo_destroy(t);
+        return;
+    }
+    double base = tab->algs[row].cost(t, (size_t)bytes);
+    glucx_topo_destroy(t);
+    if (!isfinite(base) || base <= 0)
+        return;
+    int best = -1;
+    double best_save = 0;
+    double *saved = calloc((size_t)net->nlinks + 1, sizeof(double));
+    if (!saved)
+        return;
+    glucx_net_dim_t keep[GLUCX_NET_MAX_DIMS];
+    memcpy(keep, net->dim, sizeof(keep));
+    for (int cls = 0; cls < 2; cls++) { /* 0 intra: dimension 0; 1 inter: the outer ones */
+        for (int d = 0; d < net->ndims; d++)
+            if ((d == 0) == (cls == 0)) {
+                net->dim[d].bandwidth_GBps = WI_FREE_GBPS;
+                net->dim[d].latency_ns = 0;
+            }
+        for (int l = 0; net->link_rate_GBps && l < net->nlinks; l++) {
+            saved[l] = net->link_rate_GBps[l];
+            if ((net->links[l].dim == 0) == (cls == 0) && saved[l] > 0)
+                net->link_rate_GBps[l] = WI_FREE_GBPS;
+        }
+        t = NULL;
+        double c = NAN;
+        if (glucx_topo_from_net(net, a->calibration, &t) == GLUCX_OK)
+            c = tab->algs[row].cost(t, (size_t)bytes);
+        glucx_topo_destroy(t);
+        memcpy(net->dim, keep, sizeof(keep));
+        for (int l = 0; net->link_rate_GBps && l < net->nlinks; l++)
+            net->link_rate_GBps[l] = saved[l];
+        if (isfinite(c) && base - c > best_save) {
+            best_save = base - c;
+            best = cls;
+        }
+    }
+    free(saved);
+    if (best < 0)
+        return;
+    double per_iter = json_number_value(json_object_get(b, "predicted_ns_per_iteration"));
+    json_object_set_new(doc, "bottleneck_link_class",
+                        json_pack("{s:s, s:f, s:f}", "class", best == 0 ? "intra" : "inter",
+                                  "share_of_collective", best_save / base, "ns_per_iteration",
+                                  per_iter * best_save / base));
+}
+
 json_t *glucx_wi_run(const glucx_an_wi_input_t *in, const glucx_wi_args_t *a, int *status_p,
                      char *err, size_t errlen)
 {
@@ -563,6 +641,7 @@ json_t *glucx_wi_run(const glucx_an_wi_input_t *in, const glucx_wi_args_t *a, in
             json_array_append_new(rates, json_string(a->rates[i]));
         json_object_set_new(doc, "link_rates", rates);
         json_object_set_new(doc, "keep_algorithms", json_boolean(a->keep_algorithms));
+        bottleneck_class(doc, net_new, a);
     }
 out:
     free(w.sel);

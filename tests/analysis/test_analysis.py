@@ -1428,6 +1428,28 @@ def case_whatif(a):
         # 2 Gbit/s is 0.25 GB/s
         j3 = got(["--topology", topo, "--link-rate", "dim1=2gbit", "--mode", mode])
         near(j3["prediction"]["iteration_ns"], want, "--link-rate dim1=2gbit, %s" % mode)
+    # the bottleneck's link class: intra (dimension 0) or inter (dimensions 1 and 2), the one
+    # whose removal (1e6 GB/s, latency 0) saves the most of that collective's cost, by
+    # glucx-info on such files
+    j = got(["--topology", slow, "--from-topology", topo])
+    bn, bd = j["bottleneck"], j.get("bottleneck_link_class")
+    base_cost = cost_s[(bn["coll"], bn["algorithm"])][bn["bytes"]]
+    saves = {}
+    for cls, dims in (("intra", [0]), ("inter", [1, 2])):
+        bw, lat = [50, 0.25, 2], [500, 10000, 20000]
+        for dim in dims:
+            bw[dim], lat[dim] = 1e6, 0
+        free = os.path.join(a.work, "torus-free-%s.yaml" % cls)
+        with open(free, "w") as f:
+            f.write("topology: [FullyConnected, Ring, Ring]\nnpus_count: [1, 2, 2]\n"
+                    "bandwidth: [%r, %r, %r]\nlatency: [%r, %r, %r]\n" % tuple(bw + lat))
+        c, _ = wi_costs(a, free, [bn["bytes"]])
+        saves[cls] = base_cost - c[(bn["coll"], bn["algorithm"])][bn["bytes"]]
+    want = max(saves, key=lambda k: saves[k])
+    check(bd and bd["class"] == want and
+          abs(bd["share_of_collective"] - saves[want] / base_cost) < 1e-6,
+          "bottleneck link class %s, the test: %s saving %s of %s (%s)"
+          % (bd, want, saves[want], base_cost, bn))
     # --tune: the allreduce the benchmark does not request, forced to ring (GLUCX_TUNE syntax)
     cost_r, chosen_r = wi_costs(a, topo, sizes, "allreduce:ring")
     want = wi_predict(insts, procs, wi_durations(insts, "absolute", cost_r, chosen_r, cost_t))
