@@ -99,6 +99,11 @@ static void usage(FILE *f)
             "          that took the most time in the run) and DIR/export.json (how each maps)\n"
             "  --topology FILE  the run's topology file (default GLUCX_TOPOLOGY)\n"
             "  --calibration FILE  its glucx-bench --calibrate file (default GLUCX_CALIBRATION)\n"
+            "\n"
+            "usage: glucx-analyze whatif TRACE_OR_REPORT --topology FILE [--ranks N] [--tune S]\n"
+            "                            [--link-rate LINK=RATE]... [-o OUT] (whatif --help)\n"
+            "  the run replayed with libglucx's costs on another topology, link rate, algorithm\n"
+            "  or rank count: predicted iteration time, exposed communication, the bottleneck\n"
             "Definitions of every number: analysis/METRICS.md (installed with the docs).\n");
 }
 

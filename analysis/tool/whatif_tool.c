@@ -336,7 +336,8 @@ out:
 /* ---- the new setup ------------------------------------------------------------------------- */
 
 typedef struct wi_cost {
-    glucx_topo_t *t_new, *t_old;
+    glucx_topo_t *t_new, *t_old; /* t_old NULL: no old costs (absolute mode, another size) */
+    int run_size;                /* the run's processes */
     glucx_select_t *sel;
     int keep;
 } wi_cost_t;
@@ -364,7 +365,7 @@ static int cost_fn(void *arg, const glucx_an_wi_coll_t *c, int size, glucx_an_wi
         out->alg = alg;
         return 0;
     }
-    if (size != w->t_new->size || c->comm_size != w->t_old->size) {
+    if (size != w->t_new->size || c->comm_size != w->run_size) {
         /* a communicator over part of the topology: its ranks' places are not in the trace;
          * not costed, its measured duration stays (counted in collectives_not_costed) */
         out->new_ns = out->old_ns = NAN;
@@ -612,11 +613,17 @@ json_t *glucx_wi_run(const glucx_an_wi_input_t *in, const glucx_wi_args_t *a, in
                     a->topology, w.t_new->size, in->nprocs, w.t_new->size);
         goto out;
     }
-    if (w.t_old->size != in->nprocs) {
+    w.run_size = in->nprocs;
+    if (w.t_old->size != in->nprocs && a->mode == GLUCX_AN_WI_ABSOLUTE) {
+        glucx_topo_destroy(w.t_old); /* absolute needs no old costs */
+        w.t_old = NULL;
+    } else if (w.t_old->size != in->nprocs) {
         set_err(err, errlen,
-                "--from-topology '%s' has %d ranks, the run %d: give the topology "
-                "the run was measured on",
-                a->from_topology ? a->from_topology : a->topology, w.t_old->size, in->nprocs);
+                "--from-topology '%s'%s has %d ranks, the run %d: give the topology the run "
+                "was measured on (relative and additive modes cost the measured algorithm on "
+                "it), or --mode absolute",
+                a->from_topology ? a->from_topology : a->topology,
+                a->from_topology ? "" : " (by default --topology)", w.t_old->size, in->nprocs);
         goto out;
     }
     w.sel = malloc(sizeof(*w.sel));
