@@ -1540,6 +1540,29 @@ def case_whatif_scale(a):
               "%.3f ms, measured at 4 ranks %.3f ms)" % (mode, dt,
                                                           j["prediction"]["iteration_ns"] / 1e6,
                                                           j["prediction"]["measured_iteration_ns"] / 1e6))
+    # a second communicator over ranks 0 and 1 only: not costed (its measured duration kept,
+    # counted), and no rank scaling over it (exit 2, naming it)
+    with open(os.path.join(w, "report", "events.jsonl"), "a") as f:
+        for r in range(2):
+            f.write(json.dumps({"event": "comm_init", "ts": 0, "vpid": 100 + r, "vtid": 100 + r,
+                                "comm_id": "0x2", "rank": r, "size": 2, "package": r,
+                                "npackages": 2, "name": "pair", "host": "h%d" % r}) + "\n")
+            base = {"comm_id": "0x2", "rank": r, "seq": 0, "coll": 0, "bytes": 8, "alg": 0,
+                    "vpid": 100 + r, "vtid": 100 + r}
+            f.write(json.dumps(dict(base, event="coll_begin", ts=t + 1000)) + "\n")
+            f.write(json.dumps(dict(base, event="coll_end", ts=t + 5000)) + "\n")
+    p = run([a.analyze, "whatif", os.path.join(w, "report"), "--topology", topo, "--ranks",
+             "4096", "--mode", "absolute"], ok=False)
+    check(p.returncode == 2 and "--ranks 4096: collective allreduce seq 0 of communicator 0x2 "
+          "involves 2 of the run's 4 processes" in p.stderr,
+          "--ranks over a partial communicator: rc %d, %r" % (p.returncode, p.stderr))
+    p = run([a.analyze, "whatif", os.path.join(w, "report"), "--topology", small, "-o",
+             os.path.join(w, "out-partial")])
+    with open(os.path.join(w, "out-partial", "whatif.json")) as f:
+        j = json.load(f)
+    check(j["collectives_not_costed"] == 1 and j["collectives_replayed"] == 101,
+          "partial communicator: not costed %s of %s" % (j["collectives_not_costed"],
+                                                         j["collectives_replayed"]))
 
 
 def main():
