@@ -124,14 +124,14 @@ static int cmp_step(const void *x, const void *y)
     return a->ci < b->ci ? -1 : a->ci > b->ci;
 }
 
-typedef struct cost_ent { /* cost cache: one entry per (coll, alg, bytes, requested) */
-    int used, coll, alg, requested;
+typedef struct cost_ent { /* cost cache: one entry per (coll, alg, bytes, requested, size) */
+    int used, coll, alg, requested, size;
     uint64_t bytes;
     glucx_an_wi_cost_t cost;
 } cost_ent_t;
 
 typedef struct group {
-    int coll, alg_old, alg_new, requested;
+    int coll, alg_old, alg_new, requested, size;
     uint64_t bytes;
     uint64_t count, in_iter;
     double measured, predicted, pred_wait;
@@ -280,12 +280,14 @@ static int cost_all(replay_t *r, char *err, size_t errlen)
         uint64_t h = (uint64_t)c->coll * 1000003u ^ (uint64_t)(c->alg + 1) * 7919u ^
                      c->bytes * 0x9e3779b97f4a7c15ull;
         size_t j = (size_t)(h ^ (h >> 29)) & (cap - 1);
-        while (tab[j].used && !(tab[j].coll == c->coll && tab[j].alg == c->alg &&
-                                tab[j].bytes == c->bytes && tab[j].requested == c->requested))
+        int size = r->scaled ? r->nv : c->comm_size;
+        while (tab[j].used &&
+               !(tab[j].coll == c->coll && tab[j].alg == c->alg && tab[j].bytes == c->bytes &&
+                 tab[j].requested == c->requested && tab[j].size == size))
             j = (j + 1) & (cap - 1);
         cost_ent_t *ce = &tab[j];
         if (!ce->used) {
-            int size = r->scaled ? r->nv : c->comm_size;
+            ce->size = size;
             ce->used = 1;
             ce->coll = c->coll;
             ce->alg = c->alg;
@@ -504,14 +506,16 @@ json_t *glucx_an_wi_replay(const glucx_an_wi_input_t *in, const glucx_an_wi_opts
         size_t g;
         for (g = 0; g < ng; g++)
             if (groups[g].coll == c->coll && groups[g].bytes == c->bytes &&
-                groups[g].alg_old == c->alg && groups[g].requested == c->requested)
+                groups[g].alg_old == c->alg && groups[g].requested == c->requested &&
+                groups[g].size == c->comm_size)
                 break;
         if (g == ng) {
             glucx_an_wi_cost_t k = {NAN, NAN, -1};
             int size = r.scaled ? r.nv : c->comm_size;
             if (opt->cost(opt->cost_arg, c, size, &k, err, errlen) != 0)
                 goto fail;
-            groups[ng++] = (group_t){c->coll, c->alg, k.alg, c->requested, c->bytes, 0, 0, 0, 0, 0};
+            groups[ng++] = (group_t){
+                c->coll, c->alg, k.alg, c->requested, c->comm_size, c->bytes, 0, 0, 0, 0, 0};
         }
         group_t *gr = &groups[g];
         gr->count++;
@@ -564,13 +568,13 @@ json_t *glucx_an_wi_replay(const glucx_an_wi_input_t *in, const glucx_an_wi_opts
         const group_t *gr = &groups[g];
         json_array_append_new(
             colls,
-            json_pack("{s:s, s:I, s:s, s:s, s:b, s:I, s:I, s:f, s:f, s:f, s:o}", "coll",
+            json_pack("{s:s, s:I, s:i, s:s, s:s, s:b, s:I, s:I, s:f, s:f, s:f, s:o}", "coll",
                       glucx_an_coll_name(gr->coll), "bytes", (json_int_t)gr->bytes,
-                      "algorithm_measured", glucx_an_alg_name(gr->alg_old), "algorithm",
-                      glucx_an_alg_name(gr->alg_new), "requested_by_call", gr->requested, "count",
-                      (json_int_t)gr->count, "in_iterations", (json_int_t)gr->in_iter,
-                      "measured_ns_per_iteration", gr->measured / niter,
-                      "predicted_ns_per_iteration", gr->predicted / niter,
+                      "communicator_ranks", gr->size, "algorithm_measured",
+                      glucx_an_alg_name(gr->alg_old), "algorithm", glucx_an_alg_name(gr->alg_new),
+                      "requested_by_call", gr->requested, "count", (json_int_t)gr->count,
+                      "in_iterations", (json_int_t)gr->in_iter, "measured_ns_per_iteration",
+                      gr->measured / niter, "predicted_ns_per_iteration", gr->predicted / niter,
                       "predicted_wait_ns_per_iteration", gr->pred_wait / niter / (double)nv,
                       "share_of_iteration",
                       isfinite(mean_p) && mean_p > 0 ? json_real(gr->predicted / niter / mean_p)
