@@ -20,6 +20,7 @@
  *   timeline.c       timeline.json (Chrome / Perfetto trace events)
  *   verdict.c        the one-sentence verdict
  *   report.c         report.json, report.txt, report.html: reads results, computes nothing
+ *   (diff.c and whatif.c work on reports and a run's collectives: diff.h, whatif.h)
  * Metric definitions: analysis/METRICS.md.
  */
 #ifndef GLUCX_ANALYSIS_MODEL_H

@@ -31,6 +31,10 @@
  * glucx-analyze export REPORT -o DIR (export_main()): ASTRA-sim network and system input files
  * (export_astra.c).
  *
+ * glucx-analyze whatif TRACE_OR_REPORT --topology FILE ... (whatif_main()): the run replayed at
+ * the collective level with libglucx's costs on another setup (core/whatif.c, whatif_tool.c); a
+ * trace is analysed first by analyze_main() with the event dump, into OUT/report.
+ *
  * Exit status: 0 report written (complete or partial: see report.json trace.partial),
  * 1 the analysis failed or its outputs could not be written (no report), 2 usage error, no
  * readable trace, or a trace format version this glucx-analyze does not read (no report).
@@ -53,6 +57,7 @@
 #include "core/engine.h"
 #include "export_astra.h"
 #include "report/sink.h"
+#include "whatif_tool.h"
 
 static void usage(FILE *f)
 {
@@ -94,6 +99,11 @@ static void usage(FILE *f)
             "          that took the most time in the run) and DIR/export.json (how each maps)\n"
             "  --topology FILE  the run's topology file (default GLUCX_TOPOLOGY)\n"
             "  --calibration FILE  its glucx-bench --calibrate file (default GLUCX_CALIBRATION)\n"
+            "\n"
+            "usage: glucx-analyze whatif TRACE_OR_REPORT --topology FILE [--ranks N] [--tune S]\n"
+            "                            [--link-rate LINK=RATE]... [-o OUT] (whatif --help)\n"
+            "  the run replayed with libglucx's costs on another topology, link rate, algorithm\n"
+            "  or rank count: predicted iteration time, exposed communication, the bottleneck\n"
             "Definitions of every number: analysis/METRICS.md (installed with the docs).\n");
 }
 
@@ -1559,11 +1569,263 @@ out:
     return rc;
 }
 
+static void whatif_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: glucx-analyze whatif TRACE_OR_REPORT --topology FILE [--ranks N]\n"
+            "                            [--tune STRING] [--link-rate LINK=RATE]...\n"
+            "                            [--from-topology FILE] [--calibration FILE]\n"
+            "                            [--mode relative|absolute|additive] [--keep-algorithms]\n"
+            "                            [--rows N] [-o OUT]\n"
+            "  TRACE_OR_REPORT   a trace (analysed first, into OUT/report), or a report\n"
+            "                    directory holding events.jsonl (--dump-events) next to\n"
+            "                    report.json, as whatif leaves OUT/report\n"
+            "  --topology FILE   the setup to predict (default GLUCX_TOPOLOGY)\n"
+            "  --ranks N         predict N ranks (the topology's count): rank r timed as the\n"
+            "                    run's process r mod its ranks\n"
+            "  --tune STRING     force algorithms as GLUCX_TUNE does (\"allreduce=ring\")\n"
+            "  --link-rate L=R   link L (its id, docs/topology.md) or dimension dimD at R GB/s\n"
+            "                    (or R with kbit, mbit, gbit: bits/s), before costing\n"
+            "  --from-topology FILE  the topology the run was measured on (default --topology\n"
+            "                    as the file says)\n"
+            "  --mode M          relative (default): measured x new cost / old cost;\n"
+            "                    absolute: the new cost; additive: measured + new - old\n"
+            "  --keep-algorithms keep each collective's measured algorithm (else the selection\n"
+            "                    map of the new setup, as libglucx would choose)\n"
+            "  -o OUT            write OUT/whatif.json and OUT/whatif.txt (else the text to\n"
+            "                    stdout)\n"
+            "Definitions: analysis/METRICS.md, \"What-if prediction\".\n");
+}
+
+/* Parse a whole int in [lo, hi]; 0 or -1. */
+static int whatif_int(const char *s, long lo, long hi, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Write @p doc's whatif.json and whatif.txt into @p out (each under a temporary name, renamed
+ * when complete); 0 or -1 with a message printed. */
+static int whatif_write(const json_t *doc, const char *out, size_t rows)
+{
+    if (glucx_an_mkdir_p(out) != 0) {
+        fprintf(stderr, "glucx-analyze whatif: cannot create %s: %s\n", out, strerror(errno));
+        return -1;
+    }
+    const char *names[2] = {"whatif.json", "whatif.txt"};
+    for (int k = 0; k < 2; k++) {
+        char tmp[4096], fin[4096];
+        snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", out, names[k]);
+        snprintf(fin, sizeof(fin), "%s/%s", out, names[k]);
+        FILE *f = fopen(tmp, "w");
+        int bad = f == NULL;
+        if (!bad && k == 0)
+            bad = json_dumpf(doc, f, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 ||
+                  fputc('\n', f) == EOF;
+        else if (!bad)
+            bad = glucx_an_wi_write_text(doc, f, rows) != 0;
+        if (f && fclose(f) != 0)
+            bad = 1;
+        if (bad || rename(tmp, fin) != 0) {
+            fprintf(stderr, "glucx-analyze whatif: cannot write %s: %s\n", fin, strerror(errno));
+            unlink(tmp);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* glucx-analyze whatif TRACE_OR_REPORT --topology FILE ...: exit 0, 1 (the replay or an output
+ * failed), 2 (usage, bad argument values, input that is neither report nor trace). */
+static int whatif_main(int argc, char **argv)
+{
+    glucx_wi_args_t a = {0};
+    a.topology = getenv("GLUCX_TOPOLOGY");
+    a.calibration = getenv("GLUCX_CALIBRATION");
+    a.mode = GLUCX_AN_WI_RELATIVE;
+    const char *in = NULL, *out = NULL;
+    int rows = 20;
+    for (int i = 2; i < argc; i++) {
+        const char *opt = argv[i];
+        int has_value = i + 1 < argc;
+        if ((strcmp(opt, "-o") == 0 || strcmp(opt, "--output") == 0) && has_value)
+            out = argv[++i];
+        else if (strcmp(opt, "--topology") == 0 && has_value)
+            a.topology = argv[++i];
+        else if (strcmp(opt, "--from-topology") == 0 && has_value)
+            a.from_topology = argv[++i];
+        else if (strcmp(opt, "--calibration") == 0 && has_value)
+            a.calibration = argv[++i];
+        else if (strcmp(opt, "--tune") == 0 && has_value)
+            a.tune = argv[++i];
+        else if (strcmp(opt, "--keep-algorithms") == 0)
+            a.keep_algorithms = 1;
+        else if (strcmp(opt, "--link-rate") == 0 && has_value) {
+            if (a.nrates == GLUCX_WI_MAX_RATES) {
+                fprintf(stderr, "glucx-analyze whatif: --link-rate '%s': more than %d\n",
+                        argv[i + 1], GLUCX_WI_MAX_RATES);
+                return 2;
+            }
+            a.rates[a.nrates++] = argv[++i];
+        } else if (strcmp(opt, "--ranks") == 0 && has_value) {
+            if (whatif_int(argv[++i], 1, 16384, &a.ranks) != 0) {
+                fprintf(stderr,
+                        "glucx-analyze whatif: --ranks '%s': expected an integer in "
+                        "1..16384\n",
+                        argv[i]);
+                return 2;
+            }
+        } else if (strcmp(opt, "--rows") == 0 && has_value) {
+            if (whatif_int(argv[++i], 0, 1000000, &rows) != 0) {
+                fprintf(stderr, "glucx-analyze whatif: --rows '%s': expected an integer >= 0\n",
+                        argv[i]);
+                return 2;
+            }
+        } else if (strcmp(opt, "--mode") == 0 && has_value) {
+            const char *m = argv[++i];
+            if (strcmp(m, "relative") == 0)
+                a.mode = GLUCX_AN_WI_RELATIVE;
+            else if (strcmp(m, "absolute") == 0)
+                a.mode = GLUCX_AN_WI_ABSOLUTE;
+            else if (strcmp(m, "additive") == 0)
+                a.mode = GLUCX_AN_WI_ADDITIVE;
+            else {
+                fprintf(stderr,
+                        "glucx-analyze whatif: --mode '%s': expected relative or "
+                        "absolute\n",
+                        m);
+                return 2;
+            }
+        } else if (strcmp(opt, "-h") == 0 || strcmp(opt, "--help") == 0) {
+            whatif_usage(stdout);
+            return 0;
+        } else if (opt[0] != '-' && in == NULL)
+            in = opt;
+        else {
+            fprintf(stderr, "glucx-analyze whatif: unexpected argument '%s'%s\n", opt,
+                    opt[0] == '-' && !has_value ? " (missing its value?)" : "");
+            whatif_usage(stderr);
+            return 2;
+        }
+    }
+    if (in == NULL || a.topology == NULL || a.topology[0] == '\0') {
+        fprintf(stderr, "glucx-analyze whatif: needs TRACE_OR_REPORT and --topology FILE (or "
+                        "GLUCX_TOPOLOGY)\n");
+        whatif_usage(stderr);
+        return 2;
+    }
+    if (a.calibration != NULL && a.calibration[0] == '\0')
+        a.calibration = NULL;
+    struct stat st;
+    if (stat(in, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "glucx-analyze whatif: %s: %s\n", in,
+                stat(in, &st) != 0 ? strerror(errno)
+                                   : "not a directory (a trace or a report "
+                                     "directory)");
+        return 2;
+    }
+    char rdir[4096], rj[4096], tmpdir[64] = "";
+    snprintf(rj, sizeof(rj), "%s/report.json", in);
+    if (access(rj, F_OK) == 0) {
+        snprintf(rdir, sizeof(rdir), "%s", in);
+    } else {
+        dirlist_t traces = {0};
+        int found = collect_traces(in, 0, &traces);
+        for (size_t i = 0; i < traces.n; i++)
+            free(traces.v[i]);
+        free(traces.v);
+        if (found == 0) {
+            fprintf(stderr,
+                    "glucx-analyze whatif: %s is neither a report (no report.json in "
+                    "it) nor a trace (no CTF metadata file under it)\n",
+                    in);
+            return 2;
+        }
+        if (out) {
+            snprintf(rdir, sizeof(rdir), "%s/report", out);
+        } else {
+            snprintf(tmpdir, sizeof(tmpdir), "/tmp/glucx-whatif-XXXXXX");
+            if (!mkdtemp(tmpdir)) {
+                fprintf(stderr,
+                        "glucx-analyze whatif: cannot create a directory under /tmp: "
+                        "%s\n",
+                        strerror(errno));
+                return 1;
+            }
+            snprintf(rdir, sizeof(rdir), "%s/report", tmpdir);
+        }
+        char dump[4200];
+        snprintf(dump, sizeof(dump), "%s/events.jsonl", rdir);
+        if (glucx_an_mkdir_p(rdir) != 0) {
+            fprintf(stderr, "glucx-analyze whatif: cannot create %s: %s\n", rdir, strerror(errno));
+            return 1;
+        }
+        char *av[] = {"glucx-analyze",
+                      (char *)in,
+                      "-o",
+                      rdir,
+                      "--no-html",
+                      "--no-timeline",
+                      "--no-progress",
+                      "--list-limit",
+                      "0",
+                      "--dump-events",
+                      dump,
+                      NULL};
+        fprintf(stderr, "glucx-analyze whatif: analysing trace %s into %s\n", in, rdir);
+        int rc = analyze_main(11, av);
+        if (rc != 0) {
+            fprintf(stderr, "glucx-analyze whatif: the analysis of trace %s failed (status %d)\n",
+                    in, rc);
+            if (tmpdir[0])
+                remove_tree(tmpdir);
+            return rc;
+        }
+    }
+    glucx_an_wi_input_t wi;
+    glucx_an_wi_init(&wi);
+    char err[2048] = "";
+    int rc = 0;
+    json_t *doc = NULL;
+    if (glucx_wi_load(rdir, &wi, err, sizeof(err)) != 0) {
+        fprintf(stderr, "glucx-analyze whatif: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    doc = glucx_wi_run(&wi, &a, &rc, err, sizeof(err));
+    if (!doc) {
+        fprintf(stderr, "glucx-analyze whatif: %s\n", err);
+        goto out;
+    }
+    json_object_set_new(doc, "input", json_string(in));
+    if (out) {
+        if (whatif_write(doc, out, (size_t)rows) != 0)
+            rc = 1;
+        else
+            printf("glucx-analyze whatif: %s/whatif.txt, %s/whatif.json\n", out, out);
+    } else if (glucx_an_wi_write_text(doc, stdout, (size_t)rows) != 0) {
+        rc = 1;
+    }
+out:
+    json_decref(doc);
+    glucx_an_wi_free(&wi);
+    if (tmpdir[0])
+        remove_tree(tmpdir);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "diff") == 0)
         return diff_main(argc, argv);
     if (argc > 1 && strcmp(argv[1], "export") == 0)
         return export_main(argc, argv);
+    if (argc > 1 && strcmp(argv[1], "whatif") == 0)
+        return whatif_main(argc, argv);
     return analyze_main(argc, argv);
 }

@@ -6,6 +6,7 @@
  * here the links of an outer dimension join packages (hosts), shared by the package's ranks.
  */
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,7 +181,43 @@ void glucx_net_destroy(glucx_net_t *net)
         return;
     free(net->links);
     free(net->switches);
+    free(net->link_rate_GBps);
     free(net);
+}
+
+glucx_status_t glucx_net_set_link_rate(glucx_net_t *net, int id, double gbps)
+{
+    if (id < 0 || id >= net->nlinks)
+        return glucx_error(GLUCX_ERR_INVALID_ARG, "topology %s: no link %d (links 0..%d)",
+                           net->path, id, net->nlinks - 1);
+    if (!(gbps > 0) || !isfinite(gbps))
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "topology %s: link %d: rate %g GB/s is not a positive number", net->path,
+                           id, gbps);
+    if (net->link_rate_GBps == NULL) {
+        net->link_rate_GBps = calloc((size_t)net->nlinks, sizeof(double));
+        if (net->link_rate_GBps == NULL)
+            return glucx_error(GLUCX_ERR_NO_MEMORY, "topology %s: no memory for %d link rates",
+                               net->path, net->nlinks);
+    }
+    net->link_rate_GBps[id] = gbps;
+    return GLUCX_OK;
+}
+
+double glucx_net_link_rate(const glucx_net_t *net, int id)
+{
+    if (net->link_rate_GBps != NULL && id >= 0 && id < net->nlinks && net->link_rate_GBps[id] > 0)
+        return net->link_rate_GBps[id];
+    return net->dim[net->links[id].dim].bandwidth_GBps;
+}
+
+double glucx_net_dim_min_rate(const glucx_net_t *net, int dim)
+{
+    double r = net->dim[dim].bandwidth_GBps;
+    for (int l = 0; net->link_rate_GBps != NULL && l < net->nlinks; l++)
+        if (net->links[l].dim == dim && net->link_rate_GBps[l] > 0 && net->link_rate_GBps[l] < r)
+            r = net->link_rate_GBps[l];
+    return r;
 }
 
 void glucx_net_coords(const glucx_net_t *net, int rank, int *coords)

@@ -44,6 +44,7 @@ typedef struct scratch {
     const glucx_phys_t *phys;
     glucx_link_cost_t *dim; /* [ndims] cost of a link of each dimension */
     unsigned *load;         /* [2 nlinks] messages per link direction */
+    double *beta;           /* [nlinks] each link's beta: its dimension's, at its own rate */
     int links[GLUCX_NET_MAX_ROUTE];
     uint8_t dirs[GLUCX_NET_MAX_ROUTE];
 } scratch_t;
@@ -73,7 +74,7 @@ static glucx_link_cost_t step_cost(const glucx_topo_t *t, scratch_t *s, glucx_pa
     double beta = 0.0;
     for (int l = 0; l < ph->nlinks; l++)
         for (int dir = 0; dir < 2; dir++) {
-            double b = s->load[2 * l + dir] * s->dim[ph->links[l].dim].beta_ns_per_byte;
+            double b = s->load[2 * l + dir] * s->beta[l];
             if (b > beta)
                 beta = b;
         }
@@ -98,6 +99,17 @@ void glucx_topo_patterns_compute(glucx_topo_t *t)
     int ok = s->dim != NULL && s->load != NULL;
     for (int d = 0; ok && d < t->net->ndims; d++)
         s->dim[d] = glucx_topo_dim_cost(t, d);
+    /* glucx_topo_dim_cost is at the dimension's slowest link; a link of another rate
+     * (glucx_net_set_link_rate) scales it by slowest rate / its rate (physical-link ids are the
+     * file's with a network) */
+    s->beta = malloc(sizeof(double) * (size_t)(ph->nlinks > 0 ? ph->nlinks : 1));
+    ok = ok && s->beta != NULL;
+    for (int l = 0; ok && l < ph->nlinks; l++) {
+        int d = ph->links[l].dim;
+        s->beta[l] = s->dim[d].beta_ns_per_byte;
+        if (t->net->link_rate_GBps != NULL && l < t->net->nlinks)
+            s->beta[l] *= glucx_net_dim_min_rate(t->net, d) / glucx_net_link_rate(t->net, l);
+    }
     for (int p = 0; ok && p < GLUCX_PATTERN_COUNT; p++)
         for (int k = 0; ok && k < GLUCX_TOPO_PATTERN_STEPS && (1L << k) < t->size; k++) {
             t->pattern_step[p][k] = step_cost(t, s, (glucx_pattern_t)p, 1 << k);
@@ -116,6 +128,7 @@ void glucx_topo_patterns_compute(glucx_topo_t *t)
         t->pairwise_valid = ok;
     }
     free(s->dim);
+    free(s->beta);
     free(s->load);
     free(s);
     glucx_phys_destroy(ph);

@@ -270,8 +270,10 @@ glucx_link_cost_t glucx_topo_dim_cost(const glucx_topo_t *t, int dim)
     glucx_link_cost_t none = {-1.0, -1.0};
     if (t->net == NULL || dim < 0 || dim >= t->net->ndims)
         return none;
+    /* a dimension whose lines run in parallel ends with its slowest link (a link of its own
+     * rate, glucx_net_set_link_rate; else every link is at the dimension's rate) */
     const glucx_link_cost_t nominal = {t->net->dim[dim].latency_ns,
-                                       1.0 / t->net->dim[dim].bandwidth_GBps};
+                                       1.0 / glucx_net_dim_min_rate(t->net, dim)};
     const glucx_link_cost_t cal = t->dim_cost[dim], at = t->dim_nominal[dim];
     if (cal.alpha_ns < 0)
         return nominal;

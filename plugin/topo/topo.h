@@ -97,6 +97,9 @@ typedef struct glucx_net {
     glucx_net_switch_t *switches;
     int link_base[GLUCX_NET_MAX_DIMS];  /**< id of the first link of each dimension */
     int pkg_stride[GLUCX_NET_MAX_DIMS]; /**< package-index stride of each outer dimension */
+    /** [nlinks] each link's own rate in GB/s where glucx_net_set_link_rate gave one, else 0;
+     *  NULL when no link has one (every link at its dimension's bandwidth_GBps). */
+    double *link_rate_GBps;
 } glucx_net_t;
 
 /** The most links a route crosses: a Switch hop is two, a Ring of n at most n/2 per dimension. */
@@ -124,6 +127,23 @@ glucx_status_t glucx_net_create(const glucx_net_dim_t *dims, int ndims, const ch
                                 glucx_net_t **net_p);
 
 void glucx_net_destroy(glucx_net_t *net);
+
+/**
+ * Give link @p id of @p net its own rate, @p gbps GB/s (1e9 bytes/s) per direction, instead of its
+ * dimension's: a degraded link (glucx-analyze whatif --link-rate). The cost model then sees it
+ * through glucx_net_link_rate: the congestion-aware step costs (pattern.c) charge that link its
+ * own beta, and glucx_topo_dim_cost charges a dimension its slowest link's. Not thread-safe for
+ * @p net. @return GLUCX_OK; GLUCX_ERR_INVALID_ARG naming the link id or rate at fault;
+ * GLUCX_ERR_NO_MEMORY.
+ */
+glucx_status_t glucx_net_set_link_rate(glucx_net_t *net, int id, double gbps);
+
+/** The rate of link @p id in GB/s: its own (glucx_net_set_link_rate), else its dimension's. */
+double glucx_net_link_rate(const glucx_net_t *net, int id);
+
+/** The slowest rate of dimension @p dim's links in GB/s: its bandwidth_GBps unless a link of it
+ *  has a lower rate of its own. */
+double glucx_net_dim_min_rate(const glucx_net_t *net, int dim);
 
 /** Coordinates of rank @p rank (0 <= rank < nranks): coords[0..ndims-1]. */
 void glucx_net_coords(const glucx_net_t *net, int rank, int *coords);

@@ -75,6 +75,7 @@ import re
 import shutil
 import struct
 import subprocess
+import time
 import sys
 
 import jsonschema
@@ -1264,6 +1265,306 @@ def case_pidfiles(a):
           % (tr["events"], everything, tr["left_out_events"], tr["pid_files"]))
 
 
+# ---- glucx-analyze whatif (METRICS.md, "What-if prediction") ---------------------------------
+
+# EVENTS.md's algorithm enumeration (coll_begin/coll_end "alg")
+EV_ALGS = ["ring", "recursive_doubling", "rabenseifner", "bruck", "pairwise", "linear",
+           "dissemination", "binomial", "scatter_allgather", "reduce_scatter_gather", "halving",
+           "hierarchical", "torus", "torus_rotated"]
+EV_COLLS = ["allreduce", "allgather", "allgatherv", "reduce_scatter", "alltoall", "alltoallv",
+            "broadcast", "reduce", "gather", "scatter", "barrier"]
+
+
+def wi_run_collectives(report_dir):
+    """The run as the test reads it on its own from the report directory: report.json's
+    iteration per (comm, seq) and the dump's per-rank coll_begin/coll_end, the call's requested
+    algorithms (sched_decision reason "override"). Returns ({(comm, seq): instance}, nprocs)."""
+    with open(os.path.join(report_dir, "report.json")) as f:
+        rep = json.load(f)
+    iters = {(c["comm_id"], c["seq"]): c.get("iteration") for c in rep["collectives"]}
+    proc, insts, override = {}, {}, set()
+    with open(os.path.join(report_dir, "events.jsonl")) as f:
+        for line in f:
+            e = json.loads(line)
+            if e["event"] == "comm_init":
+                proc[(e["comm_id"], e["rank"])] = (e["host"], e["vpid"])
+            elif e["event"] == "sched_decision" and e["kind"] == 0 and e["reason"] == "override":
+                override.add((e["comm_id"], e["seq"]))
+            elif e["event"] in ("coll_begin", "coll_end"):
+                k = (e["comm_id"], e["seq"])
+                i = insts.setdefault(k, {"coll": e["coll"], "bytes": e["bytes"], "alg": e["alg"],
+                                         "b": {}, "e": {}, "iteration": iters.get(k)})
+                p = proc[(e["comm_id"], e["rank"])]
+                if e["event"] == "coll_begin":
+                    i["b"][p] = e["ts"]
+                else:
+                    i["e"][p] = e["ts"]
+                    i["alg"] = e["alg"]
+    # times from the earliest begin (trace times near 1e18 ns: exact as Python ints, not as
+    # the floats the replay mixes them with)
+    t0 = min(t for i in insts.values() for t in i["b"].values())
+    for k, i in insts.items():
+        i["requested"] = k in override
+        i["b"] = {p: t - t0 for p, t in i["b"].items()}
+        i["e"] = {p: t - t0 for p, t in i["e"].items()}
+    procs = sorted(set(proc.values()))
+    return insts, procs
+
+
+def wi_costs(a, topology, sizes, tune=""):
+    """glucx-info --algorithms --json on `topology` at `sizes`: {(coll, alg): {size: ns}} and
+    {(coll, size): the selection's algorithm} (GLUCX_TUNE=tune)."""
+    p = run([a.info, "--algorithms", "--topology", topology, "--json", "--sizes",
+             ",".join(str(x) for x in sizes)], env={"GLUCX_TUNE": tune})
+    j = json.loads(p.stdout)
+    cost, chosen = {}, {}
+    for c in j["collectives"]:
+        for alg in c["algorithms"]:
+            cost[(c["name"], alg["name"])] = dict(zip(j["sizes"], alg["cost_ns"]))
+        for ch in c["chosen"]:
+            chosen[(c["name"], ch["size"])] = ch["algorithm"]
+    return cost, chosen
+
+
+def wi_predict(insts, procs, durations):
+    """The replay, written here from METRICS.md's rule: each process keeps its measured gap
+    between consecutive collectives (its own order by begin time); a collective starts at its
+    last arrival and lasts its duration, each rank leaving at its measured share of it. Returns the mean iteration time
+    (iterations after the first: end of its last collective minus the previous iteration's)."""
+    seqs = {p: sorted((i["b"][p], k) for k, i in insts.items() if p in i["b"]) for p in procs}
+    end, arr, pending = {}, {}, {p: 0 for p in procs}
+    for p in procs:
+        arr[(p, seqs[p][0][1])] = seqs[p][0][0]
+    progress = True
+    while progress:
+        progress = False
+        for k, i in insts.items():
+            if k in end or not all((p, k) in arr for p in i["b"]):
+                continue
+            start = max(arr[(p, k)] for p in i["b"])
+            end[k] = start + durations[k]
+            progress = True
+            lastb, meas = max(i["b"].values()), max(i["e"].values()) - max(i["b"].values())
+            for p in i["b"]:
+                # each rank leaves at its measured share of the time after the last arrival
+                share = min(1, max(0, (i["e"][p] - lastb) / meas)) if meas > 0 else 1
+                n = [x[1] for x in seqs[p]].index(k)
+                if n + 1 < len(seqs[p]):
+                    nk = seqs[p][n + 1][1]
+                    arr[(p, nk)] = start + durations[k] * share + \
+                        max(0, insts[nk]["b"][p] - i["e"][p])
+    check(len(end) == len(insts), "the test's replay left collectives out")
+    last = {}
+    for k, i in insts.items():
+        if i["iteration"] is not None and i["iteration"] >= 0:
+            last[i["iteration"]] = max(last.get(i["iteration"], 0), end[k])
+    its = sorted(last)
+    d = [last[its[n]] - last[its[n - 1]] for n in range(1, len(its))]
+    return sum(d) / len(d)
+
+
+def wi_durations(insts, mode, cost_new, chosen, cost_old):
+    out = {}
+    for k, i in insts.items():
+        coll, old_alg = EV_COLLS[i["coll"]], EV_ALGS[i["alg"]]
+        alg = old_alg if i["requested"] else chosen[(coll, i["bytes"])]
+        new = cost_new[(coll, alg)][i["bytes"]]
+        old = cost_old[(coll, old_alg)][i["bytes"]]
+        meas = max(i["e"].values()) - max(i["b"].values())
+        out[k] = new if mode == "absolute" else meas + new - old if mode == "additive" \
+            else meas * new / old
+    return out
+
+
+def wi(a, args, expect_rc=0):
+    p = run([a.analyze, "whatif"] + args, ok=False)
+    check(p.returncode == expect_rc, "whatif %s: rc %d, expected %d:\n%s\n%s"
+          % (args, p.returncode, expect_rc, p.stdout[-2000:], p.stderr[-2000:]))
+    return p
+
+
+def case_whatif(a):
+    check(a.info, "case whatif needs --info (glucx-info)")
+    topo = os.path.join(a.work, "torus.yaml")
+    with open(topo, "w") as f:
+        f.write(TORUS_YAML)
+    # the same torus with dimension 1 at a quarter of its rate (1 -> 0.25 GB/s)
+    slow = os.path.join(a.work, "torus-slow.yaml")
+    with open(slow, "w") as f:
+        f.write(TORUS_YAML.replace("bandwidth: [50, 1, 2]", "bandwidth: [50, 0.25, 2]"))
+    d = phys_record(a, "whatif", ["whatif-host-%d" % r for r in range(PHYS_N)], topo)
+    out = os.path.join(a.work, "whatif", "out")
+    shutil.rmtree(out, ignore_errors=True)
+    wi(a, [d, "--topology", topo, "-o", out])
+    rdir = os.path.join(out, "report")
+    insts, procs = wi_run_collectives(rdir)
+    check(len(procs) == PHYS_N, "processes in the dump: %s" % procs)
+    sizes = sorted({i["bytes"] for i in insts.values()})
+    cost_t, chosen_t = wi_costs(a, topo, sizes)
+    cost_s, chosen_s = wi_costs(a, slow, sizes)
+
+    def got(args):
+        o = os.path.join(a.work, "whatif", "o-%d" % len(os.listdir(os.path.join(a.work, "whatif"))))
+        wi(a, [rdir] + args + ["-o", o])
+        with open(os.path.join(o, "whatif.json")) as f:
+            return json.load(f)
+
+    def near(x, y, what):
+        check(abs(x - y) <= 2 + 1e-6 * abs(y), "%s: whatif %s, the test %s" % (what, x, y))
+
+    # the same setup, relative: every duration as measured, so the replay gives the run back
+    j = got(["--topology", topo])
+    want = wi_predict(insts, procs, wi_durations(insts, "relative", cost_t, chosen_t, cost_t))
+    near(j["prediction"]["iteration_ns"], want, "same topology, relative")
+    near(j["prediction"]["iteration_ns"], j["prediction"]["measured_iteration_ns"],
+         "same topology, relative, against the measured iteration")
+    # dimension 1 at a quarter: a topology file, and --link-rate on the original
+    for mode in ("relative", "absolute", "additive"):
+        want = wi_predict(insts, procs, wi_durations(insts, mode, cost_s, chosen_s, cost_t))
+        j = got(["--topology", slow, "--from-topology", topo, "--mode", mode])
+        near(j["prediction"]["iteration_ns"], want, "slow dimension 1 (file), %s" % mode)
+        j2 = got(["--topology", topo, "--link-rate", "dim1=0.25", "--mode", mode])
+        near(j2["prediction"]["iteration_ns"], want, "--link-rate dim1=0.25, %s" % mode)
+        # 2 Gbit/s is 0.25 GB/s
+        j3 = got(["--topology", topo, "--link-rate", "dim1=2gbit", "--mode", mode])
+        near(j3["prediction"]["iteration_ns"], want, "--link-rate dim1=2gbit, %s" % mode)
+    # the bottleneck's link class: intra (dimension 0) or inter (dimensions 1 and 2), the one
+    # whose removal (1e6 GB/s, latency 0) saves the most of that collective's cost, by
+    # glucx-info on such files
+    j = got(["--topology", slow, "--from-topology", topo])
+    bn, bd = j["bottleneck"], j.get("bottleneck_link_class")
+    base_cost = cost_s[(bn["coll"], bn["algorithm"])][bn["bytes"]]
+    saves = {}
+    for cls, dims in (("intra", [0]), ("inter", [1, 2])):
+        bw, lat = [50, 0.25, 2], [500, 10000, 20000]
+        for dim in dims:
+            bw[dim], lat[dim] = 1e6, 0
+        free = os.path.join(a.work, "torus-free-%s.yaml" % cls)
+        with open(free, "w") as f:
+            f.write("topology: [FullyConnected, Ring, Ring]\nnpus_count: [1, 2, 2]\n"
+                    "bandwidth: [%r, %r, %r]\nlatency: [%r, %r, %r]\n" % tuple(bw + lat))
+        c, _ = wi_costs(a, free, [bn["bytes"]])
+        saves[cls] = base_cost - c[(bn["coll"], bn["algorithm"])][bn["bytes"]]
+    want = max(saves, key=lambda k: saves[k])
+    check(bd and bd["class"] == want and
+          abs(bd["share_of_collective"] - saves[want] / base_cost) < 1e-6,
+          "bottleneck link class %s, the test: %s saving %s of %s (%s)"
+          % (bd, want, saves[want], base_cost, bn))
+    # --tune: the allreduce the benchmark does not request, forced to ring (GLUCX_TUNE syntax)
+    cost_r, chosen_r = wi_costs(a, topo, sizes, "allreduce:ring")
+    want = wi_predict(insts, procs, wi_durations(insts, "absolute", cost_r, chosen_r, cost_t))
+    j = got(["--topology", topo, "--tune", "allreduce:ring", "--mode", "absolute"])
+    near(j["prediction"]["iteration_ns"], want, "--tune allreduce:ring, absolute")
+    check(any(c["coll"] == "allreduce" and c["algorithm"] == "ring" for c in j["collectives"]),
+          "--tune allreduce:ring: no allreduce row by ring in %s" % j["collectives"])
+    # one link degraded: the ring allgather crosses it, so it cannot get faster
+    j = got(["--topology", topo, "--link-rate", "0=0.25", "--mode", "absolute"])
+    base = got(["--topology", topo, "--mode", "absolute"])
+    check(j["prediction"]["iteration_ns"] > base["prediction"]["iteration_ns"],
+          "link 0 at a quarter: %s not above %s" % (j["prediction"]["iteration_ns"],
+                                                    base["prediction"]["iteration_ns"]))
+    # errors: exit 2, the message naming the argument and its value
+    big = os.path.join(a.work, "torus8.yaml")
+    with open(big, "w") as f:
+        f.write(TORUS_YAML.replace("npus_count: [1, 2, 2]", "npus_count: [2, 2, 2]"))
+    for args, text in ((["--link-rate", "99=1"], "no link '99'"),
+                       (["--link-rate", "dim7=1"], "no dimension '7'"),
+                       (["--link-rate", "0=fast"], "rate 'fast'"),
+                       (["--link-rate", "0"], "expected LINK=RATE"),
+                       (["--tune", "allreduce:nosuch"], "--tune 'allreduce:nosuch'"),
+                       (["--ranks", "x"], "--ranks 'x'"),
+                       (["--mode", "both"], "--mode 'both'")):
+        p = wi(a, [rdir, "--topology", topo] + args, expect_rc=2)
+        check(text in p.stderr, "whatif %s: message %r does not name %r" % (args, p.stderr, text))
+    p = wi(a, [rdir, "--topology", big], expect_rc=2)
+    check("has 8 ranks, the run 4" in p.stderr and "--ranks 8" in p.stderr,
+          "rank mismatch message: %r" % p.stderr)
+    p = wi(a, [rdir, "--topology", big, "--ranks", "4"], expect_rc=2)
+    check("--ranks 4" in p.stderr, "--ranks against the topology: %r" % p.stderr)
+    p = wi(a, [os.path.join(a.work, "nonexistent"), "--topology", topo], expect_rc=2)
+    print("whatif: same-topology iteration %d ns (measured %d ns)"
+          % (base["prediction"]["iteration_ns"], base["prediction"]["measured_iteration_ns"]))
+
+
+def case_whatif_scale(a):
+    """4096 ranks on a 16x16x16 torus from a hand-written 4-rank run (no trace needed): it runs
+    and its time is printed (docs/perf.md), never asserted."""
+    w = os.path.join(a.work, "whatif_scale")
+    shutil.rmtree(w, ignore_errors=True)
+    os.makedirs(os.path.join(w, "report"))
+    topo = os.path.join(w, "torus16.yaml")
+    with open(topo, "w") as f:
+        f.write("topology: [FullyConnected, Ring, Ring, Ring]\nnpus_count: [1, 16, 16, 16]\n"
+                "bandwidth: [50, 25, 25, 25]\nlatency: [500, 1000, 1000, 1000]\n")
+    small = os.path.join(w, "torus4.yaml")
+    with open(small, "w") as f:
+        f.write("topology: [FullyConnected, Ring, Ring]\nnpus_count: [1, 2, 2]\n"
+                "bandwidth: [50, 25, 25]\nlatency: [500, 1000, 1000]\n")
+    # 4 ranks, 50 iterations of compute 1 ms then an allreduce of 64 MiB and an allgather of
+    # 1 MiB, each 2 ms as measured
+    colls, events, t = [], [], 0
+    for r in range(4):
+        events.append({"event": "comm_init", "ts": 0, "vpid": 100 + r, "vtid": 100 + r,
+                       "comm_id": "0x1", "rank": r, "size": 4, "package": r, "npackages": 4,
+                       "name": "scale", "host": "h%d" % r})
+    seq = 0
+    for it in range(50):
+        for coll, nbytes in ((0, 64 << 20), (1, 1 << 20)):
+            t += 1000000
+            for r in range(4):
+                base = {"comm_id": "0x1", "rank": r, "seq": seq, "coll": coll, "bytes": nbytes,
+                        "alg": 0, "vpid": 100 + r, "vtid": 100 + r}
+                events.append(dict(base, event="coll_begin", ts=t + 1000 * r))
+                events.append(dict(base, event="coll_end", ts=t + 2000000))
+            colls.append({"comm_id": "0x1", "seq": seq, "iteration": it})
+            t += 2000000
+            seq += 1
+    with open(os.path.join(w, "report", "events.jsonl"), "w") as f:
+        for e in events:
+            f.write(json.dumps(e) + "\n")
+    with open(os.path.join(w, "report", "report.json"), "w") as f:
+        json.dump({"schema_version": 1, "collectives": colls}, f)
+    for mode in ("relative", "absolute"):
+        t0 = time.monotonic()
+        p = run([a.analyze, "whatif", os.path.join(w, "report"), "--topology", topo,
+                 "--from-topology", small, "--ranks", "4096", "--mode", mode, "-o",
+                 os.path.join(w, "out-" + mode)], timeout=scaled(300))
+        dt = time.monotonic() - t0
+        with open(os.path.join(w, "out-" + mode, "whatif.json")) as f:
+            j = json.load(f)
+        check(j["ranks"] == 4096 and j["iterations"] == 50,
+              "4096 ranks: ranks %s, iterations %s" % (j["ranks"], j["iterations"]))
+        check(j["prediction"]["iteration_ns"] > 1000000,
+              "4096 ranks: iteration %s ns, below the compute alone" % j["prediction"])
+        print("whatif_scale: %s, 4096 ranks on 16x16x16, 100 collectives: %.2f s (iteration "
+              "%.3f ms, measured at 4 ranks %.3f ms)" % (mode, dt,
+                                                          j["prediction"]["iteration_ns"] / 1e6,
+                                                          j["prediction"]["measured_iteration_ns"] / 1e6))
+    # a second communicator over ranks 0 and 1 only: not costed (its measured duration kept,
+    # counted), and no rank scaling over it (exit 2, naming it)
+    with open(os.path.join(w, "report", "events.jsonl"), "a") as f:
+        for r in range(2):
+            f.write(json.dumps({"event": "comm_init", "ts": 0, "vpid": 100 + r, "vtid": 100 + r,
+                                "comm_id": "0x2", "rank": r, "size": 2, "package": r,
+                                "npackages": 2, "name": "pair", "host": "h%d" % r}) + "\n")
+            base = {"comm_id": "0x2", "rank": r, "seq": 0, "coll": 0, "bytes": 8, "alg": 0,
+                    "vpid": 100 + r, "vtid": 100 + r}
+            f.write(json.dumps(dict(base, event="coll_begin", ts=t + 1000)) + "\n")
+            f.write(json.dumps(dict(base, event="coll_end", ts=t + 5000)) + "\n")
+    p = run([a.analyze, "whatif", os.path.join(w, "report"), "--topology", topo, "--ranks",
+             "4096", "--mode", "absolute"], ok=False)
+    check(p.returncode == 2 and "--ranks 4096: collective allreduce seq 0 of communicator 0x2 "
+          "involves 2 of the run's 4 processes" in p.stderr,
+          "--ranks over a partial communicator: rc %d, %r" % (p.returncode, p.stderr))
+    p = run([a.analyze, "whatif", os.path.join(w, "report"), "--topology", small, "-o",
+             os.path.join(w, "out-partial")])
+    with open(os.path.join(w, "out-partial", "whatif.json")) as f:
+        j = json.load(f)
+    check(j["collectives_not_costed"] == 1 and j["collectives_replayed"] == 101,
+          "partial communicator: not costed %s of %s" % (j["collectives_not_costed"],
+                                                         j["collectives_replayed"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     for k in ("glucx-trace", "analyze", "gt", "schema", "events-md", "work"):
@@ -1273,6 +1574,7 @@ def main():
     ap.add_argument("--plugin-dir")
     ap.add_argument("--emit")
     ap.add_argument("--bench")
+    ap.add_argument("--info")  # glucx-info: the whatif cases' independent costs
     # the build's dashboard template (glucx-analyze finds it by itself): diff.html is expected
     ap.add_argument("--template")
     ap.add_argument("case")

@@ -503,6 +503,36 @@ static void test_step_costs(void **state)
     glucx_net_destroy(net);
 }
 
+/* One link at its own rate (glucx_net_set_link_rate, glucx-analyze whatif --link-rate): link 4
+ * (dimension 1, packages 0-1) at 1/32 GB/s, beta 32 ns/B instead of 8. The step that crosses it
+ * charges it (r XOR 2: both ranks of packages 0 and 1 cross link 4, two messages each way:
+ * 2 x 32); the dimension's cost is its slowest link's; dimension 2 and its steps are untouched. */
+static void test_link_rate(void **state)
+{
+    (void)state;
+    glucx_net_t *net = load_text(torus_yaml);
+    assert_int_equal(glucx_net_set_link_rate(net, 99, 1.0), GLUCX_ERR_INVALID_ARG);
+    assert_non_null(strstr(glucx_last_error(), "no link 99"));
+    assert_int_equal(glucx_net_set_link_rate(net, 4, 0.0), GLUCX_ERR_INVALID_ARG);
+    assert_non_null(strstr(glucx_last_error(), "link 4"));
+    assert_int_equal(glucx_net_set_link_rate(net, 4, 1.0 / 32), GLUCX_OK);
+    assert_true(fabs(glucx_net_link_rate(net, 4) - 1.0 / 32) < 1e-15);
+    assert_true(fabs(glucx_net_link_rate(net, 5) - 0.125) < 1e-15);
+    assert_true(fabs(glucx_net_dim_min_rate(net, 1) - 1.0 / 32) < 1e-15);
+    const char *hosts[] = {"a", "a", "b", "b", "c", "c", "d", "d"};
+    int map[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    glucx_topo_t *t;
+    assert_int_equal(glucx_topo_create(8, hosts, NULL, &t), GLUCX_OK);
+    assert_int_equal(glucx_topo_place(t, net, map, hosts, 0), GLUCX_OK);
+    assert_true(cost_is(glucx_topo_dim_cost(t, 1), 10000, 32));
+    assert_true(cost_is(glucx_topo_dim_cost(t, 2), 20000, 4));
+    assert_true(cost_is(glucx_topo_step_cost(t, GLUCX_PATTERN_XOR, 1), 10000, 64));
+    assert_true(cost_is(glucx_topo_step_cost(t, GLUCX_PATTERN_XOR, 2), 20000, 8));
+    assert_true(cost_is(glucx_topo_step_cost(t, GLUCX_PATTERN_XOR, 0), 500, 0.02));
+    glucx_topo_destroy(t);
+    glucx_net_destroy(net);
+}
+
 static void test_digest(void **state)
 {
     (void)state;
@@ -523,7 +553,7 @@ int main(void)
         cmocka_unit_test(test_torus_by_hand),   cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_file_errors),     cmocka_unit_test(test_place),
         cmocka_unit_test(test_digest),          cmocka_unit_test(test_step_costs),
-        cmocka_unit_test(test_dim_calibration),
+        cmocka_unit_test(test_dim_calibration), cmocka_unit_test(test_link_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
