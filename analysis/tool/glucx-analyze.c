@@ -1696,8 +1696,8 @@ static int whatif_main(int argc, char **argv)
                 a.mode = GLUCX_AN_WI_ADDITIVE;
             else {
                 fprintf(stderr,
-                        "glucx-analyze whatif: --mode '%s': expected relative or "
-                        "absolute\n",
+                        "glucx-analyze whatif: --mode '%s': expected relative, absolute or "
+                        "additive\n",
                         m);
                 return 2;
             }
