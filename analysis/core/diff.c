@@ -24,15 +24,8 @@
 /* a contributor is named as the cause when it is at least this share of the difference */
 #define CAUSE_MIN_SHARE 0.10
 
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (!err || len == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
+/* the analysis's error text (event.h) */
+#define set_err glucx_an_set_err
 
 static double num(const json_t *o, const char *k)
 {

@@ -1,6 +1,7 @@
 /* Names and field layouts of the glucx events (trace/EVENTS.md, ABI 1). */
 #include "event.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -178,4 +179,14 @@ glucx_an_event_t glucx_an_event_init(int kind, int64_t ts, uint64_t comm_id, int
     e.alg = -1;
     e.chosen = -1;
     return e;
+}
+
+void glucx_an_set_err(char *err, size_t len, const char *fmt, ...)
+{
+    if (err == NULL || len == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
 }

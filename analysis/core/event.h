@@ -137,4 +137,9 @@ typedef struct glucx_an_event {
 /** An event of @p kind with every field at its "none"/empty value. */
 glucx_an_event_t glucx_an_event_init(int kind, int64_t ts, uint64_t comm_id, int32_t rank);
 
+/** Format an error message into @p err (@p len bytes, always terminated when len > 0); does
+ *  nothing when @p err is NULL or @p len is 0. Shared by the analysis's parts (diff, whatif). */
+void glucx_an_set_err(char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif

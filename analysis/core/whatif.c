@@ -21,17 +21,8 @@
 #include "event.h"
 #include "whatif.h"
 
-static void set_err(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (!err || len == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
+/* the analysis's error text (event.h) */
+#define set_err glucx_an_set_err
 
 void glucx_an_wi_init(glucx_an_wi_input_t *in)
 {

@@ -23,19 +23,11 @@
 #include "core/select.h"
 #include "topo/topo.h"
 #include "util/error.h"
+#include "core/event.h"
 #include "whatif_tool.h"
 
-static void set_err(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (!err || len == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
+/* the analysis's error text (event.h) */
+#define set_err glucx_an_set_err
 
 /* ---- the measured run ---------------------------------------------------------------------- */
 
