@@ -24,6 +24,21 @@
 /* the analysis's error text (event.h) */
 #define set_err glucx_an_set_err
 
+int glucx_an_wi_check_ranks(const glucx_an_wi_input_t *in, int ranks, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < in->ncolls; i++)
+        if (in->colls[i].nparts != in->nprocs) {
+            const glucx_an_wi_coll_t *c = &in->colls[i];
+            set_err(err, errlen,
+                    "--ranks %d: collective %s seq %" PRIu32 " of communicator 0x%" PRIx64
+                    " involves %d of the run's %d processes; rank scaling replays only "
+                    "collectives over every process",
+                    ranks, glucx_an_coll_name(c->coll), c->seq, c->comm_id, c->nparts, in->nprocs);
+            return -1;
+        }
+    return 0;
+}
+
 void glucx_an_wi_init(glucx_an_wi_input_t *in)
 {
     memset(in, 0, sizeof(*in));
@@ -328,18 +343,8 @@ json_t *glucx_an_wi_replay(const glucx_an_wi_input_t *in, const glucx_an_wi_opts
     }
     r.scaled = opt->ranks > 0;
     r.nv = r.scaled ? opt->ranks : in->nprocs;
-    if (r.scaled)
-        for (size_t i = 0; i < in->ncolls; i++)
-            if (in->colls[i].nparts != in->nprocs) {
-                const glucx_an_wi_coll_t *c = &in->colls[i];
-                set_err(err, errlen,
-                        "--ranks %d: collective %s seq %" PRIu32 " of communicator 0x%" PRIx64
-                        " involves %d of the run's %d processes; rank scaling replays only "
-                        "collectives over every process",
-                        opt->ranks, glucx_an_coll_name(c->coll), c->seq, c->comm_id, c->nparts,
-                        in->nprocs);
-                return NULL;
-            }
+    if (r.scaled && glucx_an_wi_check_ranks(in, opt->ranks, err, errlen) != 0)
+        return NULL;
     size_t nc = in->ncolls, np = (size_t)in->nprocs, nv = (size_t)r.nv;
     json_t *doc = NULL;
     group_t *groups = NULL;

@@ -50,6 +50,11 @@ typedef struct glucx_an_wi_input {
 
 /** An empty input. */
 void glucx_an_wi_init(glucx_an_wi_input_t *in);
+/** Whether every collective of @p in involves all of its processes, as a prediction at
+ *  @p ranks ranks (--ranks) needs. @return 0, or -1 with a message naming the first
+ *  collective that does not (its kind, seq, communicator and process count) in @p err
+ *  (@p errlen bytes). */
+int glucx_an_wi_check_ranks(const glucx_an_wi_input_t *in, int ranks, char *err, size_t errlen);
 /** Free every collective of @p in (not @p in itself); accepts an initialised empty input. */
 void glucx_an_wi_free(glucx_an_wi_input_t *in);
 

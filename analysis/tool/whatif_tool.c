@@ -618,18 +618,9 @@ json_t *glucx_wi_run(const glucx_an_wi_input_t *in, const glucx_wi_args_t *a, in
                 a->from_topology ? "" : " (by default --topology)", w.t_old->size, in->nprocs);
         goto out;
     }
-    if (a->ranks > 0 && a->ranks != in->nprocs)
-        for (size_t i = 0; i < in->ncolls; i++)
-            if (in->colls[i].nparts != in->nprocs) {
-                const glucx_an_wi_coll_t *c = &in->colls[i];
-                set_err(err, errlen,
-                        "--ranks %d: collective %s seq %" PRIu32 " of communicator 0x%" PRIx64
-                        " involves %d of the run's %d processes; rank scaling replays only "
-                        "collectives over every process",
-                        a->ranks, glucx_an_coll_name(c->coll), c->seq, c->comm_id, c->nparts,
-                        in->nprocs);
-                goto out;
-            }
+    if (a->ranks > 0 && a->ranks != in->nprocs &&
+        glucx_an_wi_check_ranks(in, a->ranks, err, errlen) != 0)
+        goto out;
     w.sel = malloc(sizeof(*w.sel));
     if (!w.sel || glucx_select_build(w.t_new, &tune, w.sel) != GLUCX_OK) {
         *status_p = 1;
