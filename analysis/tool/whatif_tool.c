@@ -502,8 +502,9 @@ static glucx_topo_t *build_topo(const char *path, const glucx_wi_args_t *a, int 
  * package), "inter" every outer dimension together (one alone may save nothing: the torus rows
  * work the outer dimensions in parallel); the class whose removal saves the most. Only for a
  * costed bottleneck on a communicator over the whole topology. Leaves @p doc as it is when
- * nothing applies or memory runs out. */
-static void bottleneck_class(json_t *doc, glucx_net_t *net, const glucx_wi_args_t *a)
+ * nothing applies or memory runs out. @p t_new is the topology built from @p net as it is. */
+static void bottleneck_class(json_t *doc, glucx_net_t *net, const glucx_topo_t *t_new,
+                             const glucx_wi_args_t *a)
 {
     const json_t *b = json_object_get(doc, "bottleneck");
     const char *cname = json_string_value(json_object_get(b, "coll"));
@@ -522,12 +523,7 @@ static void bottleneck_class(json_t *doc, glucx_net_t *net, const glucx_wi_args_
     if (row < 0)
         return;
     glucx_topo_t *t = NULL;
-    if (glucx_topo_from_net(net, a->calibration, &t) != GLUCX_OK) {
-        glucx_topo_destroy(t);
-        return;
-    }
-    double base = tab->algs[row].cost(t, (size_t)bytes);
-    glucx_topo_destroy(t);
+    double base = tab->algs[row].cost(t_new, (size_t)bytes); /* t_new: built from net */
     if (!isfinite(base) || base <= 0)
         return;
     int best = -1;
@@ -643,7 +639,7 @@ json_t *glucx_wi_run(const glucx_an_wi_input_t *in, const glucx_wi_args_t *a, in
             json_array_append_new(rates, json_string(a->rates[i]));
         json_object_set_new(doc, "link_rates", rates);
         json_object_set_new(doc, "keep_algorithms", json_boolean(a->keep_algorithms));
-        bottleneck_class(doc, net_new, a);
+        bottleneck_class(doc, net_new, w.t_new, a);
     }
 out:
     free(w.sel);
