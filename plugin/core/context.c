@@ -48,6 +48,8 @@ glucx_status_t glucx_context_create(const glucx_context_params_t *params,
         glucx_tx_ucx_context_set_spin(ctx->ucx, ctx->config.spin_us * 1000);
         glucx_tx_ucx_context_set_yield(ctx->ucx, (glucx_ucx_yield_t)ctx->config.yield);
         glucx_tx_ucx_context_set_hold(ctx->ucx, ctx->config.window_hold);
+        if (ctx->config.net_seg != SIZE_MAX) /* within its range: glucx_config_read checked */
+            (void)glucx_tx_ucx_context_set_net_seg(ctx->ucx, ctx->config.net_seg, 0);
     }
     if (st != GLUCX_OK)
         goto err_free;

@@ -27,6 +27,16 @@
     (((UINT64_C(1) << GLUCX_TX_TAG_SRC_BITS) - 1) << GLUCX_TX_TAG_SRC_SHIFT)
 /** Reserved for the transport's own failure notices; callers never set this bit. */
 #define GLUCX_TX_TAG_CTRL (UINT64_C(1) << 62)
+/**
+ * Exact-length messages (the collectives' tag space): the caller promises that every message
+ * with this bit set is received by a receive from exactly one source whose length equals the
+ * sent length, posted in the order the sender sent messages of that tag. The transport may then
+ * carry such a message as several (the UCX transport cuts large ones to ranks on other hosts
+ * into segments, see glucx_tx_ucx_context_set_net_seg); a receive whose length still differs
+ * from the sender's completes with the bytes it got (fewer than posted) or GLUCX_ERR_TRUNCATED,
+ * as for any message, but the sender's length it reports may be that of one segment.
+ */
+#define GLUCX_TX_TAG_EXACT (UINT64_C(1) << 63)
 
 typedef struct glucx_tx glucx_tx_t;
 

@@ -122,6 +122,19 @@ static int usable_cpus(void)
     return n > 0 && n < INT32_MAX ? (int)n : 0;
 }
 
+glucx_status_t glucx_tx_ucx_context_set_net_seg(glucx_ucx_context_t *uctx, size_t seg_bytes,
+                                                int local_too)
+{
+    if (uctx == NULL || seg_bytes > ((size_t)1 << 30) ||
+        (seg_bytes > 0 && seg_bytes < GLUCX_UCX_NET_SEG_MIN))
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "ucx context: segment size %zu bytes: %s (0 or %zu bytes to 1 GiB)",
+                           seg_bytes, uctx == NULL ? "no context" : "out of range",
+                           GLUCX_UCX_NET_SEG_MIN);
+    uctx->net_seg = (uint32_t)seg_bytes | (seg_bytes > 0 && local_too ? GLUCX_UCX_SEG_LOCAL : 0);
+    return GLUCX_OK;
+}
+
 void glucx_tx_ucx_context_set_hold(glucx_ucx_context_t *uctx, size_t hold_bytes)
 {
     if (uctx != NULL)
@@ -169,10 +182,13 @@ glucx_status_t glucx_tx_ucx_context_create(const char *net_devices, int64_t keep
      * hosts sending to each other"). ucp_config_modify takes the names without the
      * transport's prefix (as for MM_ERROR_HANDLING); of the transports UCX 1.13 builds here only
      * TCP has them. The user's own setting of either wins. */
-    if (getenv("UCX_TCP_TX_SEG_SIZE") == NULL && getenv("UCX_TCP_RX_SEG_SIZE") == NULL && tcp &&
-        ((st = config_set(cfg, "TX_SEG_SIZE", GLUCX_UCX_TCP_SEG)) != GLUCX_OK ||
-         (st = config_set(cfg, "RX_SEG_SIZE", GLUCX_UCX_TCP_SEG)) != GLUCX_OK))
-        goto err_cfg;
+    if (getenv("UCX_TCP_TX_SEG_SIZE") == NULL && getenv("UCX_TCP_RX_SEG_SIZE") == NULL && tcp) {
+        if ((st = config_set(cfg, "TX_SEG_SIZE", GLUCX_UCX_TCP_SEG)) != GLUCX_OK ||
+            (st = config_set(cfg, "RX_SEG_SIZE", GLUCX_UCX_TCP_SEG)) != GLUCX_OK)
+            goto err_cfg;
+        /* and a single message larger than that goes as segments of it (between hosts) */
+        uctx->net_seg = (uint32_t)GLUCX_UCX_NET_SEG_DEFAULT;
+    }
     /* No UCP registration cache: its creation in ucp_init() installs a UCM memory-event
      * handler, which takes UCM's lock for writing, and every mmap/munmap in the process holds
      * that lock for reading (libucs hooks them as soon as it is loaded). In a child forked
@@ -261,6 +277,7 @@ static void free_tx(glucx_ucx_tx_t *tx)
     free(tx->desc);
     free(tx->blob);
     free(tx->local);
+    free(tx->seg);
     free(tx->pid);
     free(tx->pidfd);
     free(tx->pfds);
@@ -405,14 +422,15 @@ glucx_status_t glucx_tx_ucx_create(glucx_ucx_context_t *uctx, int rank, int size
     tx->suspect_rank = -1;
     tx->desc = calloc((size_t)size, sizeof(*tx->desc));
     tx->local = calloc((size_t)size, 1);
+    tx->seg = calloc((size_t)size, sizeof(*tx->seg));
     tx->pid = calloc((size_t)size, sizeof(*tx->pid));
     tx->pidfd = malloc((size_t)size * sizeof(*tx->pidfd));
     tx->pfds = calloc((size_t)size + 1, sizeof(*tx->pfds));
     tx->chk = calloc((size_t)size, sizeof(*tx->chk));
     tx->pfd_rank = calloc((size_t)size, sizeof(*tx->pfd_rank));
     if (tx->eps == NULL || tx->peers == NULL || tx->ep_failed == NULL || tx->departed == NULL ||
-        tx->desc == NULL || tx->local == NULL || tx->pid == NULL || tx->pidfd == NULL ||
-        tx->pfds == NULL || tx->chk == NULL || tx->pfd_rank == NULL) {
+        tx->desc == NULL || tx->local == NULL || tx->seg == NULL || tx->pid == NULL ||
+        tx->pidfd == NULL || tx->pfds == NULL || tx->chk == NULL || tx->pfd_rank == NULL) {
         st = glucx_error(GLUCX_ERR_NO_MEMORY, "ucx create: out of memory for %d peers", size);
         goto err_free;
     }
@@ -422,6 +440,7 @@ glucx_status_t glucx_tx_ucx_create(glucx_ucx_context_t *uctx, int rank, int size
         tx->pidfd[r] = -1;
     }
     read_ident(&tx->ident);
+    tx->ident.net_seg = uctx->net_seg;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -620,6 +639,11 @@ glucx_status_t glucx_tx_ucx_connect(glucx_tx_t *base, const void *const *addrs, 
         /* Local peers: no UCX error handling (so UCX may use cma); we watch their pid. */
         int local = tx->uctx->shm && same_machine(&tx->ident, &ids[r]);
         tx->local[r] = (unsigned char)local;
+        /* Segments only where both sides cut alike (the same setting on both). */
+        const uint32_t seg = tx->ident.net_seg;
+        tx->seg[r] = seg != 0 && ids[r].net_seg == seg && (!local || (seg & GLUCX_UCX_SEG_LOCAL))
+                         ? seg & ~GLUCX_UCX_SEG_LOCAL
+                         : 0;
         ucp_ep_params_t ep = {
             .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                           UCP_EP_PARAM_FIELD_ERR_HANDLER,

@@ -27,7 +27,9 @@
  * docs/perf.md ("Allgather and alltoall") has the measurements. The user's own UCX settings
  * still decide: UCX_RNDV_SEND_NBR_THRESH moves the switch, and UCX_RNDV_THRESH, when set,
  * applies to these sends too. Synchronous sends, sends to other peers and window puts (active
- * messages) are unchanged.
+ * messages) are unchanged. To peers on other hosts, UCX's TCP transport sends eagerly up to its
+ * segment size, which glucx raises to 256 KiB, and collective messages of at least
+ * GLUCX_NET_SEG go as segments of that size (glucx_tx_ucx_context_set_net_seg).
  *
  * Local peer failure detection is ours: connect opens a pidfd (pidfd_open, Linux >= 5.3) per
  * local peer, the sleeping waiter polls the pidfds together with the worker's event descriptor,
@@ -256,6 +258,36 @@ int glucx_ucx_yield_observe(glucx_ucx_yield_t policy, glucx_ucx_yield_state_t *s
 
 /** The resolved yield policy of a connected UCX transport @p tx (AUTO before it connected). */
 glucx_ucx_yield_t glucx_tx_ucx_yield(glucx_tx_t *tx);
+
+/** Segment size of glucx_tx_ucx_context_set_net_seg's default: the TCP segment size glucx
+ *  gives UCX (GLUCX_UCX_TCP_SEG in ucx.c), so every segment goes eagerly. */
+#define GLUCX_UCX_NET_SEG_DEFAULT ((size_t)256 << 10)
+/** The smallest segment glucx_tx_ucx_context_set_net_seg takes (but 0). */
+#define GLUCX_UCX_NET_SEG_MIN ((size_t)4096)
+
+/**
+ * Cut exact-length messages (GLUCX_TX_TAG_EXACT: the collectives') of at least @p seg_bytes to
+ * and from ranks on other hosts into segments of @p seg_bytes, each its own UCX message, the last
+ * one shorter (0 bytes when the length is a multiple). Why: UCX 1.13's TCP transport sends a
+ * message larger than its segment by rendezvous, and between two hosts a rendezvous transfer
+ * each way at once runs at half the link (the directions take turns; docs/perf.md, "Two hosts
+ * sending to each other"); segments of at most the TCP segment size all go eagerly, both ways
+ * at once. Both sides must cut alike: a transport uses segments towards a peer only when the
+ * peer's context has the same setting (exchanged with the address at connect).
+ *
+ * A message is cut into at most GLUCX_UCX_SEG_COUNT_MAX (1024) segments: one longer than 1023
+ * segments gets segments of bytes / 1023 + 1 bytes (beyond about 256 MiB with the default), which
+ * bounds the requests one message holds and the work of cancelling its receives at a failure.
+ *
+ * Default: GLUCX_UCX_NET_SEG_DEFAULT when glucx set UCX's TCP segment size (UCX_TLS allows tcp
+ * and the user set neither UCX_TCP_TX_SEG_SIZE nor UCX_TCP_RX_SEG_SIZE), else 0. @p seg_bytes
+ * 0: whole messages, else GLUCX_UCX_NET_SEG_MIN (4 KiB) to 1 GiB. @p local_too: also to ranks on
+ * this host (for tests and measurements; shared memory needs no segments). Applies to
+ * transports created afterwards; not thread-safe with glucx_tx_ucx_create().
+ * @return GLUCX_OK, or GLUCX_ERR_INVALID_ARG (NULL context, seg_bytes out of range).
+ */
+glucx_status_t glucx_tx_ucx_context_set_net_seg(glucx_ucx_context_t *uctx, size_t seg_bytes,
+                                                int local_too);
 
 /** Default of glucx_tx_ucx_context_set_hold (GLUCX_WINDOW_HOLD). */
 #define GLUCX_UCX_HOLD_DEFAULT ((size_t)256 << 20)

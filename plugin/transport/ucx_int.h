@@ -76,6 +76,33 @@ enum glucx_ucx_req_kind {
                                        (a cancellation means it can never match: the failure) */
     GLUCX_UCX_REQ_PUT = 0,        /**< a put (active message); otherwise handled as a send */
 };
+
+/* Segmented exact-length messages (ucx_req.c, "segments"). The caller's request is the parent:
+ * never in the outstanding list, flag GLUCX_UCX_FLAG_SEGMENTED, impl_data[2] the transport,
+ * impl_data[4] its glucx_ucx_segs_t. Each segment is a child request, an ordinary send or
+ * receive of the outstanding list (cancel, failure and teardown treat it as any other) with flag
+ * GLUCX_UCX_FLAG_SEGMENT and impl_data[4] the same block. The block is freed once every child
+ * is done (a child is done only when UCX no longer touches it: its callback ran or it was
+ * detached). */
+#define GLUCX_UCX_FLAG_SEGMENTED 0x100u
+#define GLUCX_UCX_FLAG_SEGMENT 0x200u
+/** The most segments one message is cut into (ucx.h: glucx_tx_ucx_context_set_net_seg). */
+#define GLUCX_UCX_SEG_COUNT_MAX 1024
+/** net_seg bit: segments to ranks of this host too (tests and measurements). */
+#define GLUCX_UCX_SEG_LOCAL 0x80000000u
+
+typedef struct glucx_ucx_segs {
+    glucx_tx_req_t *parent; /**< NULL once the parent completed */
+    int n;                  /**< children */
+    int left;               /**< children not done, + 1 while posting */
+    int ended;              /**< receive: a segment shorter than posted (or truncated) ended the
+                                 sender's message: the parent completes at once */
+    glucx_status_t status;  /**< first failure of a child */
+    size_t bytes;           /**< sent / received so far (receive: until the message ended) */
+    uint64_t tag;           /**< receive: the first segment's sender tag */
+    int peer;
+    glucx_tx_req_t child[]; /**< [n] */
+} glucx_ucx_segs_t;
 #define GLUCX_UCX_KIND_BITS UINT64_C(7)
 
 /**
@@ -109,6 +136,9 @@ struct glucx_ucx_context {
     int shm;                 /**< UCX_TLS lets a shared-memory transport in (mm or cma) */
     int net;                 /**< UCX_TLS lets a network transport in (tcp, InfiniBand): needed
                                   by client-server endpoints (compact addresses, ucx_boot.c) */
+    uint32_t net_seg;        /**< segment bytes of exact-length messages (GLUCX_TX_TAG_EXACT) to
+                                  ranks on other hosts; 0: whole messages; bit
+                                  GLUCX_UCX_SEG_LOCAL: also to ranks on this host (tests) */
 };
 
 /**
@@ -122,7 +152,8 @@ typedef struct glucx_ucx_ident {
     uint32_t magic;     /**< GLUCX_UCX_IDENT_MAGIC */
     uint32_t head_len;  /**< sizeof(glucx_ucx_ident_t): where the UCX address starts */
     int32_t pid;        /**< getpid() */
-    uint32_t reserved;  /**< 0 */
+    uint32_t net_seg;   /**< the context's net_seg: peers cut exact-length messages into
+                             segments only when both sides have the same value */
     uint64_t pidns_ino; /**< inode of /proc/self/ns/pid (0: unknown) */
     uint64_t pidns_dev; /**< its device */
     char boot_id[40];   /**< /proc/sys/kernel/random/boot_id, NUL-terminated ("" unknown) */
@@ -287,6 +318,8 @@ typedef struct glucx_ucx_tx {
     size_t blob_len;
     glucx_ucx_ident_t ident; /**< this process */
     unsigned char *local;    /**< [size] endpoint created with UCP_ERR_HANDLING_MODE_NONE */
+    uint32_t *seg;           /**< [size] segment bytes of exact-length messages to and from the
+                                  peer (both sides agreed at connect), 0: whole messages */
     int *pid;                /**< [size] peer's pid (local peers), else 0 */
     int *pidfd;              /**< [size] pidfd of a local peer, -1 when none */
     struct pollfd *pfds;     /**< [1 + size]: [0] = worker efd, then the watched pidfds (the
@@ -382,6 +415,9 @@ int glucx_ucx_probe(glucx_tx_t *tx, int peer, uint64_t tag, uint64_t ignore_mask
 int glucx_ucx_probe_all(glucx_ucx_tx_t *tx);
 /** (Re)post the failure-notice receive. Lock held. */
 glucx_status_t glucx_ucx_post_ctrl(glucx_ucx_tx_t *tx);
+/** Cancel the unmatched segment receives of segmented request @p req (a parent). Lock held,
+ *  outside callbacks. */
+void glucx_ucx_segs_cancel(glucx_ucx_tx_t *tx, glucx_tx_req_t *req);
 /** Complete a request: fill it, unlink it, release-store done, wake waiters. Lock held. */
 void glucx_ucx_complete(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, glucx_status_t status, int peer,
                         size_t bytes, uint64_t tag);

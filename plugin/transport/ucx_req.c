@@ -90,6 +90,53 @@ static void probe_unlink(glucx_ucx_tx_t *tx, glucx_ucx_probe_t *p)
     p->next = p->prev = NULL;
 }
 
+/* ---- segments of exact-length messages (see glucx_ucx_segs_t) ---- */
+
+static void segs_finish(glucx_ucx_tx_t *tx, glucx_ucx_segs_t *g)
+{
+    glucx_tx_req_t *parent = g->parent;
+    if (parent == NULL)
+        return;
+    g->parent = NULL;
+    const size_t bytes = g->status == GLUCX_OK || g->status == GLUCX_ERR_TRUNCATED ? g->bytes : 0;
+    glucx_ucx_complete(tx, parent, g->status, g->peer, bytes, g->tag);
+}
+
+/* Child @p c completed (lock held; may run inside a UCX callback). A receive's segment shorter
+ * than posted (the sender's last one) or longer (truncated) ends the message: the parent
+ * completes with what arrived so far, as an unsegmented receive of a different length would;
+ * the children still posted complete at the transport's failure or teardown. Otherwise the
+ * parent completes when its last child does, with the first failure. */
+static void segment_done(glucx_ucx_tx_t *tx, glucx_tx_req_t *c)
+{
+    glucx_ucx_segs_t *g = (glucx_ucx_segs_t *)c->impl_data[4];
+    if (c->impl_data[5] != 0)
+        return; /* counted already */
+    c->impl_data[5] = 1;
+    const int first = c == &g->child[0];
+    if (!g->ended) {
+        if (c->status == GLUCX_OK || c->status == GLUCX_ERR_TRUNCATED) {
+            g->bytes += c->bytes;
+            if (c->is_recv && first) {
+                g->tag = c->tag;
+                g->peer = c->peer;
+            }
+            if (c->is_recv && c->bytes != c->posted) {
+                g->ended = 1;
+                if (c->status == GLUCX_ERR_TRUNCATED)
+                    g->status = GLUCX_ERR_TRUNCATED;
+                segs_finish(tx, g);
+            }
+        } else if (g->status == GLUCX_OK) {
+            g->status = c->status;
+        }
+    }
+    if (--g->left == 0) {
+        segs_finish(tx, g);
+        free(g);
+    }
+}
+
 void glucx_ucx_complete(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, glucx_status_t status, int peer,
                         size_t bytes, uint64_t tag)
 {
@@ -112,6 +159,8 @@ void glucx_ucx_complete(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, glucx_status_t 
     if (req->is_recv && tag != 0)
         req->tag = tag;
     atomic_store_explicit(&req->done, 1, memory_order_release);
+    if (req->flags & GLUCX_UCX_FLAG_SEGMENT)
+        segment_done(tx, req);
     glucx_ucx_wake_waiters(tx);
 }
 
@@ -369,12 +418,120 @@ static glucx_status_t send_locked(glucx_ucx_tx_t *tx, int peer, uint64_t wire_ta
     return GLUCX_OK;
 }
 
+/* The segment size for a message of @p bytes with @p wire_tag to or from @p peer, or 0 when it
+ * travels whole. Lock held. */
+static size_t seg_size(const glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, size_t bytes)
+{
+    if (!(wire_tag & GLUCX_TX_TAG_EXACT) || !tx->connected || peer < 0 || peer >= tx->base.size)
+        return 0;
+    const size_t seg = tx->seg[peer];
+    if (seg == 0 || bytes < seg)
+        return 0;
+    /* At most GLUCX_UCX_SEG_COUNT_MAX segments (their requests, and the receives UCX searches
+     * when it cancels them at a failure): a longer message gets longer segments. */
+    const size_t least = bytes / (GLUCX_UCX_SEG_COUNT_MAX - 1) + 1;
+    return seg > least ? seg : least;
+}
+
+/* The block of a segmented request @p req of @p bytes in segments of @p seg: bytes / seg + 1
+ * children (the last shorter than seg, possibly empty, so that a receive knows where the
+ * sender's message ended). NULL (req completed with the error) when out of memory. */
+static glucx_ucx_segs_t *segs_new(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, size_t bytes, size_t seg)
+{
+    const int n = (int)(bytes / seg) + 1;
+    glucx_ucx_segs_t *g = calloc(1, sizeof(*g) + (size_t)n * sizeof(glucx_tx_req_t));
+    if (g == NULL) {
+        req->status = GLUCX_ERR_NO_MEMORY;
+        atomic_store_explicit(&req->done, 1, memory_order_release);
+        glucx_error(GLUCX_ERR_NO_MEMORY, "%s: peer %d, bytes=%zu: out of memory for %d segments",
+                    req->is_recv ? "irecv" : "isend", req->peer, bytes, n);
+        return NULL;
+    }
+    g->parent = req;
+    g->n = n;
+    g->left = n + 1;
+    g->status = GLUCX_OK;
+    g->peer = req->peer;
+    req->flags |= GLUCX_UCX_FLAG_SEGMENTED;
+    req->impl = NULL;
+    req->impl_data[0] = req->impl_data[1] = 0; /* in no list: glucx_ucx_complete unlinks nothing */
+    req->impl_data[2] = (uintptr_t)tx;
+    req->impl_data[4] = (uintptr_t)g;
+    return g;
+}
+
+/* Bytes of child @p i of @p g for a message of @p bytes. */
+static size_t seg_bytes(const glucx_ucx_segs_t *g, int i, size_t bytes, size_t seg)
+{
+    return i < g->n - 1 ? seg : bytes - (size_t)(g->n - 1) * seg;
+}
+
+/* Child @p c was not posted, or its post failed (some failure paths only mark a request done):
+ * count it (once) with @p status. Lock held. */
+static void segs_skip(glucx_ucx_tx_t *tx, glucx_tx_req_t *c, glucx_status_t status)
+{
+    if (!glucx_tx_req_done(c)) {
+        c->status = status;
+        atomic_store_explicit(&c->done, 1, memory_order_release);
+    }
+    segment_done(tx, c);
+}
+
+/* After posting every child: drop the posting guard. A failed post (@p st) completes the parent
+ * at once with the failure, so that it is done when the caller sees the error (the children
+ * already posted finish at the transport's failure and free the block). @return st. Lock held. */
+static glucx_status_t segs_posted(glucx_ucx_tx_t *tx, glucx_ucx_segs_t *g, glucx_status_t st)
+{
+    if (st != GLUCX_OK) {
+        if (g->status == GLUCX_OK)
+            g->status = st;
+        segs_finish(tx, g);
+    }
+    if (--g->left == 0) {
+        segs_finish(tx, g);
+        free(g);
+    }
+    return st;
+}
+
+/* Lock held. */
+static glucx_status_t send_segments(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag,
+                                    const void *buf, size_t bytes, size_t seg, int sync,
+                                    glucx_tx_req_t *req)
+{
+    glucx_ucx_segs_t *g = segs_new(tx, req, bytes, seg);
+    if (g == NULL)
+        return GLUCX_ERR_NO_MEMORY;
+    glucx_status_t st = GLUCX_OK;
+    for (int i = 0; i < g->n; i++) {
+        glucx_tx_req_t *c = &g->child[i];
+        const size_t len = seg_bytes(g, i, bytes, seg);
+        req_start(c, 0, peer, len, wire_tag);
+        c->flags = GLUCX_UCX_FLAG_SEGMENT;
+        c->impl_data[4] = (uintptr_t)g;
+        if (st != GLUCX_OK) {
+            segs_skip(tx, c, st);
+            continue;
+        }
+        st = send_locked(tx, peer, wire_tag, (const char *)buf + (size_t)i * seg, len, sync, c);
+        if (st != GLUCX_OK) {
+            segs_skip(tx, c, st);
+            st = glucx_error(st, "isend: peer %d, bytes=%zu (segment %d of %d): %s", peer, bytes,
+                             i + 1, g->n, glucx_error_text());
+        }
+    }
+    return segs_posted(tx, g, st);
+}
+
 static glucx_status_t send_post(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, const void *buf,
                                 size_t bytes, int sync, glucx_tx_req_t *req)
 {
     req_start(req, 0, peer, bytes, wire_tag);
     pthread_mutex_lock(&tx->lock);
-    glucx_status_t st = send_locked(tx, peer, wire_tag, buf, bytes, sync, req);
+    const size_t seg =
+        glucx_tx_failure(&tx->base) == GLUCX_OK ? seg_size(tx, peer, wire_tag, bytes) : 0;
+    glucx_status_t st = seg > 0 ? send_segments(tx, peer, wire_tag, buf, bytes, seg, sync, req)
+                                : send_locked(tx, peer, wire_tag, buf, bytes, sync, req);
     pthread_mutex_unlock(&tx->lock);
     return st;
 }
@@ -575,14 +732,47 @@ int glucx_ucx_probe(glucx_tx_t *base, int peer, uint64_t tag, uint64_t ignore_ma
     return found;
 }
 
+/* The receive side of send_segments: one receive per segment, posted in order (UCX matches
+ * receives of one tag in the order they were posted, messages in the order they were sent).
+ * Lock held. */
+static glucx_status_t recv_segments(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, uint64_t mask,
+                                    void *buf, size_t bytes, size_t seg, glucx_tx_req_t *req)
+{
+    glucx_ucx_segs_t *g = segs_new(tx, req, bytes, seg);
+    if (g == NULL)
+        return GLUCX_ERR_NO_MEMORY;
+    glucx_status_t st = GLUCX_OK;
+    for (int i = 0; i < g->n; i++) {
+        glucx_tx_req_t *c = &g->child[i];
+        req_start(c, 1, peer, seg_bytes(g, i, bytes, seg), 0);
+        c->flags = GLUCX_UCX_FLAG_SEGMENT;
+        c->impl_data[4] = (uintptr_t)g;
+        if (st != GLUCX_OK || g->ended) {
+            /* the sender's message already ended (a short segment was waiting): no more */
+            segs_skip(tx, c, st != GLUCX_OK ? st : GLUCX_ERR_ABORTED);
+            continue;
+        }
+        st = recv_locked(tx, wire_tag, mask, (char *)buf + (size_t)i * seg, c->posted, c);
+        if (st != GLUCX_OK) {
+            segs_skip(tx, c, st);
+            st = glucx_error(st, "irecv: peer %d, bytes=%zu (segment %d of %d): %s", peer, bytes,
+                             i + 1, g->n, glucx_error_text());
+        }
+    }
+    return segs_posted(tx, g, st);
+}
+
 glucx_status_t glucx_ucx_recv_raw(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag, uint64_t mask,
                                   void *buf, size_t bytes, glucx_tx_req_t *req)
 {
     req_start(req, 1, peer, bytes, 0);
     pthread_mutex_lock(&tx->lock);
     glucx_status_t st;
+    size_t seg;
     if (glucx_tx_failure(&tx->base) != GLUCX_OK)
         st = post_failed(tx, req, "irecv", peer);
+    else if ((seg = seg_size(tx, peer, wire_tag, bytes)) > 0)
+        st = recv_segments(tx, peer, wire_tag, mask, buf, bytes, seg, req);
     else
         st = recv_locked(tx, wire_tag, mask, buf, bytes, req);
     pthread_mutex_unlock(&tx->lock);
@@ -658,7 +848,10 @@ glucx_status_t glucx_ucx_irecv(glucx_tx_t *base, const int *peers, int npeers, u
         st = post_failed(tx, req, "irecv", req->peer);
     } else if (distinct == 1) {
         free(p);
-        st = recv_locked(tx, base_tag | SRC_BITS(peers[0]), mask, buf, bytes, req);
+        const uint64_t wire = base_tag | SRC_BITS(peers[0]);
+        const size_t seg = seg_size(tx, peers[0], wire, bytes);
+        st = seg > 0 ? recv_segments(tx, peers[0], wire, mask, buf, bytes, seg, req)
+                     : recv_locked(tx, wire, mask, buf, bytes, req);
     } else if (distinct == size) {
         free(p);
         st = recv_locked(tx, base_tag, mask & ~GLUCX_TX_TAG_SRC_MASK, buf, bytes, req);
@@ -726,6 +919,21 @@ int glucx_ucx_probe_all(glucx_ucx_tx_t *tx)
     return matched;
 }
 
+void glucx_ucx_segs_cancel(glucx_ucx_tx_t *tx, glucx_tx_req_t *req)
+{
+    glucx_ucx_segs_t *g = (glucx_ucx_segs_t *)req->impl_data[4];
+    g->left++; /* a cancellation completes its child inside ucp_request_cancel */
+    for (int i = 0; i < g->n; i++) {
+        glucx_tx_req_t *c = &g->child[i];
+        if (!glucx_tx_req_done(c) && glucx_ucx_req_kind(c) == GLUCX_UCX_REQ_RECV &&
+            c->impl != NULL) {
+            c->impl_data[3] = GLUCX_UCX_REQ_CANCELING;
+            ucp_request_cancel(tx->worker, c->impl);
+        }
+    }
+    segs_posted(tx, g, GLUCX_OK);
+}
+
 void glucx_ucx_cancel(glucx_tx_t *base, glucx_tx_req_t *req)
 {
     glucx_ucx_tx_t *tx = glucx_ucx_tx(base);
@@ -734,7 +942,9 @@ void glucx_ucx_cancel(glucx_tx_t *base, glucx_tx_req_t *req)
     pthread_mutex_lock(&tx->lock);
     if (!glucx_tx_req_done(req) && (glucx_ucx_tx_t *)req->impl_data[2] == tx) {
         int kind = glucx_ucx_req_kind(req);
-        if (kind == GLUCX_UCX_REQ_RECV && req->impl != NULL) {
+        if (req->flags & GLUCX_UCX_FLAG_SEGMENTED) {
+            glucx_ucx_segs_cancel(tx, req);
+        } else if (kind == GLUCX_UCX_REQ_RECV && req->impl != NULL) {
             /* Completes with UCS_ERR_CANCELED if unmatched; a matched receive goes on. */
             req->impl_data[3] = GLUCX_UCX_REQ_CANCELING;
             ucp_request_cancel(tx->worker, req->impl);

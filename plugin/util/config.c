@@ -139,6 +139,15 @@ glucx_status_t glucx_config_read(glucx_config_t *c)
                            "GLUCX_WINDOW_HOLD=%s: expected a size in bytes (4096, 64K, 256M, 1G, "
                            "inf)",
                            hold);
+    const char *seg = get("GLUCX_NET_SEG");
+    if (strcasecmp(seg, "auto") == 0)
+        c->net_seg = SIZE_MAX;
+    else if (glucx_config_parse_size(seg, &c->net_seg) != GLUCX_OK ||
+             c->net_seg > ((size_t)1 << 30) || (c->net_seg > 0 && c->net_seg < 4096))
+        return glucx_error(GLUCX_ERR_INVALID_ARG,
+                           "GLUCX_NET_SEG=%s: expected auto, 0 or a size in bytes from 4K to 1G "
+                           "(64K, 256K, 1M)",
+                           seg);
     const char *level = get("GLUCX_LOG_LEVEL");
     static const char *const levels[] = {"error", "warn", "info", "debug", "trace"};
     int level_ok = 0;

@@ -32,6 +32,13 @@
       "bytes of puts (glucx_iput) a communicator holds while no window takes them (eager "         \
       "payload plus 256 per message; K/M/G suffixes); past it the communicator fails with "        \
       "GLUCX_ERR_NO_MEMORY")                                                                       \
+    X(GLUCX_NET_SEG, "auto",                                                                       \
+      "collective messages of at least this many bytes to or from a rank on another host go as "   \
+      "segments of this size (K/M suffixes; 4K to 1G; at most 1024 per message), so that UCX's TCP transport sends them "    \
+      "eagerly and two hosts' traffic each way does not take turns; 0: whole messages; auto: "     \
+      "256K when glucx sets UCX's TCP segment size (UCX_TLS allows tcp and neither "               \
+      "UCX_TCP_TX_SEG_SIZE nor UCX_TCP_RX_SEG_SIZE is set), else 0. Ranks whose settings differ "  \
+      "send each other whole messages")                                                            \
     X(GLUCX_COLL_NICE, "0",                                                                        \
       "nice increment of each communicator's collective thread over the thread that starts it "    \
       "(-20..19; negative: it wins the core from compute threads when it has work; needs "         \
@@ -67,6 +74,7 @@ typedef struct glucx_config {
     int yield;          /**< GLUCX_YIELD: 0 auto, 1 always, 2 never (glucx_ucx_yield_t's values) */
     int64_t coll_nice;  /**< GLUCX_COLL_NICE: nice increment of the collective thread */
     size_t window_hold; /**< GLUCX_WINDOW_HOLD: bytes of early puts held per communicator */
+    size_t net_seg;     /**< GLUCX_NET_SEG in bytes; SIZE_MAX: auto (the transport's default) */
     char tune[1024];
     char calibration[512];
     char topology[512];

@@ -31,6 +31,8 @@ typedef struct ucx_test {
     int mode;
     int64_t keepalive_ms;
     void *shared; /* test-specific shared memory */
+    /* per rank: when nonzero, glucx_tx_ucx_context_set_net_seg(value, local_too = 1) */
+    size_t net_seg[16];
 } ucx_test_t;
 
 typedef struct ucx_rank {
@@ -101,6 +103,8 @@ static inline int ucx_rank_create(ucx_test_t *t, int rank, int size, ucx_rank_t 
     else
         unsetenv("UCX_TLS");
     CHECK_OK(glucx_tx_ucx_context_create("lo", t->keepalive_ms, &e->uctx));
+    if (rank < 16 && t->net_seg[rank] > 0)
+        CHECK_OK(glucx_tx_ucx_context_set_net_seg(e->uctx, t->net_seg[rank], 1));
     CHECK_OK(glucx_tx_ucx_create(e->uctx, rank, size, &e->tx, addr, len));
     CHECK(e->tx->rank == rank && e->tx->size == size, "rank/size");
     return 0;

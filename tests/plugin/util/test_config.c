@@ -156,6 +156,30 @@ static void test_window_hold(void **state)
     unsetenv("GLUCX_WINDOW_HOLD");
 }
 
+/* GLUCX_NET_SEG: auto (the transport decides: SIZE_MAX), sizes up to 1G, else an error naming it */
+static void test_net_seg(void **state)
+{
+    (void)state;
+    glucx_config_t c;
+    unsetenv("GLUCX_NET_SEG");
+    assert_int_equal(glucx_config_read(&c), GLUCX_OK);
+    assert_true(c.net_seg == SIZE_MAX);                             /* the documented auto */
+    const char *good[] = {"0", "4096", "256K", "1M", "1G", "AUTO"}; /* 4K is the least */
+    const size_t want[] = {0, 4096, 256 << 10, 1 << 20, (size_t)1 << 30, SIZE_MAX};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        setenv("GLUCX_NET_SEG", good[i], 1);
+        assert_int_equal(glucx_config_read(&c), GLUCX_OK);
+        assert_true(c.net_seg == want[i]);
+    }
+    const char *bad[] = {"", "-1", "2G", "inf", "12Q", "1.5M", "1", "4095"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("GLUCX_NET_SEG", bad[i], 1);
+        assert_int_equal(glucx_config_read(&c), GLUCX_ERR_INVALID_ARG);
+        assert_non_null(strstr(glucx_last_error(), "GLUCX_NET_SEG"));
+    }
+    unsetenv("GLUCX_NET_SEG");
+}
+
 static void test_table_lists_every_read_variable(void **state)
 {
     (void)state;
@@ -164,7 +188,7 @@ static void test_table_lists_every_read_variable(void **state)
     const char *must[] = {"GLUCX_LOG_LEVEL", "GLUCX_TIMEOUT_MS", "GLUCX_KEEPALIVE_MS",
                           "GLUCX_TUNE",      "GLUCX_STORE",      "GLUCX_CALIBRATION",
                           "GLUCX_HOSTID",    "GLUCX_COLL_NICE",  "GLUCX_WINDOW_HOLD",
-                          "GLUCX_YIELD"};
+                          "GLUCX_YIELD",     "GLUCX_NET_SEG"};
     for (size_t i = 0; i < sizeof(must) / sizeof(must[0]); i++) {
         int found = 0;
         for (int j = 0; j < n; j++)
@@ -176,11 +200,9 @@ static void test_table_lists_every_read_variable(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_size),
-        cmocka_unit_test(test_defaults_and_values),
-        cmocka_unit_test(test_coll_nice),
-        cmocka_unit_test(test_window_hold),
-        cmocka_unit_test(test_table_lists_every_read_variable),
+        cmocka_unit_test(test_parse_size), cmocka_unit_test(test_defaults_and_values),
+        cmocka_unit_test(test_coll_nice),  cmocka_unit_test(test_window_hold),
+        cmocka_unit_test(test_net_seg),    cmocka_unit_test(test_table_lists_every_read_variable),
         cmocka_unit_test(test_yield),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
