@@ -494,6 +494,17 @@ static glucx_status_t segs_posted(glucx_ucx_tx_t *tx, glucx_ucx_segs_t *g, glucx
     return st;
 }
 
+/* Child @p i of @p g, started as a send (tag @p tag) or receive of its share of @p bytes. */
+static glucx_tx_req_t *segs_child(glucx_ucx_segs_t *g, int i, int is_recv, int peer, size_t bytes,
+                                  size_t seg, uint64_t tag)
+{
+    glucx_tx_req_t *c = &g->child[i];
+    req_start(c, is_recv, peer, seg_bytes(g, i, bytes, seg), tag);
+    c->flags = GLUCX_UCX_FLAG_SEGMENT;
+    c->impl_data[4] = (uintptr_t)g;
+    return c;
+}
+
 /* Lock held. */
 static glucx_status_t send_segments(glucx_ucx_tx_t *tx, int peer, uint64_t wire_tag,
                                     const void *buf, size_t bytes, size_t seg, int sync,
@@ -504,16 +515,13 @@ static glucx_status_t send_segments(glucx_ucx_tx_t *tx, int peer, uint64_t wire_
         return GLUCX_ERR_NO_MEMORY;
     glucx_status_t st = GLUCX_OK;
     for (int i = 0; i < g->n; i++) {
-        glucx_tx_req_t *c = &g->child[i];
-        const size_t len = seg_bytes(g, i, bytes, seg);
-        req_start(c, 0, peer, len, wire_tag);
-        c->flags = GLUCX_UCX_FLAG_SEGMENT;
-        c->impl_data[4] = (uintptr_t)g;
+        glucx_tx_req_t *c = segs_child(g, i, 0, peer, bytes, seg, wire_tag);
         if (st != GLUCX_OK) {
             segs_skip(tx, c, st);
             continue;
         }
-        st = send_locked(tx, peer, wire_tag, (const char *)buf + (size_t)i * seg, len, sync, c);
+        st = send_locked(tx, peer, wire_tag, (const char *)buf + (size_t)i * seg, c->posted, sync,
+                         c);
         if (st != GLUCX_OK) {
             segs_skip(tx, c, st);
             st = glucx_error(st, "isend: peer %d, bytes=%zu (segment %d of %d): %s", peer, bytes,
@@ -743,10 +751,7 @@ static glucx_status_t recv_segments(glucx_ucx_tx_t *tx, int peer, uint64_t wire_
         return GLUCX_ERR_NO_MEMORY;
     glucx_status_t st = GLUCX_OK;
     for (int i = 0; i < g->n; i++) {
-        glucx_tx_req_t *c = &g->child[i];
-        req_start(c, 1, peer, seg_bytes(g, i, bytes, seg), 0);
-        c->flags = GLUCX_UCX_FLAG_SEGMENT;
-        c->impl_data[4] = (uintptr_t)g;
+        glucx_tx_req_t *c = segs_child(g, i, 1, peer, bytes, seg, 0);
         if (st != GLUCX_OK || g->ended) {
             /* the sender's message already ended (a short segment was waiting): no more */
             segs_skip(tx, c, st != GLUCX_OK ? st : GLUCX_ERR_ABORTED);
