@@ -43,8 +43,9 @@
  * else a hash of count and algorithm (5).
  * The first three are exact, so a dtype or op mismatch is always caught; counts are caught by
  * the exact length check of every receive. */
-#define GLUCX_COLL_TAG_SPACE GLUCX_TX_TAG_EXACT /* every collective receive has the exact length   \
-                                                 */
+/* The collective half of the tag space is the transport's exact-length one: every collective
+ * receive is from one source with exactly the sender's length (glucx_coll_irecv). */
+#define GLUCX_COLL_TAG_SPACE GLUCX_TX_TAG_EXACT
 #define GLUCX_COLL_TAG_SEQ_SHIFT 32
 #define GLUCX_COLL_TAG_SEQ_MASK UINT64_C(0xffff)
 #define GLUCX_COLL_TAG_STEP_SHIFT 16

@@ -102,6 +102,16 @@ static void segs_finish(glucx_ucx_tx_t *tx, glucx_ucx_segs_t *g)
     glucx_ucx_complete(tx, parent, g->status, g->peer, bytes, g->tag);
 }
 
+/* Drop one count of @p g (a child done, or the guard held while posting or cancelling): the
+ * last one completes the parent if it has not completed yet and frees the block. Lock held. */
+static void segs_put(glucx_ucx_tx_t *tx, glucx_ucx_segs_t *g)
+{
+    if (--g->left == 0) {
+        segs_finish(tx, g);
+        free(g);
+    }
+}
+
 /* Child @p c completed (lock held; may run inside a UCX callback). A receive's segment shorter
  * than posted (the sender's last one) or longer (truncated) ends the message: the parent
  * completes with what arrived so far, as an unsegmented receive of a different length would;
@@ -131,10 +141,7 @@ static void segment_done(glucx_ucx_tx_t *tx, glucx_tx_req_t *c)
             g->status = c->status;
         }
     }
-    if (--g->left == 0) {
-        segs_finish(tx, g);
-        free(g);
-    }
+    segs_put(tx, g);
 }
 
 void glucx_ucx_complete(glucx_ucx_tx_t *tx, glucx_tx_req_t *req, glucx_status_t status, int peer,
@@ -487,10 +494,7 @@ static glucx_status_t segs_posted(glucx_ucx_tx_t *tx, glucx_ucx_segs_t *g, glucx
             g->status = st;
         segs_finish(tx, g);
     }
-    if (--g->left == 0) {
-        segs_finish(tx, g);
-        free(g);
-    }
+    segs_put(tx, g);
     return st;
 }
 
@@ -936,7 +940,7 @@ void glucx_ucx_segs_cancel(glucx_ucx_tx_t *tx, glucx_tx_req_t *req)
             ucp_request_cancel(tx->worker, c->impl);
         }
     }
-    segs_posted(tx, g, GLUCX_OK);
+    segs_put(tx, g);
 }
 
 void glucx_ucx_cancel(glucx_tx_t *base, glucx_tx_req_t *req)

@@ -34,8 +34,9 @@
       "GLUCX_ERR_NO_MEMORY")                                                                       \
     X(GLUCX_NET_SEG, "auto",                                                                       \
       "collective messages of at least this many bytes to or from a rank on another host go as "   \
-      "segments of this size (K/M suffixes; 4K to 1G; at most 1024 per message), so that UCX's TCP transport sends them "    \
-      "eagerly and two hosts' traffic each way does not take turns; 0: whole messages; auto: "     \
+      "segments of this size (K/M suffixes; 4K to 1G; at most 1024 per message), so that UCX's "   \
+      "TCP transport sends them eagerly and two hosts' traffic each way does not take turns; 0: "  \
+      "whole messages; auto: "                                                                     \
       "256K when glucx sets UCX's TCP segment size (UCX_TLS allows tcp and neither "               \
       "UCX_TCP_TX_SEG_SIZE nor UCX_TCP_RX_SEG_SIZE is set), else 0. Ranks whose settings differ "  \
       "send each other whole messages")                                                            \
