@@ -148,6 +148,12 @@ typedef struct glucx_ucx_context glucx_ucx_context_t;
  * - RCACHE_ENABLE := n (no registration cache, whose memory-event handler blocked ucp_init()
  *   in a child forked while another thread was inside mmap: docs/architecture.md, "Fork"),
  *   unless the user set UCX_RCACHE_ENABLE in a process that is not a fork;
+ * - TCP's TX_SEG_SIZE and RX_SEG_SIZE := 256K (messages up to that go eagerly; larger
+ *   collective messages between hosts as segments of it, GLUCX_NET_SEG) when UCX_TLS lets tcp
+ *   in, unless the user set UCX_TCP_TX_SEG_SIZE or UCX_TCP_RX_SEG_SIZE;
+ * - ZCOPY_THRESH := inf (eager sends copied: UCX 1.13's TCP zero-copy sends made survivors of a
+ *   peer's death on another host abort in UCX) when UCX_TLS lets tcp in, unless the user set
+ *   UCX_ZCOPY_THRESH;
  * - UCX_KEEPALIVE_INTERVAL := @p keepalive_ms when > 0 (UCX finds dead peers of MODE_PEER
  *   endpoints by keepalive, only while someone progresses; the wait loop wakes up for it, and
  *   at that interval also checks local peers without a pidfd).

@@ -58,6 +58,9 @@ CASE:
              settings, whose diff names no algorithm change); in every diff the
              phases add up to the iteration-time difference and the ranks' terms too (every
              iteration is complete); the inputs are the traces (the diff analyses them first)
+  fault      one rank killed (SIGKILL) in the middle of a 64 MiB ring allgather over all hosts,
+             another host each of 4 rounds: every survivor ends at once with the failure naming
+             the dead rank, none aborts in UCX, none hangs, no rank is left behind
   shaping    every link end has a tbf at the link's rate; degrade/restore change both ends; a
              link degraded to a quarter carries a stream slower than an untouched one (ratio
              only, never an absolute time); degrade/restore while a job runs; error messages of
@@ -1169,11 +1172,82 @@ def case_mpirun(args, c):
         shutil.rmtree(work, ignore_errors=True)
 
 
+# fault: the victim of each round (ranks 2k and 2k+1 are host k's): a different host each time
+FAULT_VICTIMS = (3, 6, 1, 4)
+FAULT_BYTES = 64 << 20
+# each rank's job in a fault round: $1 a directory every host sees, $2 the victim, $3 glucx-bench,
+# $4 the timeout (ms). The victim waits (bounded) until rank 0 printed the table header (the
+# communicator is up, the timed allgathers start), lets them run 1.5 s and kills its own
+# glucx-bench with SIGKILL; every script exits 0 so that `run` stops no survivor early.
+FAULT_SCRIPT = r"""
+d=$1; v=$2; bench=$3; t=$4
+"$bench" --coll allgather --algo ring -b %d -e %d --iters 1000 --warmup 0 --timeout-ms "$t" \
+    --name fault >"$d/out.$RANK" 2>"$d/err.$RANK" &
+pid=$!
+if [ "$RANK" = "$v" ]; then
+    n=0
+    while ! grep -q '^# size' "$d/out.0" 2>/dev/null && [ $n -lt 600 ]; do
+        sleep 0.1; n=$((n + 1))
+    done
+    sleep 1.5
+    kill -9 $pid
+    wait $pid
+    echo killed >"$d/rc.$RANK"
+    exit 0
+fi
+wait $pid
+echo $? >"$d/rc.$RANK"
+""" % (FAULT_BYTES, FAULT_BYTES)
+
+
+def case_fault(args, c):
+    """fault: one rank killed with SIGKILL in the middle of a 64 MiB ring allgather over all
+    hosts, a different host per round: every survivor's glucx-bench ends with status 1 and the
+    allgather's failure naming the dead rank (directly or as another rank reported it), none
+    aborts (UCX 1.13's TCP transport, transport/ucx.c: ZCOPY_THRESH) and none waits for the
+    launcher's timeout; no rank is left in the hosts."""
+    topo = model(args)
+    c.up()
+    inodes = netns_inodes(c.name)
+    holders = len(processes_in(inodes))
+    n = topo["ranks"]
+    tmo_ms = int(scaled(20000))
+    for victim in FAULT_VICTIMS:
+        d = tempfile.mkdtemp(prefix="glucx-fault-")
+        try:
+            t0 = time.monotonic()
+            p = c("run", "--timeout", str(int(scaled(120))), "--", "bash", "-c", FAULT_SCRIPT, "fault",
+                  d, str(victim), args.bench, str(tmo_ms), check_rc=False, timeout=180)
+            took = time.monotonic() - t0
+            out0 = open(os.path.join(d, "out.0")).read() if victim != 0 else ""
+            print(f"victim rank {victim}: run status {p.returncode} after {took:.1f} s", flush=True)
+            check(p.returncode == 0, f"victim {victim}: run status {p.returncode}: {p.stderr}")
+            check("# size" in out0, f"victim {victim}: the allgathers never started: {out0!r}")
+            for r in range(n):
+                rc_path = os.path.join(d, f"rc.{r}")
+                rc = open(rc_path).read().strip() if os.path.exists(rc_path) else "(none)"
+                err = open(os.path.join(d, f"err.{r}")).read()
+                if r == victim:
+                    check(rc == "killed", f"victim {victim}: not killed ({rc})")
+                    continue
+                print(f"  rank {r}: status {rc}: {err.strip().splitlines()[-1:] or ''}")
+                check(rc == "1", f"victim {victim}: rank {r} ended with status {rc}, want 1 "
+                      f"(134: aborted):\n{err}")
+                check("Assertion" not in err, f"victim {victim}: rank {r}: UCX assertion:\n{err}")
+                want = f"allgather of {FAULT_BYTES} bytes failed: peer failed: "
+                named = (f"rank {victim} failed: " in err or f"rank {victim} (pid" in err)
+                check(want in err and named,
+                      f"victim {victim}: rank {r}: no failure naming rank {victim}:\n{err}")
+            check(len(processes_in(inodes)) == holders, f"victim {victim}: ranks left in the hosts")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=["plan", "lifecycle", "hosts", "run", "routes", "shaping",
                                      "trace", "mpirun", "accounting", "bottleneck", "volume", "torch",
-                                     "diff"])
+                                     "diff", "fault"])
     ap.add_argument("--tool", required=True)
     ap.add_argument("--topology", required=True, help="topology YAML file")
     ap.add_argument("--topology-json", help="(plan) hand-written JSON of the same topology")
