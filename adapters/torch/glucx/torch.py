@@ -11,7 +11,10 @@ iteration, the framework events of trace/EVENTS.md next to glucx's own communica
 Without a trace session the events are not recorded (see "Cost").
 
 The module also exports ShardedDataParallel (glucx/sharded.py, documented there): sharded-parameter
-(ZeRO-3 / FSDP-style) data parallelism for CPU training with prefetched all-gathers.
+(ZeRO-3 / FSDP-style) data parallelism for CPU training with prefetched all-gathers, and
+ScheduledDataParallel (glucx/scheduled.py): data parallelism whose gradient partitions are
+synchronised in a priority plan every rank derives identically, with each partition's optimizer
+step applied as its allreduce completes and the next forward overlapping the rest.
 
 Events (trace/EVENTS.md; `iteration` is the handle's counter, 0-based):
 
@@ -85,9 +88,11 @@ import torch
 import torch.distributed as dist
 
 from . import _C
+from .scheduled import ScheduledDataParallel, plan_order
 from .sharded import ShardedDataParallel
 
-__all__ = ["instrument", "Instrumentation", "trace_enabled", "ShardedDataParallel"]
+__all__ = ["instrument", "Instrumentation", "trace_enabled", "ShardedDataParallel",
+           "ScheduledDataParallel", "plan_order"]
 
 _ENGINE = torch.autograd.Variable._execution_engine
 

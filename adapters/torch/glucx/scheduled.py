@@ -1,0 +1,446 @@
+"""Scheduled data parallelism: gradient partitions synchronised in a priority order that every
+rank derives identically, each partition's optimizer update applied as soon as its allreduce
+completes, and the next forward started as soon as its modules' parameters are updated.
+
+    import glucx.torch
+    model = glucx.torch.ScheduledDataParallel(
+        module, lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9))
+    for x, y in data:
+        loss_fn(model(x), y).backward()   # no optimizer.step() or zero_grad(): the wrapper does it
+    model.synchronize()                   # before evaluating, saving or leaving
+
+Sources: P3 (Jayarajan et al., "Priority-based Parameter Propagation for Distributed DNN
+Training", MLSys'19: slice gradients, send by layer priority, let the next forward start before
+the last gradients are synchronised) and ByteScheduler (Peng et al., "A Generic Communication
+Scheduler for Distributed DNN Training Acceleration", SOSP'19). Written for glucx from those
+papers; no code from either, nor from PyTorch's DDP.
+
+Partitions
+----------
+The parameters that require gradients are taken in reverse registration order (the order
+backward produces their gradients in a feed-forward model, as DDP's buckets) and packed into
+partitions of at most `partition_bytes` (a parameter larger than that is a partition of its
+own). Each partition has its own optimizer, built by `optimizer(params)`: per-parameter
+optimizers (SGD with momentum, Adam, ...) then update exactly as one optimizer over every
+parameter would. A partition's priority is the position, in the forward, of the first module
+that uses one of its parameters (the next forward needs it first).
+
+One order on every rank
+-----------------------
+Collectives on a process group must be issued in the same order on every rank. Local readiness
+(when autograd delivers a gradient) may delay a partition's allreduce, never reorder it: the
+allreduces are issued strictly in the order of the plan; a partition ready early waits for the
+ones before it. Iteration 0 uses the partition order (backward order). It records when each
+partition's gradients were ready (from the start of the backward pass) and how long each
+allreduce ran; at the end of forward 1 every rank contributes these and the forward order of
+the modules to an allreduce (MAX), so every rank holds the same numbers, and at the start of
+backward 1 every rank computes the same plan from them (`plan_order`): a simulation of one
+non-preemptive link that, whenever it is free, sends the ready partition of highest priority
+(P3's rule). From backward 1 on the plan is the issue order. Results do not depend on the plan.
+
+Cross-iteration overlap
+-----------------------
+A partition's allreduce (of its gradients divided by the world size: DDP's average) returns a
+future; its continuation, on the process group's thread, writes the averaged gradients, runs the
+partition's optimizer step and drops the gradients (set to None). A forward pre-hook on every
+module that owns parameters waits only for the partitions holding them, so a module's next
+forward starts as soon as its parameters are updated while later partitions still communicate.
+Buffers (BatchNorm statistics) are broadcast from rank 0 after every forward with autograd
+enabled (a copy, asynchronous) and written into the buffers before their module's next forward:
+the values DDP broadcasts at the start of the next forward.
+
+Errors (RuntimeError unless said otherwise; messages name the operation, the sizes and the rank):
+  * construction: `optimizer` not callable or not returning a torch.optim.Optimizer (TypeError);
+    `partition_bytes` < 1 (ValueError); a non-CPU or sparse parameter; no parameter requiring
+    gradients; the model differing across ranks (raised on every rank); no process group.
+  * no_sync(): gradient accumulation is not supported (raises at once): each backward pass
+    synchronises and steps.
+  * a second backward pass through the same forward (gradient accumulation, or retain_graph
+    reuse) raises from backward; so does a backward in which a parameter received no gradient
+    (unused parameters: DDP's find_unused_parameters=False), naming the parameters.
+  * a failed allreduce or broadcast raises from the next forward (or synchronize()) with the
+    backend's message.
+Not supported, and not detectable: reading or changing `.grad` after backward (gradient
+clipping, inspection): the gradients live in the partitions' buffers and are gone after each
+partition's step; learning-rate schedulers must be applied to every partition's optimizer
+(`optimizers`).
+
+Thread-safety: one instance is driven by one thread (forward and backward in sequence); the
+continuations run on the process group's thread and touch only their partition's parameters,
+gradients and optimizer state, which no forward reads before waiting for them.
+"""
+
+import time
+import zlib
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+__all__ = ["ScheduledDataParallel", "plan_order"]
+
+
+def plan_order(ready, duration, priority):
+    """The issue order of partitions on one link that is never preempted and, whenever it is
+    free, sends the ready partition with the lowest `priority` value (ties: lowest index).
+
+    Args: ready[k] (seconds from the start of backward when partition k's gradients are ready),
+    duration[k] (seconds its allreduce takes), priority[k] (smaller first); equal lengths, finite
+    numbers. Returns a list of every index once. Pure and deterministic: equal inputs give equal
+    plans on every rank. Raises ValueError on lists of different lengths.
+    """
+    n = len(ready)
+    if len(duration) != n or len(priority) != n:
+        raise ValueError(f"plan_order: {n} ready times, {len(duration)} durations and "
+                         f"{len(priority)} priorities")
+    left, order, t = set(range(n)), [], 0.0
+    while left:
+        avail = [k for k in left if ready[k] <= t]
+        if not avail:
+            t = min(ready[k] for k in left)
+            continue
+        k = min(avail, key=lambda i: (priority[i], i))
+        order.append(k)
+        left.remove(k)
+        t += max(0.0, duration[k])
+    return order
+
+
+class _Partition:
+    def __init__(self, index, params, names):
+        self.index, self.params, self.names = index, params, names
+        self.numel = sum(p.numel() for p in params)
+        self.dtype = params[0].dtype
+        self.priority = None       # forward position of the first module using it
+        self.optimizer = None
+        self.ready = False         # this backward's gradients are all in
+        self.seen = 0              # gradients delivered in this backward
+        self.issued_generation = -1
+        self.future = None         # the update's future (allreduce, then step)
+        self.t_ready = 0.0
+        self.t_issue = 0.0
+        self.t_done = 0.0
+
+
+class ScheduledDataParallel(nn.Module):
+    """Wrap `module` for data-parallel training with scheduled gradient synchronisation (see the
+    module's doc).
+
+    Args:
+      module (nn.Module): the model, dense CPU parameters, the same structure on every rank.
+      optimizer (callable): `optimizer(list of parameters)` returns a torch.optim.Optimizer; it is
+        called once per partition.
+      process_group (ProcessGroup or None): default: the default group.
+      partition_bytes (int >= 1): the largest partition in bytes (default 1 MiB).
+      broadcast_buffers (bool): broadcast the buffers from rank 0 after every forward with
+        autograd enabled (DDP's default, True).
+
+    Construction is collective (rank 0's parameters and buffers are broadcast, the structure is
+    compared across ranks).
+
+    Attributes: `module`, `partitions` (list of (parameter names, bytes, priority)),
+    `optimizers` (one per partition), `plan` (the current issue order of partition indices),
+    `planned` (True once the plan came from a profiled iteration), `rank`, `world_size`.
+
+    Raises: see the module's doc, "Errors".
+    """
+
+    def __init__(self, module, optimizer, process_group=None, partition_bytes=1 << 20,
+                 broadcast_buffers=True):
+        super().__init__()
+        if not callable(optimizer):
+            raise TypeError(f"ScheduledDataParallel: optimizer must be a callable taking a list "
+                            f"of parameters, got {type(optimizer).__name__}")
+        if not isinstance(partition_bytes, int) or partition_bytes < 1:
+            raise ValueError(f"ScheduledDataParallel: partition_bytes must be an int >= 1, got "
+                             f"{partition_bytes!r}")
+        if process_group is None:
+            if not dist.is_initialized():
+                raise RuntimeError("ScheduledDataParallel: no process_group given and the "
+                                   "default process group is not initialized "
+                                   "(init_process_group)")
+            process_group = dist.distributed_c10d._get_default_group()
+        self.module = module
+        self.process_group = process_group
+        self.broadcast_buffers = bool(broadcast_buffers)
+        self.rank = dist.get_rank(process_group)
+        self.world_size = dist.get_world_size(process_group)
+        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        if not named:
+            raise RuntimeError(f"ScheduledDataParallel: {type(module).__name__} has no parameter "
+                               f"that requires gradients ({self._where()})")
+        for n, p in named:
+            if p.device.type != "cpu" or p.is_sparse:
+                raise RuntimeError(f"ScheduledDataParallel: parameter {n} is on {p.device} "
+                                   f"(layout {p.layout}); only dense CPU parameters are "
+                                   f"supported ({self._where()})")
+        self._parts = self._partition(named, partition_bytes)
+        self._check_structure_across_ranks()
+        self._broadcast_state()
+        for part in self._parts:
+            part.optimizer = optimizer(part.params)
+            if not isinstance(part.optimizer, torch.optim.Optimizer):
+                raise TypeError(f"ScheduledDataParallel: optimizer(params) returned "
+                                f"{type(part.optimizer).__name__}, not a torch.optim.Optimizer")
+        self.optimizers = [p.optimizer for p in self._parts]
+        self._part_of = {id(p): part for part in self._parts for p in part.params}
+        self.plan = list(range(len(self._parts)))
+        self.planned = False
+        self._iteration = 0        # backward passes started
+        self._generation = 0       # forwards with autograd
+        self._backward_generation = 0   # the forward the last backward went through
+        self._pos = 0              # next position in the plan to issue
+        self._t_backward = None
+        self._profile_future = None
+        self._forward_order = []   # module ids in the order their pre-hooks ran (forward 0)
+        self._bcast = None         # (future, flat copy) of the buffers' broadcast
+        # AccumulateGrad nodes must stay referenced for their hooks to stay
+        self._grad_acc = []
+        with torch.enable_grad():
+            for part in self._parts:
+                for p in part.params:
+                    acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                    acc.register_hook(self._make_grad_hook(part))
+                    self._grad_acc.append(acc)
+        self._owners = {}          # module id -> its partitions
+        for m in module.modules():
+            parts = {self._part_of[id(p)].index: self._part_of[id(p)]
+                     for p in m._parameters.values() if p is not None and id(p) in self._part_of}
+            if parts or any(b is not None for b in m._buffers.values()):
+                self._owners[id(m)] = list(parts.values())
+                m.register_forward_pre_hook(self._make_pre_hook(m))
+        self.partitions = [(part.names, part.numel * part.params[0].element_size(), None)
+                           for part in self._parts]
+
+    # ---- construction ---------------------------------------------------------------------
+
+    def _where(self):
+        return f"rank {self.rank} of {self.world_size}"
+
+    def _partition(self, named, limit):
+        parts, cur, names, size = [], [], [], 0
+        for n, p in reversed(named):
+            b = p.numel() * p.element_size()
+            if cur and (size + b > limit or p.dtype != cur[0].dtype):
+                parts.append(_Partition(len(parts), cur, names))
+                cur, names, size = [], [], 0
+            cur.append(p)
+            names.append(n)
+            size += b
+        if cur:
+            parts.append(_Partition(len(parts), cur, names))
+        return parts
+
+    def _check_structure_across_ranks(self):
+        desc = repr([(part.numel, str(part.dtype)) for part in self._parts])
+        mine = torch.tensor([len(self._parts), sum(p.numel for p in self._parts),
+                             zlib.crc32(desc.encode())], dtype=torch.int64)
+        every = [torch.zeros_like(mine) for _ in range(self.world_size)]
+        dist.all_gather(every, mine, group=self.process_group)
+        differ = [r for r, t in enumerate(every) if not torch.equal(t, every[0])]
+        if differ:
+            got = ", ".join(f"rank {r}: {int(t[0])} partitions, {int(t[1])} parameters"
+                            for r, t in enumerate(every))
+            raise RuntimeError(f"ScheduledDataParallel: the model differs across ranks ({got}); "
+                               f"ranks {differ} differ from rank 0 ({self._where()})")
+
+    def _broadcast_state(self):
+        with torch.no_grad():
+            for t in list(self.module.parameters()) + self._buffers_list():
+                dist.broadcast(t, 0, group=self.process_group)
+
+    def _buffers_list(self):
+        return [b for b in self.module.buffers() if b is not None]
+
+    # ---- forward ----------------------------------------------------------------------------
+
+    def forward(self, *args, **kwargs):
+        grad = torch.is_grad_enabled()
+        if grad:
+            self._generation += 1
+        out = self.module(*args, **kwargs)
+        if grad and self.broadcast_buffers and self.world_size > 1:
+            bufs = self._buffers_list()
+            if bufs:
+                self._wait_buffers()
+                flat = torch.cat([b.detach().reshape(-1).to(torch.float64) for b in bufs]) \
+                    if len({b.dtype for b in bufs}) > 1 else \
+                    torch.cat([b.detach().reshape(-1) for b in bufs])
+                work = dist.broadcast(flat, 0, group=self.process_group, async_op=True)
+                self._bcast = (work, flat)
+        if grad and self._iteration == 1 and self._profile_future is None:
+            self._issue_profile()
+        return out
+
+    def _wait_buffers(self):
+        if self._bcast is None:
+            return
+        work, flat = self._bcast
+        self._bcast = None
+        try:
+            work.wait()
+        except RuntimeError as e:
+            raise RuntimeError(f"ScheduledDataParallel: broadcast of the buffers ({flat.numel()} "
+                               f"elements) from rank 0 failed ({self._where()}): {e}") from e
+        bufs = self._buffers_list()
+        off = 0
+        with torch.no_grad():
+            for b in bufs:
+                n = b.numel()
+                b.copy_(flat[off:off + n].view(b.shape).to(b.dtype))
+                off += n
+
+    def _make_pre_hook(self, m):
+        def hook(_module, _inputs):
+            if self._iteration == 0 and torch.is_grad_enabled() and \
+                    id(m) not in self._forward_order:
+                self._forward_order.append(id(m))
+                for part in self._owners[id(m)]:
+                    if part.priority is None:
+                        part.priority = len(self._forward_order) - 1
+            if any(b is not None for b in m._buffers.values()):
+                self._wait_buffers()
+            for part in self._owners[id(m)]:
+                self._wait_partition(part)
+        return hook
+
+    def _wait_partition(self, part):
+        fut = part.future
+        if fut is None:
+            return
+        part.future = None
+        try:
+            fut.wait()
+        except RuntimeError as e:
+            raise RuntimeError(f"ScheduledDataParallel: allreduce and update of partition "
+                               f"{part.index} ({part.numel} elements of {part.dtype}, "
+                               f"{part.names[0]}..) failed ({self._where()}): {e}") from e
+
+    def synchronize(self):
+        """Wait for every pending partition update and the buffers' broadcast; afterwards the
+        parameters and buffers are this iteration's final values (bitwise equal across ranks).
+        Raises RuntimeError when one of them failed."""
+        for part in self._parts:
+            self._wait_partition(part)
+        self._wait_buffers()
+
+    @staticmethod
+    def no_sync():
+        raise RuntimeError("ScheduledDataParallel: no_sync() is not supported: every backward "
+                           "pass synchronises the gradients and applies the optimizer step "
+                           "(gradient accumulation without communication is not available)")
+
+    # ---- backward ---------------------------------------------------------------------------
+
+    def _make_grad_hook(self, part):
+        def hook(*_unused):
+            self._gradient_arrived(part)
+        return hook
+
+    def _gradient_arrived(self, part):
+        if self._t_backward is None:       # the first gradient of this backward pass
+            if self._backward_generation == self._generation:
+                for q in self._parts:      # nothing of this pass is kept
+                    for p in q.params:
+                        p.grad = None
+                raise RuntimeError(
+                    f"ScheduledDataParallel: a second backward pass after one forward "
+                    f"(partition {part.index}, {part.names[0]}..): gradient accumulation or a "
+                    f"second backward through the same forward is not supported "
+                    f"({self._where()})")
+            self._start_backward()
+        part.seen += 1
+        if part.seen < len(part.params):
+            return
+        part.ready = True
+        part.t_ready = time.monotonic() - self._t_backward
+        while self._pos < len(self.plan) and self._parts[self.plan[self._pos]].ready:
+            self._issue(self._parts[self.plan[self._pos]])
+            self._pos += 1
+
+    def _start_backward(self):
+        self._backward_generation = self._generation
+        self._t_backward = time.monotonic()
+        if self._iteration == 1:
+            self._make_plan()
+        self._iteration += 1
+        self._pos = 0
+        for part in self._parts:
+            part.ready, part.seen = False, 0
+        torch.autograd.Variable._execution_engine.queue_callback(self._end_backward)
+
+    def _end_backward(self):
+        self._t_backward = None
+        if self._pos < len(self.plan):
+            missing = [n for part in self._parts if not part.ready
+                       for p, n in zip(part.params, part.names) if p.grad is None]
+            for part in self._parts:
+                if part.issued_generation != self._generation:
+                    for p in part.params:   # never issued: nothing of this pass is kept
+                        p.grad = None
+            raise RuntimeError(
+                f"ScheduledDataParallel: parameters {missing[:8]} received no gradient in this "
+                f"backward pass (unused parameters are not supported: every parameter that "
+                f"requires gradients must take part in the loss) ({self._where()})")
+
+    def _issue(self, part):
+        part.issued_generation = self._generation
+        with torch.no_grad():
+            flat = torch.cat([p.grad.reshape(-1) for p in part.params])
+            flat.div_(self.world_size)
+        for p in part.params:
+            p.grad = None
+        part.t_issue = time.monotonic()
+        work = dist.all_reduce(flat, group=self.process_group, async_op=True)
+        part.future = work.get_future().then(lambda fut: self._apply(part, flat, fut))
+
+    def _apply(self, part, flat, fut):
+        fut.value()    # raises the allreduce's error into the update's future
+        part.t_done = time.monotonic()
+        off = 0
+        with torch.no_grad():
+            for p in part.params:
+                n = p.numel()
+                p.grad = flat[off:off + n].view(p.shape)
+                off += n
+        part.optimizer.step()
+        for p in part.params:
+            p.grad = None
+        return None
+
+    # ---- the plan ---------------------------------------------------------------------------
+
+    def _issue_profile(self):
+        """At the end of forward 1 every partition of iteration 0 is done (each module waited
+        for its own): contribute ready times, allreduce durations and priorities (MAX)."""
+        for part in self._parts:
+            self._wait_partition(part)
+        order = sorted(self._parts, key=lambda q: q.t_issue)
+        prev, dur = 0.0, {}
+        for q in order:   # one collective at a time on the group: its own time
+            start = max(q.t_issue, prev)
+            dur[q.index] = max(0.0, q.t_done - start)
+            prev = q.t_done
+        nparts = len(self._parts)
+        last = len(self._forward_order)
+        vec = torch.tensor([q.t_ready for q in self._parts] +
+                           [dur[q.index] for q in self._parts] +
+                           [float(q.priority if q.priority is not None else last)
+                            for q in self._parts], dtype=torch.float64)
+        work = dist.all_reduce(vec, op=dist.ReduceOp.MAX, group=self.process_group,
+                               async_op=True)
+        self._profile_future = (work, vec, nparts)
+
+    def _make_plan(self):
+        if self._profile_future is None:
+            return
+        work, vec, n = self._profile_future
+        work.wait()
+        v = vec.tolist()
+        ready, dur, prio = v[:n], v[n:2 * n], v[2 * n:]
+        self.plan = plan_order(ready, dur, prio)
+        self.planned = True
+        for part in self._parts:
+            part.priority = int(prio[part.index])
+        self.partitions = [(part.names, part.numel * part.params[0].element_size(),
+                            part.priority) for part in self._parts]
