@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Train a small CNN on scikit-learn's handwritten digits with DistributedDataParallel.
+"""Train a small CNN on scikit-learn's handwritten digits with DistributedDataParallel (or glucx's
+scheduled or sharded data parallelism, --mode).
 
 The example job of glucx (`make demo` runs it): any of the three communication paths, unchanged.
 
@@ -10,6 +11,9 @@ The example job of glucx (`make demo` runs it): any of the three communication p
     # PyTorch's Gloo backend on glucx's UCX transport (no code change)
     GLOO_DEVICE_TRANSPORT=UCX .venv/bin/torchrun --nproc-per-node 4 examples/train_digits.py \\
         --backend gloo
+    # the same training with glucx's data-parallel wrappers instead of DDP (either backend)
+    .venv/bin/torchrun --nproc-per-node 4 examples/train_digits.py --mode scheduled
+    .venv/bin/torchrun --nproc-per-node 4 examples/train_digits.py --mode sharded
     # traced, then explained
     build/trace/glucx-trace record -o out/trace -- .venv/bin/torchrun --nproc-per-node 4 \\
         examples/train_digits.py
@@ -46,6 +50,11 @@ def parse_args():
     p.add_argument("--backend", choices=["glucx", "gloo"], default="glucx",
                    help="torch.distributed backend (default glucx); with gloo, "
                         "GLOO_DEVICE_TRANSPORT=UCX selects glucx's transport")
+    p.add_argument("--mode", choices=["ddp", "scheduled", "sharded"], default="ddp",
+                   help="ddp: DistributedDataParallel (default); scheduled: "
+                        "glucx.torch.ScheduledDataParallel (gradient partitions in a priority "
+                        "plan, each stepped when synchronised, overlapping the next forward); "
+                        "sharded: glucx.torch.ShardedDataParallel (ZeRO-3 style shards)")
     p.add_argument("--epochs", type=int, default=6, help="passes over the training set")
     p.add_argument("--batch-size", type=int, default=16, help="samples per rank and step")
     p.add_argument("--lr", type=float, default=0.01, help="Adam learning rate")
@@ -128,6 +137,8 @@ class Progress:
 def evaluate(model, test, rank, world):
     """Test accuracy over the whole test set: each rank scores test[rank::world], all_reduce
     sums the counts."""
+    if hasattr(model, "synchronize"):   # scheduled: apply the partitions still in flight
+        model.synchronize()
     model.eval()
     x, y = test.tensors
     with torch.no_grad():
@@ -156,10 +167,23 @@ def main():
                                  seed=args.seed)
     loader = DataLoader(train, batch_size=args.batch_size, sampler=sampler,
                         num_workers=args.workers, persistent_workers=args.workers > 0)
-    model = DDP(DigitsCNN())
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    opt = None   # scheduled: one optimizer per partition, stepped by the wrapper
+    if args.mode == "ddp":
+        model = DDP(DigitsCNN())
+        opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    elif args.mode == "scheduled":
+        import glucx.torch
+
+        model = glucx.torch.ScheduledDataParallel(
+            DigitsCNN(), lambda params: torch.optim.Adam(params, lr=args.lr),
+            partition_bytes=64 << 10)   # the CNN's 150 KiB of parameters: 3 partitions
+    else:
+        import glucx.torch
+
+        model = glucx.torch.ShardedDataParallel(DigitsCNN(), prefetch=1)
+        opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     handle = None
-    if not args.no_instrument:
+    if not args.no_instrument and args.mode == "ddp":
         try:
             import glucx.torch
 
@@ -173,8 +197,9 @@ def main():
     if args.max_steps > 0:
         total = min(total, args.max_steps)
     if rank == 0:
-        print("train_digits: %d ranks, backend %s%s, %d training / %d test images, %d steps"
-              % (world, args.backend, "" if transport == "-" else " (transport %s)" % transport,
+        print("train_digits: %d ranks, %s, backend %s%s, %d training / %d test images, %d steps"
+              % (world, args.mode, args.backend,
+                 "" if transport == "-" else " (transport %s)" % transport,
                  len(train), len(test), total), flush=True)
     bar = Progress(total, rank == 0)
     step, loss_first, loss_last, t0 = 0, None, None, time.monotonic()
@@ -186,10 +211,12 @@ def main():
         for x, y in loader:
             if step >= total:
                 break
-            opt.zero_grad(set_to_none=True)
+            if opt is not None:
+                opt.zero_grad(set_to_none=True)
             loss = F.cross_entropy(model(x), y)
             loss.backward()
-            opt.step()
+            if opt is not None:
+                opt.step()
             running += loss.item()
             batches += 1
             step += 1
@@ -217,7 +244,7 @@ def main():
             with open(args.json, "w") as f:
                 json.dump({"accuracy": acc, "loss_first_epoch": loss_first,
                            "loss_last_epoch": loss_last, "steps": step, "ranks": world,
-                           "backend": args.backend, "transport": transport,
+                           "backend": args.backend, "transport": transport, "mode": args.mode,
                            "seconds": elapsed}, f, indent=1)
     dist.destroy_process_group()
     if acc < args.min_accuracy:

@@ -67,8 +67,7 @@ def train_scheduled(ctx, mk, ok_, skew=False, steps=None):
         if steps is not None and i >= steps:
             break
         # partitions whose update had not finished when this forward began (overlap, recorded)
-        pending_at_forward.append(sum(1 for p in model._parts if p.future is not None and
-                                      not p.future.done()))
+        pending_at_forward.append(model.pending())
         loss_fn(model(chunk(x, ctx)), chunk(y, ctx)).backward()
     model.synchronize()
     state = {k: v.detach().clone() for k, v in net.state_dict().items()}

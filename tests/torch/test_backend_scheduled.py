@@ -121,3 +121,38 @@ def test_plan_order():
     assert plan_order([], [], []) == []
     with pytest.raises(ValueError, match="3 ready times, 2 durations"):
         plan_order([0, 1, 2], [1, 1], [0, 1, 2])
+
+
+@pytest.mark.parametrize("mode", ["ddp", "scheduled", "sharded"])
+def test_digits_example_each_mode(mode, tmp_path):
+    """examples/train_digits.py --mode M (issue 18 item 5: every mode with one flag): 2 ranks
+    under the venv's torchrun, 2 epochs on the glucx backend, learn the digits (test accuracy
+    >= 0.85, the last epoch's loss below the first's), as `make demo` checks for DDP."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from gloo_harness import free_port, time_scale
+
+    backend_harness.glucx_importable_or_fail()
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    out = tmp_path / "train.json"
+    cmd = [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--nproc-per-node", "2",
+           "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
+           os.path.join(root, "examples", "train_digits.py"), "--mode", mode, "--epochs", "2",
+           "--json", str(out)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True, cwd=str(tmp_path))
+    try:
+        log, _ = p.communicate(timeout=240 * time_scale())
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        log, _ = p.communicate()
+        raise AssertionError(f"train_digits --mode {mode} did not finish:\n{log[-3000:]}")
+    assert p.returncode == 0, f"train_digits --mode {mode}: exit {p.returncode}\n{log[-3000:]}"
+    res = json.load(open(out))
+    assert res["mode"] == mode and res["ranks"] == 2, res
+    assert res["accuracy"] >= 0.85, res
+    assert res["loss_last_epoch"] < res["loss_first_epoch"], res

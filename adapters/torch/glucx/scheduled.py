@@ -30,21 +30,26 @@ One order on every rank
 Collectives on a process group must be issued in the same order on every rank. Local readiness
 (when autograd delivers a gradient) may delay a partition's allreduce, never reorder it: the
 allreduces are issued strictly in the order of the plan; a partition ready early waits for the
-ones before it. Iteration 0 uses the partition order (backward order). It records when each
-partition's gradients were ready (from the start of the backward pass) and how long each
-allreduce ran; at the end of forward 1 every rank contributes these and the forward order of
-the modules to an allreduce (MAX), so every rank holds the same numbers, and at the start of
-backward 1 every rank computes the same plan from them (`plan_order`): a simulation of one
-non-preemptive link that, whenever it is free, sends the ready partition of highest priority
-(P3's rule). From backward 1 on the plan is the issue order. Results do not depend on the plan.
+ones before it. Iteration 0 is the profiled one: it uses the partition order (backward order),
+records when each partition's gradients were ready (from the start of the backward pass), and
+at its end waits for the allreduces one by one to time each (so iteration 0 does not overlap
+the next forward); every rank then contributes these and the modules' forward order to an
+allreduce (MAX), so every rank holds the same numbers, and at the start of backward 1 every rank
+computes the same plan from them (`plan_order`): a simulation of one non-preemptive link that,
+whenever it is free, sends the ready partition of highest priority (P3's rule). From backward 1
+on the plan is the issue order. Results do not depend on the plan.
 
 Cross-iteration overlap
 -----------------------
-A partition's allreduce (of its gradients divided by the world size: DDP's average) returns a
-future; its continuation, on the process group's thread, writes the averaged gradients, runs the
-partition's optimizer step and drops the gradients (set to None). A forward pre-hook on every
-module that owns parameters waits only for the partitions holding them, so a module's next
-forward starts as soon as its parameters are updated while later partitions still communicate.
+A partition's allreduce (of its gradients divided by the world size: DDP's average) runs
+asynchronously; once it completed, the training thread writes the averaged gradients, runs the
+partition's optimizer step and drops the gradients (set to None): at the end of each backward
+pass and before each module's forward for every partition already complete, and, waiting for
+it, for the partitions of the module about to run. So a module's next forward starts as soon as
+its own parameters are updated while later partitions still communicate. (Not a continuation on
+the process group's thread: a Python continuation needs the GIL, which the training thread holds
+in the forward for up to the interpreter's switch interval, and the group's next collective
+waited for it: 1 MiB partitions ran 25% slower than one bucket on the torus.)
 Buffers (BatchNorm statistics) are broadcast from rank 0 after every forward with autograd
 enabled (a copy, asynchronous) and written into the buffers before their module's next forward:
 the values DDP broadcasts at the start of the next forward.
@@ -58,24 +63,24 @@ Errors (RuntimeError unless said otherwise; messages name the operation, the siz
   * a second backward pass through the same forward (gradient accumulation, or retain_graph
     reuse) raises from backward; so does a backward in which a parameter received no gradient
     (unused parameters: DDP's find_unused_parameters=False), naming the parameters.
-  * a failed allreduce or broadcast raises from the next forward (or synchronize()) with the
-    backend's message.
+  * a failed allreduce or broadcast raises from the next forward, backward or synchronize() with
+    the backend's message.
 Not supported, and not detectable: reading or changing `.grad` after backward (gradient
 clipping, inspection): the gradients live in the partitions' buffers and are gone after each
 partition's step; learning-rate schedulers must be applied to every partition's optimizer
 (`optimizers`).
 
-Thread-safety: one instance is driven by one thread (forward and backward in sequence); the
-continuations run on the process group's thread and touch only their partition's parameters,
-gradients and optimizer state, which no forward reads before waiting for them.
+Thread-safety: one instance is driven by one thread (forward and backward in sequence; the
+hooks run on it and on autograd's).
 """
 
 import time
-import zlib
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
+
+from .sharded import check_structure_across_ranks
 
 __all__ = ["ScheduledDataParallel", "plan_order"]
 
@@ -116,7 +121,8 @@ class _Partition:
         self.ready = False         # this backward's gradients are all in
         self.seen = 0              # gradients delivered in this backward
         self.issued_generation = -1
-        self.future = None         # the update's future (allreduce, then step)
+        self.work = None           # the issued allreduce, not yet applied
+        self.flat = None           # its buffer
         self.t_ready = 0.0
         self.t_issue = 0.0
         self.t_done = 0.0
@@ -131,7 +137,9 @@ class ScheduledDataParallel(nn.Module):
       optimizer (callable): `optimizer(list of parameters)` returns a torch.optim.Optimizer; it is
         called once per partition.
       process_group (ProcessGroup or None): default: the default group.
-      partition_bytes (int >= 1): the largest partition in bytes (default 1 MiB).
+      partition_bytes (int >= 1): the largest partition in bytes (default 4 MiB: on the
+        emulated torus, 8 ranks on 2 cores, each collective cost about 9 ms more than its bytes;
+        docs/perf.md, "Scheduled data parallelism").
       broadcast_buffers (bool): broadcast the buffers from rank 0 after every forward with
         autograd enabled (DDP's default, True).
 
@@ -145,7 +153,7 @@ class ScheduledDataParallel(nn.Module):
     Raises: see the module's doc, "Errors".
     """
 
-    def __init__(self, module, optimizer, process_group=None, partition_bytes=1 << 20,
+    def __init__(self, module, optimizer, process_group=None, partition_bytes=4 << 20,
                  broadcast_buffers=True):
         super().__init__()
         if not callable(optimizer):
@@ -191,7 +199,7 @@ class ScheduledDataParallel(nn.Module):
         self._backward_generation = 0   # the forward the last backward went through
         self._pos = 0              # next position in the plan to issue
         self._t_backward = None
-        self._profile_future = None
+        self._profile = None       # (work, vector, partitions) of the profile's allreduce
         self._forward_order = []   # module ids in the order their pre-hooks ran (forward 0)
         self._bcast = None         # (future, flat copy) of the buffers' broadcast
         # AccumulateGrad nodes must stay referenced for their hooks to stay
@@ -232,17 +240,17 @@ class ScheduledDataParallel(nn.Module):
         return parts
 
     def _check_structure_across_ranks(self):
-        desc = repr([(part.numel, str(part.dtype)) for part in self._parts])
-        mine = torch.tensor([len(self._parts), sum(p.numel for p in self._parts),
-                             zlib.crc32(desc.encode())], dtype=torch.int64)
-        every = [torch.zeros_like(mine) for _ in range(self.world_size)]
-        dist.all_gather(every, mine, group=self.process_group)
-        differ = [r for r, t in enumerate(every) if not torch.equal(t, every[0])]
-        if differ:
-            got = ", ".join(f"rank {r}: {int(t[0])} partitions, {int(t[1])} parameters"
-                            for r, t in enumerate(every))
-            raise RuntimeError(f"ScheduledDataParallel: the model differs across ranks ({got}); "
-                               f"ranks {differ} differ from rank 0 ({self._where()})")
+        check_structure_across_ranks("ScheduledDataParallel", self.process_group,
+                                     self.world_size, [(q.numel, q.dtype) for q in self._parts],
+                                     "partitions", self._where())
+
+    def _wait(self, work, what):
+        """work.wait(), its failure raised as RuntimeError naming `what` and this rank."""
+        try:
+            work.wait()
+        except RuntimeError as e:
+            raise RuntimeError(f"ScheduledDataParallel: {what} failed ({self._where()}): "
+                               f"{e}") from e
 
     def _broadcast_state(self):
         with torch.no_grad():
@@ -268,8 +276,6 @@ class ScheduledDataParallel(nn.Module):
                     torch.cat([b.detach().reshape(-1) for b in bufs])
                 work = dist.broadcast(flat, 0, group=self.process_group, async_op=True)
                 self._bcast = (work, flat)
-        if grad and self._iteration == 1 and self._profile_future is None:
-            self._issue_profile()
         return out
 
     def _wait_buffers(self):
@@ -277,11 +283,7 @@ class ScheduledDataParallel(nn.Module):
             return
         work, flat = self._bcast
         self._bcast = None
-        try:
-            work.wait()
-        except RuntimeError as e:
-            raise RuntimeError(f"ScheduledDataParallel: broadcast of the buffers ({flat.numel()} "
-                               f"elements) from rank 0 failed ({self._where()}): {e}") from e
+        self._wait(work, f"broadcast of the buffers ({flat.numel()} elements) from rank 0")
         bufs = self._buffers_list()
         off = 0
         with torch.no_grad():
@@ -300,28 +302,49 @@ class ScheduledDataParallel(nn.Module):
                         part.priority = len(self._forward_order) - 1
             if any(b is not None for b in m._buffers.values()):
                 self._wait_buffers()
+            self._poll()
             for part in self._owners[id(m)]:
-                self._wait_partition(part)
+                self._complete(part)
         return hook
 
-    def _wait_partition(self, part):
-        fut = part.future
-        if fut is None:
-            return
-        part.future = None
-        try:
-            fut.wait()
-        except RuntimeError as e:
-            raise RuntimeError(f"ScheduledDataParallel: allreduce and update of partition "
-                               f"{part.index} ({part.numel} elements of {part.dtype}, "
-                               f"{part.names[0]}..) failed ({self._where()}): {e}") from e
+    def _complete(self, part, block=True):
+        """Apply partition part's update once its allreduce completed (waiting for it when
+        block). Returns whether nothing of it is pending any more."""
+        work = part.work
+        if work is None:
+            return True
+        if not block and not work.is_completed():
+            return False
+        part.work = None
+        flat, part.flat = part.flat, None
+        self._wait(work, f"allreduce of partition {part.index} ({part.numel} elements of "
+                         f"{part.dtype}, {part.names[0]}..)")
+        part.t_done = time.monotonic()
+        off = 0
+        with torch.no_grad():
+            for p in part.params:
+                n = p.numel()
+                p.grad = flat[off:off + n].view(p.shape)
+                off += n
+        part.optimizer.step()
+        for p in part.params:
+            p.grad = None
+        return True
+
+    def _poll(self):
+        for k in self.plan:
+            self._complete(self._parts[k], block=False)
+
+    def pending(self):
+        """How many partitions' updates are not applied yet (their allreduce may still run)."""
+        return sum(1 for part in self._parts if part.work is not None)
 
     def synchronize(self):
         """Wait for every pending partition update and the buffers' broadcast; afterwards the
         parameters and buffers are this iteration's final values (bitwise equal across ranks).
         Raises RuntimeError when one of them failed."""
-        for part in self._parts:
-            self._wait_partition(part)
+        for k in self.plan:
+            self._complete(self._parts[k])
         self._wait_buffers()
 
     @staticmethod
@@ -371,7 +394,12 @@ class ScheduledDataParallel(nn.Module):
 
     def _end_backward(self):
         self._t_backward = None
-        if self._pos < len(self.plan):
+        if self._pos == len(self.plan):
+            if self._iteration == 1:
+                self._issue_profile()
+            else:
+                self._poll()
+        else:
             missing = [n for part in self._parts if not part.ready
                        for p, n in zip(part.params, part.names) if p.grad is None]
             for part in self._parts:
@@ -391,30 +419,16 @@ class ScheduledDataParallel(nn.Module):
         for p in part.params:
             p.grad = None
         part.t_issue = time.monotonic()
-        work = dist.all_reduce(flat, group=self.process_group, async_op=True)
-        part.future = work.get_future().then(lambda fut: self._apply(part, flat, fut))
-
-    def _apply(self, part, flat, fut):
-        fut.value()    # raises the allreduce's error into the update's future
-        part.t_done = time.monotonic()
-        off = 0
-        with torch.no_grad():
-            for p in part.params:
-                n = p.numel()
-                p.grad = flat[off:off + n].view(p.shape)
-                off += n
-        part.optimizer.step()
-        for p in part.params:
-            p.grad = None
-        return None
+        part.flat = flat
+        part.work = dist.all_reduce(flat, group=self.process_group, async_op=True)
 
     # ---- the plan ---------------------------------------------------------------------------
 
     def _issue_profile(self):
-        """At the end of forward 1 every partition of iteration 0 is done (each module waited
-        for its own): contribute ready times, allreduce durations and priorities (MAX)."""
-        for part in self._parts:
-            self._wait_partition(part)
+        """At the end of backward 0: wait for the partitions in issue order, timing each, and
+        contribute ready times, allreduce durations and priorities (MAX over ranks)."""
+        for k in self.plan:
+            self._complete(self._parts[k])
         order = sorted(self._parts, key=lambda q: q.t_issue)
         prev, dur = 0.0, {}
         for q in order:   # one collective at a time on the group: its own time
@@ -429,13 +443,14 @@ class ScheduledDataParallel(nn.Module):
                             for q in self._parts], dtype=torch.float64)
         work = dist.all_reduce(vec, op=dist.ReduceOp.MAX, group=self.process_group,
                                async_op=True)
-        self._profile_future = (work, vec, nparts)
+        self._profile = (work, vec, nparts)
 
     def _make_plan(self):
-        if self._profile_future is None:
+        if self._profile is None:
             return
-        work, vec, n = self._profile_future
-        work.wait()
+        work, vec, n = self._profile
+        self._profile = None
+        self._wait(work, f"allreduce of the profile ({vec.numel()} values)")
         v = vec.tolist()
         ready, dur, prio = v[:n], v[n:2 * n], v[2 * n:]
         self.plan = plan_order(ready, dur, prio)

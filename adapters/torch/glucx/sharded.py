@@ -123,6 +123,23 @@ def _tensors(obj, depth=0):
             yield from _tensors(o, depth + 1)
 
 
+def check_structure_across_ranks(who, group, world_size, items, item_word, where):
+    """Raise RuntimeError on every rank of `group` unless every rank passed the same `items`
+    (a list of (element count, dtype)): a collective (one all_gather of 3 int64 per rank). The
+    message names `who`, each rank's item count (`item_word`) and parameter count, the ranks that
+    differ from rank 0 and `where` (this rank)."""
+    crc = zlib.crc32(repr([(n, str(d)) for n, d in items]).encode())
+    mine = torch.tensor([len(items), sum(n for n, _ in items), crc], dtype=torch.int64)
+    every = [torch.zeros_like(mine) for _ in range(world_size)]
+    dist.all_gather(every, mine, group=group)
+    differ = [r for r, t in enumerate(every) if not torch.equal(t, every[0])]
+    if differ:
+        desc = ", ".join(f"rank {r}: {int(t[0])} {item_word}, {int(t[1])} parameters"
+                         for r, t in enumerate(every))
+        raise RuntimeError(f"{who}: the model differs across ranks ({desc}); ranks {differ} "
+                           f"differ from rank 0 ({where})")
+
+
 class _Unit:
     """A unit's bookkeeping: where its parameters live and its shard."""
 
@@ -299,17 +316,9 @@ class ShardedDataParallel(nn.Module):
         return out
 
     def _check_structure_across_ranks(self):
-        sizes = [u.numel for u in self._units]
-        crc = zlib.crc32(repr([(u.numel, str(u.dtype)) for u in self._units]).encode())
-        mine = torch.tensor([len(sizes), sum(sizes), crc], dtype=torch.int64)
-        every = [torch.zeros_like(mine) for _ in range(self.world_size)]
-        dist.all_gather(every, mine, group=self.process_group)
-        differ = [r for r, t in enumerate(every) if not torch.equal(t, every[0])]
-        if differ:
-            desc = ", ".join(f"rank {r}: {int(t[0])} units, {int(t[1])} parameters"
-                             for r, t in enumerate(every))
-            raise RuntimeError(f"ShardedDataParallel: the model differs across ranks ({desc}); "
-                               f"ranks {differ} differ from rank 0 ({self._where()})")
+        check_structure_across_ranks("ShardedDataParallel", self.process_group, self.world_size,
+                                     [(u.numel, u.dtype) for u in self._units], "units",
+                                     self._where())
 
     def _shard_units(self, module):
         pg, w, r = self.process_group, self.world_size, self.rank

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Step time of data-parallel training: DDP (over Gloo TCP or the glucx backend) against
+glucx.torch.ScheduledDataParallel, one rank per process as glucx-cluster run starts them.
+
+The model: an MLP of LAYERS Linear(WIDTH, WIDTH) + ReLU layers and a Linear(WIDTH, 10) head,
+float32, batch BATCH of random inputs and labels (fixed seed), cross entropy, SGD (lr 0.01,
+momentum 0.9). torch.set_num_threads(1). Parameters: LAYERS x WIDTH^2 x 4 bytes, about.
+
+Modes (--mode):
+  ddp-gloo     DDP on init_process_group("gloo") (Gloo's TCP transport), default 25 MB buckets
+  ddp-glucx    DDP on init_process_group("glucx")
+  sched-glucx  ScheduledDataParallel on "glucx" (--partition-bytes, default 4 MiB)
+  compute      no process group: forward, backward and step only (the compute floor)
+
+Timing: WARMUP untimed steps, a barrier, ITERS steps, then (scheduled) synchronize() and a
+barrier; rank 0 prints one line "mode ms_per_step" (the wall time over ITERS steps / ITERS).
+Rendezvous: env:// (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE as glucx-cluster run sets them).
+
+usage: sched_dp.py --mode M [--iters 20] [--warmup 5] [--width 512] [--layers 8] [--batch 64]
+                   [--partition-bytes N]
+"""
+import argparse
+import datetime
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+
+def build(width, layers):
+    torch.manual_seed(7)
+    mods = []
+    for _ in range(layers):
+        mods += [nn.Linear(width, width), nn.ReLU()]
+    mods.append(nn.Linear(width, 10))
+    return nn.Sequential(*mods)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mode", required=True,
+                    choices=["ddp-gloo", "ddp-glucx", "sched-glucx", "compute"])
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--width", type=int, default=512)
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--partition-bytes", type=int, default=4 << 20)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    net = build(a.width, a.layers)
+    g = torch.Generator().manual_seed(11 + int(os.environ.get("RANK", "0")))
+    x = torch.randn(a.batch, a.width, generator=g)
+    y = torch.randint(0, 10, (a.batch,), generator=g)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def sgd(ps):
+        return torch.optim.SGD(ps, lr=0.01, momentum=0.9)
+
+    rank = 0
+    if a.mode == "compute":
+        opt = sgd(net.parameters())
+
+        def step():
+            opt.zero_grad()
+            loss_fn(net(x), y).backward()
+            opt.step()
+        done = lambda: None  # noqa: E731
+    else:
+        backend = "gloo" if a.mode == "ddp-gloo" else "glucx"
+        if backend == "glucx":
+            import glucx.torch
+        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=300))
+        rank = dist.get_rank()
+        if a.mode.startswith("ddp"):
+            model = nn.parallel.DistributedDataParallel(net)
+            opt = sgd(model.parameters())
+
+            def step():
+                opt.zero_grad()
+                loss_fn(model(x), y).backward()
+                opt.step()
+            done = lambda: None  # noqa: E731
+        else:
+            model = glucx.torch.ScheduledDataParallel(net, sgd,
+                                                      partition_bytes=a.partition_bytes)
+
+            def step():
+                loss_fn(model(x), y).backward()
+            done = model.synchronize
+    for _ in range(a.warmup):
+        step()
+    done()
+    if a.mode != "compute":
+        dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(a.iters):
+        step()
+    done()
+    if a.mode != "compute":
+        dist.barrier()
+    ms = (time.perf_counter() - t0) * 1e3 / a.iters
+    if rank == 0:
+        nbytes = sum(p.numel() * p.element_size() for p in net.parameters())
+        print(f"{a.mode} {ms:.1f} ms/step (params {nbytes / 2**20:.1f} MiB, batch {a.batch}, "
+              f"world {dist.get_world_size() if dist.is_initialized() else 1})", flush=True)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
