@@ -22,7 +22,8 @@ BACKENDS = ["glucx", "gloo"]
 WORLDS = [2, 3]
 CASES = [f"{m}-{o}" for m in ("mlp", "bn") for o in ("sgd", "adam")]
 ERRORS = ["no_sync", "second-backward", "unused-parameters", "structure-differs",
-          "bad-optimizer"]
+          "shape-differs", "parameter-used-outside-its-module", "bad-optimizer"]
+EXTRA = ["functional-no-overlap", "weight-norm", "group-without-rank-0"]
 
 
 @pytest.fixture(scope="module", params=[(b, w) for b in BACKENDS for w in WORLDS],
@@ -80,6 +81,14 @@ def test_skewed_timing_same_result(job, case):
 def test_comparison_can_fail(job):
     for r, rec in job.assert_ok("mlp-sgd/result").items():
         assert rec["control_differs"], f"rank {r}: a sum over ranks passed the comparison"
+
+
+@pytest.mark.parametrize("case", EXTRA)
+def test_matches_ddp_beyond_the_plain_stack(job, case):
+    """A parameter read outside its module (overlap_forward=False), weight_norm's pre-hook, a
+    group without global rank 0 (BatchNorm buffers from the group's rank 0): DDP's parameters,
+    bitwise at 2 ranks of the group."""
+    job.assert_ok(case)
 
 
 @pytest.mark.parametrize("case", ERRORS)

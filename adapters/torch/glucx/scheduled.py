@@ -65,10 +65,19 @@ Errors (RuntimeError unless said otherwise; messages name the operation, the siz
     (unused parameters: DDP's find_unused_parameters=False), naming the parameters.
   * a failed allreduce or broadcast raises from the next forward, backward or synchronize() with
     the backend's message.
+  * with overlap_forward=True (default) a parameter must be read in the forward only by a module
+    that owns it (its pre-hook applies the update first): a parameter read elsewhere while its
+    update is pending (F.linear(x, self.fc.weight) without calling self.fc) raises from the
+    backward, naming it; a read elsewhere before an owner of the same partition ran in the same
+    forward is not detected. overlap_forward=False has no such restriction.
 Not supported, and not detectable: reading or changing `.grad` after backward (gradient
 clipping, inspection): the gradients live in the partitions' buffers and are gone after each
 partition's step; learning-rate schedulers must be applied to every partition's optimizer
 (`optimizers`).
+
+state_dict() and load_state_dict() synchronize first. The structure check at construction
+compares the parameters' and buffers' names, shapes and dtypes across ranks; the group's rank 0
+(whatever its global rank) is the source of the broadcasts.
 
 Thread-safety: one instance is driven by one thread (forward and backward in sequence; the
 hooks run on it and on autograd's).
@@ -80,7 +89,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from .sharded import check_structure_across_ranks
+from .sharded import _tensors, check_structure_across_ranks, group_root
 
 __all__ = ["ScheduledDataParallel", "plan_order"]
 
@@ -142,6 +151,10 @@ class ScheduledDataParallel(nn.Module):
         docs/perf.md, "Scheduled data parallelism").
       broadcast_buffers (bool): broadcast the buffers from rank 0 after every forward with
         autograd enabled (DDP's default, True).
+      overlap_forward (bool): let the next forward start before every update is applied (each
+        module waits for its own parameters; default True). False applies every pending update
+        at the start of each forward: no overlap with the next forward, but any use of the
+        parameters in the forward is safe (see "Errors").
 
     Construction is collective (rank 0's parameters and buffers are broadcast, the structure is
     compared across ranks).
@@ -154,7 +167,7 @@ class ScheduledDataParallel(nn.Module):
     """
 
     def __init__(self, module, optimizer, process_group=None, partition_bytes=4 << 20,
-                 broadcast_buffers=True):
+                 broadcast_buffers=True, overlap_forward=True):
         super().__init__()
         if not callable(optimizer):
             raise TypeError(f"ScheduledDataParallel: optimizer must be a callable taking a list "
@@ -171,7 +184,9 @@ class ScheduledDataParallel(nn.Module):
         self.module = module
         self.process_group = process_group
         self.broadcast_buffers = bool(broadcast_buffers)
+        self.overlap_forward = bool(overlap_forward)
         self.rank = dist.get_rank(process_group)
+        self._root = group_root(process_group)   # the global rank of the group's rank 0
         self.world_size = dist.get_world_size(process_group)
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         if not named:
@@ -216,7 +231,10 @@ class ScheduledDataParallel(nn.Module):
                      for p in m._parameters.values() if p is not None and id(p) in self._part_of}
             if parts or any(b is not None for b in m._buffers.values()):
                 self._owners[id(m)] = list(parts.values())
-                m.register_forward_pre_hook(self._make_pre_hook(m))
+                h = m.register_forward_pre_hook(self._make_pre_hook(m))
+                # first, before the module's own pre-hooks (weight_norm computes its weight
+                # from parameters that the update changes)
+                m._forward_pre_hooks.move_to_end(h.id, last=False)
         self.partitions = [(part.names, part.numel * part.params[0].element_size(), None)
                            for part in self._parts]
 
@@ -240,9 +258,13 @@ class ScheduledDataParallel(nn.Module):
         return parts
 
     def _check_structure_across_ranks(self):
+        detail = ([[tuple(p.shape) for p in q.params] for q in self._parts] +
+                  [(n, tuple(t.shape), str(t.dtype), t.requires_grad)
+                   for n, t in self.module.named_parameters()] +
+                  [(n, tuple(b.shape), str(b.dtype)) for n, b in self.module.named_buffers()])
         check_structure_across_ranks("ScheduledDataParallel", self.process_group,
                                      self.world_size, [(q.numel, q.dtype) for q in self._parts],
-                                     "partitions", self._where())
+                                     "partitions", self._where(), detail)
 
     def _wait(self, work, what):
         """work.wait(), its failure raised as RuntimeError naming `what` and this rank."""
@@ -255,7 +277,7 @@ class ScheduledDataParallel(nn.Module):
     def _broadcast_state(self):
         with torch.no_grad():
             for t in list(self.module.parameters()) + self._buffers_list():
-                dist.broadcast(t, 0, group=self.process_group)
+                dist.broadcast(t, self._root, group=self.process_group)
 
     def _buffers_list(self):
         return [b for b in self.module.buffers() if b is not None]
@@ -266,7 +288,13 @@ class ScheduledDataParallel(nn.Module):
         grad = torch.is_grad_enabled()
         if grad:
             self._generation += 1
+        if not self.overlap_forward:
+            self.synchronize()
         out = self.module(*args, **kwargs)
+        if grad:
+            for t in _tensors(out):
+                if t.requires_grad:
+                    t.register_hook(self._make_output_hook())
         if grad and self.broadcast_buffers and self.world_size > 1:
             bufs = self._buffers_list()
             if bufs:
@@ -274,7 +302,8 @@ class ScheduledDataParallel(nn.Module):
                 flat = torch.cat([b.detach().reshape(-1).to(torch.float64) for b in bufs]) \
                     if len({b.dtype for b in bufs}) > 1 else \
                     torch.cat([b.detach().reshape(-1) for b in bufs])
-                work = dist.broadcast(flat, 0, group=self.process_group, async_op=True)
+                work = dist.broadcast(flat, self._root, group=self.process_group,
+                                      async_op=True)
                 self._bcast = (work, flat)
         return out
 
@@ -347,6 +376,17 @@ class ScheduledDataParallel(nn.Module):
             self._complete(self._parts[k])
         self._wait_buffers()
 
+    def state_dict(self, *args, **kwargs):
+        """nn.Module.state_dict after synchronize(): the pending updates are in it."""
+        self.synchronize()
+        return super().state_dict(*args, **kwargs)
+
+    def load_state_dict(self, *args, **kwargs):
+        """nn.Module.load_state_dict after synchronize(): no pending update lands on top of the
+        loaded values (the optimizers' states are not part of it: `optimizers`)."""
+        self.synchronize()
+        return super().load_state_dict(*args, **kwargs)
+
     @staticmethod
     def no_sync():
         raise RuntimeError("ScheduledDataParallel: no_sync() is not supported: every backward "
@@ -355,12 +395,33 @@ class ScheduledDataParallel(nn.Module):
 
     # ---- backward ---------------------------------------------------------------------------
 
+    def _make_output_hook(self):
+        fired = [False]
+
+        def hook(_grad):   # the first thing a backward through this forward computes
+            if fired[0]:
+                raise RuntimeError(
+                    f"ScheduledDataParallel: a second backward pass through one forward's "
+                    f"output: gradient accumulation or a second backward through the same "
+                    f"forward is not supported ({self._where()})")
+            fired[0] = True
+        return hook
+
     def _make_grad_hook(self, part):
         def hook(*_unused):
             self._gradient_arrived(part)
         return hook
 
     def _gradient_arrived(self, part):
+        if part.work is not None:
+            # the previous update was never waited for: no module owning these parameters ran
+            # its forward, yet they received a gradient (read directly, e.g. F.linear(x,
+            # self.fc.weight)): the forward read them before their update
+            raise RuntimeError(
+                f"ScheduledDataParallel: parameters {part.names[:8]} were used in the forward "
+                f"without running the module that owns them, before their pending update was "
+                f"applied; call the module, or construct with overlap_forward=False "
+                f"({self._where()})")
         if self._t_backward is None:       # the first gradient of this backward pass
             if self._backward_generation == self._generation:
                 for q in self._parts:      # nothing of this pass is kept

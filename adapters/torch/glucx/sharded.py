@@ -123,12 +123,20 @@ def _tensors(obj, depth=0):
             yield from _tensors(o, depth + 1)
 
 
-def check_structure_across_ranks(who, group, world_size, items, item_word, where):
+def group_root(group):
+    """The global rank of `group`'s rank 0 (torch.distributed's broadcast takes global ranks)."""
+    if group is None or group is dist.distributed_c10d._get_default_group():
+        return 0
+    return dist.distributed_c10d._get_global_rank(group, 0)
+
+
+def check_structure_across_ranks(who, group, world_size, items, item_word, where, detail=None):
     """Raise RuntimeError on every rank of `group` unless every rank passed the same `items`
-    (a list of (element count, dtype)): a collective (one all_gather of 3 int64 per rank). The
-    message names `who`, each rank's item count (`item_word`) and parameter count, the ranks that
-    differ from rank 0 and `where` (this rank)."""
-    crc = zlib.crc32(repr([(n, str(d)) for n, d in items]).encode())
+    (a list of (element count, dtype)) and the same `detail` (anything with a stable repr, e.g.
+    shapes): a collective (one all_gather of 3 int64 per rank). The message names `who`, each
+    rank's item count (`item_word`) and parameter count, the ranks that differ from rank 0 and
+    `where` (this rank)."""
+    crc = zlib.crc32((repr([(n, str(d)) for n, d in items]) + repr(detail)).encode())
     mine = torch.tensor([len(items), sum(n for n, _ in items), crc], dtype=torch.int64)
     every = [torch.zeros_like(mine) for _ in range(world_size)]
     dist.all_gather(every, mine, group=group)
@@ -327,7 +335,7 @@ class ShardedDataParallel(nn.Module):
                 full = torch.zeros(w * u.shard_numel, dtype=u.dtype)
                 for _, _, off, n, p in u.slots:
                     full[off:off + n].copy_(p.reshape(-1))
-                dist.broadcast(full, 0, group=pg)   # rank 0's parameters (DDP's default)
+                dist.broadcast(full, group_root(pg), group=pg)   # rank 0's (DDP's default)
                 shard = nn.Parameter(full[r * u.shard_numel:(r + 1) * u.shard_numel].clone())
                 u.shard = shard
                 self.flat_shards.append(shard)
@@ -339,7 +347,7 @@ class ShardedDataParallel(nn.Module):
                     slots.append((owners, shape, off, n))
                 u.slots = slots
             for b in module.buffers():
-                dist.broadcast(b, 0, group=pg)
+                dist.broadcast(b, group_root(pg), group=pg)
 
     # ---- collectives ----------------------------------------------------------------------
 
@@ -520,7 +528,7 @@ class ShardedDataParallel(nn.Module):
         grad = torch.is_grad_enabled()
         if grad and self.broadcast_buffers:
             for b in self.module.buffers():
-                dist.broadcast(b, 0, group=self.process_group)
+                dist.broadcast(b, group_root(self.process_group), group=self.process_group)
         self._generation += 1
         self._ran = []
         self._in_forward = True
