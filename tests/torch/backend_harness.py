@@ -156,3 +156,14 @@ def glucx_importable_or_fail():
         pytest.fail(f"{sys.executable} cannot import glucx: run the suite with the venv's "
                     "interpreter after `make venv` (TORCH_SUITE_BACKEND=gloo runs the jobs on "
                     "ProcessGroupGloo, only for developing the suite)", pytrace=False)
+
+
+def assert_rank1_failed_and_rank0_raised(job, check):
+    """For a 2-rank job whose rank 1 raised "rank 1 fails on purpose" and whose rank 0 recorded
+    `check` (its next operation raised): nobody hung, rank 1 exited with an error, rank 0 with
+    0."""
+    assert not job.hung, job.describe()
+    assert job.exitcodes.get(1) not in (0, None), job.describe()
+    assert "rank 1 fails on purpose" in job.record("job", 1)["detail"], job.describe()
+    job.assert_ok(check, ranks=[0])
+    assert job.exitcodes.get(0) == 0, job.describe()

@@ -19,8 +19,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from gloo_harness import time_scale
 from gloo_jobs import RankContext  # noqa: F401 -- the harness builds ranks' contexts from it
-from sharded_jobs import (MODELS, OPTS, ROWS, batches, build, compare, expect_raise, init,
-                          loss_fn, make_opt, reference, sha)
+from sharded_jobs import (MODELS, OPTS, ROWS, Skips, batches, build, compare, expect_raise,
+                          init, loss_fn, make_opt, reference, sha)
 
 # small partitions so that every model has several (float64: 32 elements each at most)
 PARTITION_BYTES = 256
@@ -118,16 +118,6 @@ def train_and_check(ctx):
             with ctx.check(f"{name}/skewed"):
                 _, skewed, _ = train_scheduled(ctx, mk, ok_, skew=True)
                 ctx.record(f"{name}/skewed-result", True, "ok", sha256=sha(skewed))
-
-
-class Skips(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a = nn.Linear(4, 4)
-        self.b = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return self.a(x)     # b never runs: unused parameters
 
 
 class Functional(nn.Module):

@@ -108,11 +108,7 @@ def test_failed_rank_exits_and_peer_raises(backend, tmp_path):
         backend_harness.glucx_importable_or_fail()
     job = backend_harness.spawn("peer_dies", 2, str(tmp_path), timeout_s=90, backend=backend,
                                 jobs_module="scheduled_jobs")
-    assert not job.hung, job.describe()
-    assert job.exitcodes.get(1) not in (0, None), job.describe()
-    assert "rank 1 fails on purpose" in job.record("job", 1)["detail"], job.describe()
-    job.assert_ok("raises-after-peer-died", ranks=[0])
-    assert job.exitcodes.get(0) == 0, job.describe()
+    backend_harness.assert_rank1_failed_and_rank0_raised(job, "raises-after-peer-died")
 
 
 def test_plan_order():
