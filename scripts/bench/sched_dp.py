@@ -59,16 +59,8 @@ def main():
     def sgd(ps):
         return torch.optim.SGD(ps, lr=0.01, momentum=0.9)
 
-    rank = 0
-    if a.mode == "compute":
-        opt = sgd(net.parameters())
-
-        def step():
-            opt.zero_grad()
-            loss_fn(net(x), y).backward()
-            opt.step()
-        done = lambda: None  # noqa: E731
-    else:
+    rank, model, opt, done = 0, net, None, (lambda: None)
+    if a.mode != "compute":
         backend = "gloo" if a.mode == "ddp-gloo" else "glucx"
         if backend == "glucx":
             import glucx.torch
@@ -76,20 +68,20 @@ def main():
         rank = dist.get_rank()
         if a.mode.startswith("ddp"):
             model = nn.parallel.DistributedDataParallel(net)
-            opt = sgd(model.parameters())
-
-            def step():
-                opt.zero_grad()
-                loss_fn(model(x), y).backward()
-                opt.step()
-            done = lambda: None  # noqa: E731
-        else:
+        else:   # the wrapper steps each partition itself: no optimizer here
             model = glucx.torch.ScheduledDataParallel(net, sgd,
                                                       partition_bytes=a.partition_bytes)
-
-            def step():
-                loss_fn(model(x), y).backward()
             done = model.synchronize
+    if not a.mode.startswith("sched"):
+        opt = sgd(model.parameters())
+
+    def step():
+        if opt is not None:
+            opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        if opt is not None:
+            opt.step()
+
     for _ in range(a.warmup):
         step()
     done()

@@ -167,3 +167,15 @@ def assert_rank1_failed_and_rank0_raised(job, check):
     assert "rank 1 fails on purpose" in job.record("job", 1)["detail"], job.describe()
     job.assert_ok(check, ranks=[0])
     assert job.exitcodes.get(0) == 0, job.describe()
+
+
+def spawn_per_param(request, tmp_path_factory, job, jobs_module, timeout_s):
+    """For a module-scoped fixture parametrized by (backend, world size): spawn `job` of
+    `jobs_module` on that many ranks of that backend (failing first when glucx is not
+    importable), its ranks' outputs in a fresh directory named after the job."""
+    backend, world = request.param
+    if backend == "glucx":
+        glucx_importable_or_fail()
+    out = tmp_path_factory.mktemp(f"{job}-{backend}{world}")
+    return spawn(job, world, str(out), timeout_s=timeout_s, backend=backend,
+                 jobs_module=jobs_module)

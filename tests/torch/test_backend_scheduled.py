@@ -29,12 +29,7 @@ EXTRA = ["functional-no-overlap", "weight-norm", "group-without-rank-0"]
 @pytest.fixture(scope="module", params=[(b, w) for b in BACKENDS for w in WORLDS],
                 ids=lambda p: f"{p[0]}-{p[1]}ranks")
 def job(request, tmp_path_factory):
-    backend, world = request.param
-    if backend == "glucx":
-        backend_harness.glucx_importable_or_fail()
-    out = tmp_path_factory.mktemp(f"scheduled-{backend}{world}")
-    return backend_harness.spawn("scheduled", world, str(out), timeout_s=200, backend=backend,
-                                 jobs_module="scheduled_jobs")
+    return backend_harness.spawn_per_param(request, tmp_path_factory, "scheduled", "scheduled_jobs", 200)
 
 
 def test_init(job):

@@ -31,12 +31,7 @@ ERRORS = ["shared-parameter", "no_sync", "unused-unit", "no-gradient", "structur
 @pytest.fixture(scope="module", params=[(b, w) for b in BACKENDS for w in WORLDS],
                 ids=lambda p: f"{p[0]}-{p[1]}ranks")
 def job(request, tmp_path_factory):
-    backend, world = request.param
-    if backend == "glucx":
-        backend_harness.glucx_importable_or_fail()
-    out = tmp_path_factory.mktemp(f"sharded-{backend}{world}")
-    return backend_harness.spawn("sharded", world, str(out), timeout_s=150, backend=backend,
-                                 jobs_module="sharded_jobs")
+    return backend_harness.spawn_per_param(request, tmp_path_factory, "sharded", "sharded_jobs", 150)
 
 
 def test_init(job):

@@ -127,14 +127,17 @@ class _Partition:
         self.dtype = params[0].dtype
         self.priority = None       # forward position of the first module using it
         self.optimizer = None
-        self.ready = False         # this backward's gradients are all in
         self.seen = 0              # gradients delivered in this backward
-        self.issued_generation = -1
         self.work = None           # the issued allreduce, not yet applied
         self.flat = None           # its buffer
         self.t_ready = 0.0
         self.t_issue = 0.0
         self.t_done = 0.0
+
+    @property
+    def ready(self):
+        """Every gradient of this backward pass is in."""
+        return self.seen == len(self.params)
 
 
 class ScheduledDataParallel(nn.Module):
@@ -214,7 +217,7 @@ class ScheduledDataParallel(nn.Module):
         self._backward_generation = 0   # the forward the last backward went through
         self._pos = 0              # next position in the plan to issue
         self._t_backward = None
-        self._profile = None       # (work, vector, partitions) of the profile's allreduce
+        self._profile = None       # (work, vector) of the profile's allreduce
         self._forward_order = []   # module ids in the order their pre-hooks ran (forward 0)
         self._bcast = None         # (future, flat copy) of the buffers' broadcast
         # AccumulateGrad nodes must stay referenced for their hooks to stay
@@ -235,8 +238,12 @@ class ScheduledDataParallel(nn.Module):
                 # first, before the module's own pre-hooks (weight_norm computes its weight
                 # from parameters that the update changes)
                 m._forward_pre_hooks.move_to_end(h.id, last=False)
-        self.partitions = [(part.names, part.numel * part.params[0].element_size(), None)
-                           for part in self._parts]
+
+    @property
+    def partitions(self):
+        """Per partition: (parameter names, bytes, priority; None before the plan)."""
+        return [(q.names, q.numel * q.params[0].element_size(), q.priority if self.planned
+                 else None) for q in self._parts]
 
     # ---- construction ---------------------------------------------------------------------
 
@@ -434,9 +441,8 @@ class ScheduledDataParallel(nn.Module):
                     f"({self._where()})")
             self._start_backward()
         part.seen += 1
-        if part.seen < len(part.params):
+        if not part.ready:
             return
-        part.ready = True
         part.t_ready = time.monotonic() - self._t_backward
         while self._pos < len(self.plan) and self._parts[self.plan[self._pos]].ready:
             self._issue(self._parts[self.plan[self._pos]])
@@ -450,7 +456,7 @@ class ScheduledDataParallel(nn.Module):
         self._iteration += 1
         self._pos = 0
         for part in self._parts:
-            part.ready, part.seen = False, 0
+            part.seen = 0
         torch.autograd.Variable._execution_engine.queue_callback(self._end_backward)
 
     def _end_backward(self):
@@ -463,17 +469,15 @@ class ScheduledDataParallel(nn.Module):
         else:
             missing = [n for part in self._parts if not part.ready
                        for p, n in zip(part.params, part.names) if p.grad is None]
-            for part in self._parts:
-                if part.issued_generation != self._generation:
-                    for p in part.params:   # never issued: nothing of this pass is kept
-                        p.grad = None
+            for k in self.plan[self._pos:]:
+                for p in self._parts[k].params:   # never issued: nothing of this pass is kept
+                    p.grad = None
             raise RuntimeError(
                 f"ScheduledDataParallel: parameters {missing[:8]} received no gradient in this "
                 f"backward pass (unused parameters are not supported: every parameter that "
                 f"requires gradients must take part in the loss) ({self._where()})")
 
     def _issue(self, part):
-        part.issued_generation = self._generation
         with torch.no_grad():
             flat = torch.cat([p.grad.reshape(-1) for p in part.params])
             flat.div_(self.world_size)
@@ -496,7 +500,6 @@ class ScheduledDataParallel(nn.Module):
             start = max(q.t_issue, prev)
             dur[q.index] = max(0.0, q.t_done - start)
             prev = q.t_done
-        nparts = len(self._parts)
         last = len(self._forward_order)
         vec = torch.tensor([q.t_ready for q in self._parts] +
                            [dur[q.index] for q in self._parts] +
@@ -504,13 +507,14 @@ class ScheduledDataParallel(nn.Module):
                             for q in self._parts], dtype=torch.float64)
         work = dist.all_reduce(vec, op=dist.ReduceOp.MAX, group=self.process_group,
                                async_op=True)
-        self._profile = (work, vec, nparts)
+        self._profile = (work, vec)
 
     def _make_plan(self):
         if self._profile is None:
             return
-        work, vec, n = self._profile
+        work, vec = self._profile
         self._profile = None
+        n = len(self._parts)
         self._wait(work, f"allreduce of the profile ({vec.numel()} values)")
         v = vec.tolist()
         ready, dur, prio = v[:n], v[n:2 * n], v[2 * n:]
@@ -518,5 +522,3 @@ class ScheduledDataParallel(nn.Module):
         self.planned = True
         for part in self._parts:
             part.priority = int(prio[part.index])
-        self.partitions = [(part.names, part.numel * part.params[0].element_size(),
-                            part.priority) for part in self._parts]
