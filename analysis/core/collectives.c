@@ -258,7 +258,10 @@ static int flush_coll(glucx_an_engine_t *e, coll_st_t *co, int n)
         memset(&dr, 0, sizeof(dr));
         dr.comm_id = c->id;
         dr.bytes = rec.bytes;
-        dr.measured = co->nend > 0 ? rec.time : -1;
+        /* an order decision predicts the next forward's exposed communication, not this
+         * collective's time: nothing measured per decision (the scheduling section compares
+         * per kind) */
+        dr.measured = co->nend > 0 && d->kind < GLUCX_AN_DECISION_ORDER ? rec.time : -1;
         dr.seq = co->seq;
         dr.kind = d->kind;
         dr.coll = co->coll;
@@ -469,6 +472,15 @@ static void eval_dec(glucx_an_engine_t *e, dec_rec_t *h, const int32_t *ids, con
         if (h->best_idx < 0 || cost[i] < cost[h->best_idx])
             h->best_idx = (int32_t)i;
     }
+    if (h->kind >= GLUCX_AN_DECISION_ORDER) {
+        /* the costs are the predictions of one quantity (the exposed communication the choice
+         * leads to): the saving is their difference */
+        if (h->best_idx >= 0 && h->predicted > (int64_t)cost[h->best_idx]) {
+            h->saving = h->predicted - (int64_t)cost[h->best_idx];
+            h->source = 1;
+        }
+        return;
+    }
     if (h->measured < 0)
         return;
     int64_t best_meas = -1;
@@ -498,6 +510,36 @@ static void eval_dec(glucx_an_engine_t *e, dec_rec_t *h, const int32_t *ids, con
     }
 }
 
+/* The per-kind sums of the scheduling section and each kind's largest saving, described. */
+static void sched_account(glucx_an_engine_t *e, const dec_view_t *d)
+{
+    const dec_rec_t *h = &d->h;
+    if (h->kind < 0 || h->kind >= GLUCX_AN_DECISION_KINDS)
+        return;
+    glucx_an_sched_kind_t *s = &e->sched[h->kind];
+    s->n++;
+    if (h->predicted >= 0)
+        s->predicted_sum += (double)h->predicted;
+    if (h->best_idx >= 0)
+        s->best_sum += (double)d->cost[h->best_idx];
+    if (h->measured >= 0) {
+        s->n_measured++;
+        s->measured_sum += (double)h->measured;
+    }
+    if (h->saving > s->saving_max && h->best_idx >= 0) {
+        char b1[32], b2[32], o1[32], o2[32];
+        s->saving_max = h->saving;
+        snprintf(s->subject, sizeof(s->subject),
+                 "%s went first (%s of %s, comm 0x%" PRIx64 " seq %" PRIu32 "); %s first was "
+                 "predicted to save %s",
+                 glucx_an_option_name(h->kind, h->chosen, o1, sizeof(o1)),
+                 glucx_an_coll_name(h->coll), glucx_an_fmt_bytes(h->bytes, b1, sizeof(b1)),
+                 h->comm_id, h->seq,
+                 glucx_an_option_name(h->kind, d->ids[h->best_idx], o2, sizeof(o2)),
+                 glucx_an_fmt_ns((double)h->saving, b2, sizeof(b2)));
+    }
+}
+
 int glucx_an_decisions_evaluate(glucx_an_engine_t *e)
 {
     FILE *f = e->f_decs;
@@ -513,8 +555,10 @@ int glucx_an_decisions_evaluate(glucx_an_engine_t *e)
             break;
         off_t next = ftello(f);
         eval_dec(e, &d.h, d.ids, d.cost);
-        e->dec_saving += d.h.saving;
-        if (d.h.saving > e->dec_best_saving) {
+        sched_account(e, &d);
+        if (d.h.kind < GLUCX_AN_DECISION_ORDER)
+            e->dec_saving += d.h.saving;
+        if (d.h.kind < GLUCX_AN_DECISION_ORDER && d.h.saving > e->dec_best_saving) {
             char b1[32], b2[32];
             e->dec_best_saving = d.h.saving;
             snprintf(e->dec_subject, sizeof(e->dec_subject),

@@ -1,6 +1,7 @@
 /* Names and field layouts of the glucx events (trace/EVENTS.md, ABI 1). */
 #include "event.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -121,7 +122,7 @@ static const char *const status_names[] = {"OK",
                                            "ERR_UNSUPPORTED",
                                            "ERR_TRUNCATED",
                                            "ERR_STORE"};
-static const char *const decision_names[] = {"algorithm", "fallback"};
+static const char *const decision_names[] = {"algorithm", "fallback", "order"};
 
 #define LOOKUP(tab, v) ((v) >= 0 && (size_t)(v) < sizeof(tab) / sizeof(tab[0]) ? tab[v] : "unknown")
 
@@ -144,6 +145,14 @@ const char *glucx_an_op_name(int o)
 const char *glucx_an_decision_name(int k)
 {
     return LOOKUP(decision_names, k);
+}
+
+const char *glucx_an_option_name(int kind, int32_t id, char *buf, size_t n)
+{
+    if (kind == 0 || kind == 1)
+        return glucx_an_alg_name(id);
+    snprintf(buf, n, kind == GLUCX_AN_DECISION_ORDER ? "partition %" PRId32 : "%" PRId32, id);
+    return buf;
 }
 
 const char *glucx_an_status_name(int s)

@@ -332,6 +332,14 @@ typedef struct strlist {
 
 /* ---- the engine ---------------------------------------------------------------------------- */
 
+/* The decisions of one kind, summed for the report's scheduling section (collectives.c). */
+typedef struct glucx_an_sched_kind {
+    uint64_t n, n_measured;
+    double predicted_sum, best_sum, measured_sum;
+    int64_t saving_max; /* the largest saving of one decision, described in subject */
+    char subject[160];
+} glucx_an_sched_kind_t;
+
 struct glucx_an_engine {
     glucx_an_options_t opt;
     char *dir;
@@ -370,6 +378,10 @@ struct glucx_an_engine {
     /* decisions (collectives.c, at the end): savings over all, the largest one described */
     int64_t dec_saving, dec_best_saving;
     char dec_subject[160];
+    /* per decision kind (the report's scheduling section): decisions, sums of the chosen
+     * option's and of the cheapest option's predictions, of the measured collective times
+     * (algorithm kinds), and the largest saving of one decision, described */
+    glucx_an_sched_kind_t sched[GLUCX_AN_DECISION_KINDS];
     /* failures (failures.c) */
     failure_st_t fail;
     /* the verdict (verdict.c) */

@@ -454,15 +454,18 @@ static void dec_write(const glucx_an_engine_t *e, wbuf_t *w, const dec_view_t *d
     wb_kstr(w, "kind", glucx_an_decision_name(d->h.kind));
     wb_kstr(w, "coll", glucx_an_coll_name(d->h.coll));
     wb_kint(w, "bytes", (int64_t)d->h.bytes);
-    wb_kstr(w, "chosen", glucx_an_alg_name(d->h.chosen));
+    char o1[32];
+    const int algs = d->h.kind < GLUCX_AN_DECISION_ORDER; /* options are algorithms */
+    wb_kstr(w, "chosen", glucx_an_option_name(d->h.kind, d->h.chosen, o1, sizeof(o1)));
     wb_kstr(w, "reason", d->reason);
     wb_lit(w, ",\"alternatives\":[");
     for (uint32_t i = 0; i < d->h.nalt; i++) {
         wb_str(w, i ? ",{\"option\":\"" : "{\"option\":\"");
-        wb_str(w, glucx_an_alg_name(d->ids[i]));
+        wb_str(w, glucx_an_option_name(d->h.kind, d->ids[i], o1, sizeof(o1)));
         wb_lit(w, "\"");
         wb_kint(w, "predicted_ns", (int64_t)d->cost[i]);
-        group_st_t *g = glucx_an_group_find(e, d->h.comm_id, d->h.coll, d->ids[i], d->h.bytes);
+        group_st_t *g =
+            algs ? glucx_an_group_find(e, d->h.comm_id, d->h.coll, d->ids[i], d->h.bytes) : NULL;
         wb_kopt(w, "measured_mean_ns", g && g->count ? g->sum / (int64_t)g->count : 0,
                 g && g->count);
         wb_lit(w, "}");
@@ -475,7 +478,10 @@ static void dec_write(const glucx_an_engine_t *e, wbuf_t *w, const dec_view_t *d
         wb_ratio(w, (double)d->h.measured / (double)d->h.predicted);
     else
         wb_lit(w, "null");
-    wb_kstr(w, "best", d->h.best_idx >= 0 ? glucx_an_alg_name(d->ids[d->h.best_idx]) : "none");
+    wb_kstr(w, "best",
+            d->h.best_idx >= 0
+                ? glucx_an_option_name(d->h.kind, d->ids[d->h.best_idx], o1, sizeof(o1))
+                : "none");
     wb_kopt(w, "best_predicted_ns", d->h.best_idx >= 0 ? (int64_t)d->cost[d->h.best_idx] : 0,
             d->h.best_idx >= 0);
     wb_kint(w, "saving_ns", d->h.saving);
@@ -491,6 +497,53 @@ static int cmp_lateness(const void *a, const void *b)
 }
 
 static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_t period);
+
+/* The measured counterpart of kind @p k's predictions (METRICS.md, "Schedule decisions"):
+ * algorithm kinds: the mean time of the collectives decided; order: the exposed communication
+ * per rank and iteration. -1 when there is none. */
+static double sched_measured(const glucx_an_engine_t *e, int k, int nranks)
+{
+    const glucx_an_sched_kind_t *s = &e->sched[k];
+    if (k < GLUCX_AN_DECISION_ORDER)
+        return s->n_measured ? s->measured_sum / (double)s->n_measured : -1;
+    if (e->iterations == 0 || nranks <= 0)
+        return -1;
+    return (double)(e->tot.comm - e->tot.overlap) / ((double)e->iterations * nranks);
+}
+
+static const char *sched_measured_what(int k)
+{
+    return k < GLUCX_AN_DECISION_ORDER ? "collective time"
+                                       : "exposed communication per rank and iteration";
+}
+
+/* report.json's scheduling section: one entry per decision kind seen. */
+static json_t *sched_json(const glucx_an_engine_t *e, int nranks)
+{
+    json_t *a = json_array();
+    for (int k = 0; k < GLUCX_AN_DECISION_KINDS; k++) {
+        const glucx_an_sched_kind_t *s = &e->sched[k];
+        if (s->n == 0)
+            continue;
+        double meas = sched_measured(e, k, nranks), pred = s->predicted_sum / (double)s->n;
+        json_t *o = json_object();
+        json_object_set_new(o, "kind", json_string(glucx_an_decision_name(k)));
+        json_object_set_new(o, "decisions", json_integer((json_int_t)s->n));
+        json_object_set_new(o, "predicted_mean_ns", json_integer((json_int_t)llround(pred)));
+        json_object_set_new(o, "best_predicted_mean_ns",
+                            json_integer((json_int_t)llround(s->best_sum / (double)s->n)));
+        json_object_set_new(o, "measured_mean_ns",
+                            meas >= 0 ? json_integer((json_int_t)llround(meas)) : json_null());
+        json_object_set_new(o, "measured", json_string(sched_measured_what(k)));
+        json_object_set_new(o, "model_ratio",
+                            meas >= 0 && pred > 0 ? json_real(meas / pred) : json_null());
+        json_object_set_new(o, "largest_saving_ns", json_integer(s->saving_max));
+        json_object_set_new(o, "largest_saving",
+                            s->saving_max > 0 ? json_string(s->subject) : json_null());
+        json_array_append_new(a, o);
+    }
+    return a;
+}
 
 /* A number, or null when it is not finite (a bound that does not exist). */
 static json_t *num_or_null(double x)
@@ -660,6 +713,7 @@ int glucx_an_report_write(glucx_an_engine_t *e)
     bd_json_fields(st, &e->tot);
     json_object_set_new(sum, "totals", st);
     rc |= put(f, "summary", sum, 0);
+    rc |= put(f, "scheduling", sched_json(e, nranks), 0);
 
     fputs(",\n\"iterations\":[", f);
     fflush(e->f_iters);
@@ -1054,6 +1108,26 @@ static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_
                 glucx_an_fmt_ns(g->count ? (double)g->sum / (double)g->count : 0, b1, sizeof(b1)),
                 glucx_an_fmt_ns((double)(g->count ? g->min : 0), b2, sizeof(b2)),
                 g->busbw_n ? g->busbw_sum / (double)g->busbw_n / 1e9 : 0.0);
+    }
+    int nranks = 0;
+    for (size_t i = 0; i < e->ncomms; i++)
+        nranks += e->comms[i]->nseen;
+    for (int k = 0, head = 0; k < GLUCX_AN_DECISION_KINDS; k++) {
+        const glucx_an_sched_kind_t *s = &e->sched[k];
+        if (s->n == 0)
+            continue;
+        if (!head++)
+            fprintf(f,
+                    "\nscheduling (schedule decisions per kind, means; predicted: the chosen "
+                    "option)\n%-10s %10s %12s %14s %12s  %s\n",
+                    "kind", "decisions", "predicted", "best option", "measured", "(measured is)");
+        double meas = sched_measured(e, k, nranks);
+        fprintf(f, "%-10s %10" PRIu64 " %12s %14s %12s  %s\n", glucx_an_decision_name(k), s->n,
+                glucx_an_fmt_ns(s->predicted_sum / (double)s->n, b1, sizeof(b1)),
+                glucx_an_fmt_ns(s->best_sum / (double)s->n, b2, sizeof(b2)),
+                meas >= 0 ? glucx_an_fmt_ns(meas, b3, sizeof(b3)) : "-", sched_measured_what(k));
+        if (s->saving_max > 0)
+            fprintf(f, "           largest: %s\n", s->subject);
     }
     fprintf(f, "\nstragglers (last to arrive at collectives)\n");
     int any = 0;

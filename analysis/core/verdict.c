@@ -109,6 +109,9 @@ void glucx_an_verdict(glucx_an_engine_t *e)
     double strag = top ? (double)top->lateness / n_it : 0;
     double exposed = exposed_sh * mean_it;
     double dec = (double)e->dec_saving / n_it;
+    /* an order decision recurs in every iteration of a plan: its saving is per iteration */
+    const glucx_an_sched_kind_t *ord_k = &e->sched[GLUCX_AN_DECISION_ORDER];
+    double ord = (double)ord_k->saving_max;
     double link_cp = tl ? (double)tl->cp_ns / n_it : 0;
     double plink_cp = pl ? (double)pl->cp_ns / n_it : 0;
     if (strag >= 0.05 * mean_it && strag >= 0.5 * exposed) {
@@ -120,6 +123,15 @@ void glucx_an_verdict(glucx_an_engine_t *e)
                  "%.0f%% of the %s iteration.",
                  top_rank, glucx_an_fmt_ns(strag, b1, sizeof(b1)), 100 * strag / mean_it,
                  glucx_an_fmt_ns(mean_it, b2, sizeof(b2)));
+    } else if (ord >= 0.05 * mean_it && ord > dec) {
+        v->kind = "decision";
+        snprintf(v->subject, sizeof(v->subject), "%s", ord_k->subject);
+        v->cost_ns = ord;
+        snprintf(e->verdict, sizeof(e->verdict),
+                 "The gradient partitions' order costs %s per iteration (%.0f%% of the %s "
+                 "iteration, predicted): %s.",
+                 glucx_an_fmt_ns(ord, b1, sizeof(b1)), 100 * ord / mean_it,
+                 glucx_an_fmt_ns(mean_it, b2, sizeof(b2)), ord_k->subject);
     } else if (dec >= 0.05 * mean_it) {
         v->kind = "decision";
         snprintf(v->subject, sizeof(v->subject), "%s", e->dec_subject);

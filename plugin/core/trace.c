@@ -1,6 +1,6 @@
-/* glucx/trace.h: framework events (iterations, compute phases, gradient buckets) emitted by the
- * adapters, recorded through the macro layer (util/tracepoint.h) as the iteration_*,
- * compute_* and bucket_ready events of trace/EVENTS.md. */
+/* glucx/trace.h: framework events (iterations, compute phases, gradient buckets, schedule
+ * decisions) emitted by the adapters, recorded through the macro layer (util/tracepoint.h) as
+ * the iteration_*, compute_*, bucket_ready and sched_decision events of trace/EVENTS.md. */
 #include <glucx/trace.h>
 
 #include "core/core.h"
@@ -64,4 +64,19 @@ void glucx_trace_compute_end(glucx_comm_t *comm, const char *phase, uint64_t id)
 void glucx_trace_bucket_ready(glucx_comm_t *comm, uint64_t bucket, uint64_t bytes)
 {
     GLUCX_TP(bucket_ready, comm_trace_id(comm), comm_rank(comm), bucket, bytes);
+}
+
+void glucx_trace_sched_decision(glucx_comm_t *comm, int kind, int32_t chosen, uint32_t n_alt,
+                                const int32_t *alt_ids, const uint64_t *alt_cost_ns,
+                                const char *reason)
+{
+    if (comm == NULL || !GLUCX_TP_ON(sched_decision))
+        return;
+    if (alt_ids == NULL || alt_cost_ns == NULL)
+        n_alt = 0;
+    if (n_alt > 1024)
+        n_alt = 1024;
+    GLUCX_TP(sched_decision, comm_trace_id(comm), comm_rank(comm),
+             (uint32_t)atomic_load(&comm->coll_seq), kind, chosen, n_alt, alt_ids, alt_cost_ns,
+             reason != NULL ? reason : "");
 }

@@ -622,6 +622,103 @@ static void test_decision(void **state)
     json_decref(rep);
 }
 
+/* Order decisions (a training scheduler's, kind 2) beside algorithm decisions, METRICS.md
+ * "Schedule decisions". 2 ranks, 3 iterations of 10 us: iteration k = [10k, 10k+10) us, compute
+ * [10k, 10k+6), allreduce seq k [10k+6, 10k+9) on both ranks at once (no straggler). Before each
+ * allreduce an order decision (chosen partition 2, options 2 and 0 predicted 5000 and 1000 ns)
+ * and, inside it, glucx's algorithm decision (ring, its only option, 2500 ns). So:
+ *   order: 3 decisions, predicted mean 5000, best 1000, saving 4000 each (model), measured =
+ *          exposed communication per rank and iteration = 3000 (the allreduce, under no
+ *          compute), no per-decision measurement;
+ *   algorithm: 3 decisions, predicted 2500, measured the collective's time 3000, ratio 1.2;
+ *   verdict: exposed share 30% but the order decision's 4000 ns per iteration (40% of the
+ *   10 us iteration) exceeds the algorithm choices' 0: bottleneck "decision", naming it. */
+static void test_order_decision(void **state)
+{
+    (void)state;
+    start("order_decision");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    const int32_t oid[2] = {2, 0}, aid[1] = {0};
+    const uint64_t ocost[2] = {5000, 1000}, acost[1] = {2500};
+    for (int k = 0; k < 3; k++) {
+        const int64_t t = 10000 * (int64_t)k;
+        for (int r = 0; r < 2; r++) {
+            iter(GLUCX_AN_EV_ITERATION_BEGIN, t, r, (uint64_t)k);
+            glucx_an_event_t c = ev(GLUCX_AN_EV_COMPUTE_BEGIN, t, r);
+            c.phase = "forward";
+            feed(c);
+            c = ev(GLUCX_AN_EV_COMPUTE_END, t + 6000, r);
+            c.phase = "forward";
+            feed(c);
+            glucx_an_event_t d = ev(GLUCX_AN_EV_SCHED_DECISION, t + 6000, r);
+            d.seq = (uint32_t)k;
+            d.decision = 2;
+            d.chosen = 2;
+            d.nalt = 2;
+            d.alt_ids = oid;
+            d.alt_cost_ns = ocost;
+            d.reason = "P3";
+            feed(d);
+            coll(GLUCX_AN_EV_COLL_BEGIN, t + 6000, r, (uint32_t)k, 0, 4096, 0);
+            d = ev(GLUCX_AN_EV_SCHED_DECISION, t + 6000, r);
+            d.seq = (uint32_t)k;
+            d.decision = 0;
+            d.chosen = 0;
+            d.nalt = 1;
+            d.alt_ids = aid;
+            d.alt_cost_ns = acost;
+            d.reason = "selection map";
+            feed(d);
+        }
+        for (int r = 0; r < 2; r++) {
+            coll(GLUCX_AN_EV_COLL_END, t + 9000, r, (uint32_t)k, 0, 4096, 0);
+            iter(GLUCX_AN_EV_ITERATION_END, t + 10000, r, (uint64_t)k);
+        }
+    }
+    json_t *rep = finish();
+    json_t *decs = json_object_get(rep, "decisions"), *d;
+    size_t i, norder = 0;
+    json_array_foreach(decs, i, d)
+    {
+        if (strcmp(json_string_value(json_object_get(d, "kind")), "order") != 0)
+            continue;
+        norder++;
+        assert_string_equal(json_string_value(json_object_get(d, "chosen")), "partition 2");
+        assert_string_equal(json_string_value(json_object_get(d, "best")), "partition 0");
+        assert_int_equal(geti(d, "predicted_ns"), 5000);
+        assert_true(json_is_null(json_object_get(d, "measured_ns")));
+        assert_int_equal(geti(d, "saving_ns"), 4000);
+        assert_string_equal(json_string_value(json_object_get(d, "saving_source")), "model");
+        json_t *alt = json_array_get(json_object_get(d, "alternatives"), 1);
+        assert_string_equal(json_string_value(json_object_get(alt, "option")), "partition 0");
+        assert_true(json_is_null(json_object_get(alt, "measured_mean_ns")));
+    }
+    assert_int_equal(norder, 3);
+    json_t *sc = json_object_get(rep, "scheduling");
+    assert_int_equal(json_array_size(sc), 2);
+    json_t *alg = json_array_get(sc, 0), *ord = json_array_get(sc, 1);
+    assert_string_equal(json_string_value(json_object_get(alg, "kind")), "algorithm");
+    assert_int_equal(geti(alg, "decisions"), 3);
+    assert_int_equal(geti(alg, "predicted_mean_ns"), 2500);
+    assert_int_equal(geti(alg, "measured_mean_ns"), 3000);
+    assert_float_equal(json_real_value(json_object_get(alg, "model_ratio")), 1.2, 1e-9);
+    assert_int_equal(geti(alg, "largest_saving_ns"), 0);
+    assert_string_equal(json_string_value(json_object_get(ord, "kind")), "order");
+    assert_int_equal(geti(ord, "decisions"), 3);
+    assert_int_equal(geti(ord, "predicted_mean_ns"), 5000);
+    assert_int_equal(geti(ord, "best_predicted_mean_ns"), 1000);
+    assert_int_equal(geti(ord, "measured_mean_ns"), 3000);
+    assert_int_equal(geti(ord, "largest_saving_ns"), 4000);
+    assert_non_null(strstr(json_string_value(json_object_get(ord, "largest_saving")),
+                           "partition 2 went first"));
+    json_t *v = json_object_get(rep, "verdict");
+    assert_string_equal(json_string_value(json_object_get(v, "bottleneck")), "decision");
+    assert_int_equal(geti(v, "cost_ns"), 4000);
+    assert_non_null(strstr(json_string_value(json_object_get(v, "subject")), "partition 0 first"));
+    json_decref(rep);
+}
+
 /* Framework markers that name no communicator (comm_id 0, rank -1, as glucx/trace.h emits them
  * before the process has a glucx communicator of its own, e.g. over the Gloo shim) arriving
  * while the communicator's mode is still undecided (its comm_init buffered): they belong to
@@ -1476,6 +1573,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_physical_duplex),
         cmocka_unit_test(test_physical_cp),
         cmocka_unit_test(test_decision),
+        cmocka_unit_test(test_order_decision),
         cmocka_unit_test(test_inferred),
         cmocka_unit_test(test_markers_without_comm),
         cmocka_unit_test(test_critical_path),

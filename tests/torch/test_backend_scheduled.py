@@ -123,6 +123,32 @@ def test_plan_order():
         plan_order([0, 1, 2], [1, 1], [0, 1, 2])
 
 
+def test_predict_exposed_and_order_decisions():
+    """The order decisions' cost model, hand-computed. Partitions 0,1,2 ready at 0,1,2 s, 2 s
+    each; partition 2 holds the first layer (priority 0), 1 the second, 0 the third; backward
+    ends at 3 s, each module's forward takes 1 s."""
+    backend_harness.glucx_importable_or_fail()
+    from glucx.torch import order_decisions, plan_order, predict_exposed
+    ready, dur, prio, fwd, bwd = [0, 1, 2], [2, 2, 2], [2, 1, 0], [1, 1, 1], 3
+    assert plan_order(ready, dur, prio) == [0, 2, 1]
+    # [0,2,1] completes 0,2,1 at 2,4,6 s: module 0 starts at 4 (ends 5), module 1 at 6 (ends
+    # 7), module 2 at 7 (ends 8): 8 - 3 - 3 = 2 s exposed
+    assert predict_exposed([0, 2, 1], ready, dur, prio, fwd, bwd) == 2
+    # [0,1,2] completes 2 last, at 6 s: module 0 waits until 6: 9 - 6 = 3 s exposed
+    assert predict_exposed([0, 1, 2], ready, dur, prio, fwd, bwd) == 3
+    # a fast link: nothing waits
+    assert predict_exposed([0, 1, 2], ready, [0.1] * 3, prio, fwd, bwd) == 0
+    # a partition no module uses (priority 3 = past the last module) delays nothing
+    assert predict_exposed([0], [0], [100], [3], fwd, bwd) == 0
+    # position 0: only partition 0 is ready; position 1: 2 and 1 are (2 first, by priority),
+    # 1 instead of 2 there costs 3 s; position 2: 1 is left
+    assert order_decisions(ready, dur, prio, fwd, bwd) == [
+        (0, [0], [2_000_000_000]), (2, [2, 1], [2_000_000_000, 3_000_000_000]),
+        (1, [1], [2_000_000_000])]
+    assert order_decisions(ready, dur, prio, fwd, bwd, max_options=1)[1] == \
+        (2, [2], [2_000_000_000])
+
+
 @pytest.mark.parametrize("mode", ["ddp", "scheduled", "sharded"])
 def test_digits_example_each_mode(mode, tmp_path):
     """examples/train_digits.py --mode M (issue 18 item 5: every mode with one flag): 2 ranks

@@ -75,6 +75,21 @@ clipping, inspection): the gradients live in the partitions' buffers and are gon
 partition's step; learning-rate schedulers must be applied to every partition's optimizer
 (`optimizers`).
 
+Trace events
+------------
+On a `glucx` process group, while a glucx-trace session records (checked at each forward with
+autograd), the wrapper emits the framework events the analysis attributes time with
+(trace/EVENTS.md): iteration_begin/end (an iteration runs from one forward with autograd to the
+next, or to synchronize()), compute "forward" (closed while a pre-hook waits for its
+partitions' allreduce: that wait is exposed communication), "backward" (from the output's first
+gradient to the end of the pass) and "optimizer" (id: the partition) around each update; and,
+for every allreduce the plan issues, a sched_decision of kind order (2) right before it: the
+partition chosen, the partitions available at that point of the plan's simulation (at most 8,
+highest priority first) and each one's predicted cost, `predict_exposed()` of the plan with that
+option taken there: the next forward's predicted wait for communication, from iteration 0's
+profile (ready times, allreduce durations, each module's forward time, the backward's length).
+The decisions are computed once, at the plan, if a session records then.
+
 state_dict() and load_state_dict() synchronize first. The structure check at construction
 compares the parameters' and buffers' names, shapes and dtypes across ranks; the group's rank 0
 (whatever its global rank) is the source of the broadcasts.
@@ -89,9 +104,13 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+from . import _C
 from .sharded import _tensors, check_structure_across_ranks, group_root
 
-__all__ = ["ScheduledDataParallel", "plan_order"]
+#: sched_decision kind of the order decisions (trace/EVENTS.md, "kind").
+ORDER = 2
+
+__all__ = ["ScheduledDataParallel", "plan_order", "predict_exposed", "order_decisions"]
 
 
 def plan_order(ready, duration, priority):
@@ -107,17 +126,71 @@ def plan_order(ready, duration, priority):
     if len(duration) != n or len(priority) != n:
         raise ValueError(f"plan_order: {n} ready times, {len(duration)} durations and "
                          f"{len(priority)} priorities")
-    left, order, t = set(range(n)), [], 0.0
+    return _p3_order([], ready, duration, priority)[0]
+
+
+def _p3_order(prefix, ready, duration, priority):
+    """plan_order's link after the partitions in `prefix` were sent in that order: (the whole
+    order, the partitions available at each position from len(prefix) on)."""
+    order, t = list(prefix), 0.0
+    for k in prefix:
+        t = max(t, ready[k]) + max(0.0, duration[k])
+    left, avails = set(range(len(ready))) - set(prefix), []
     while left:
         avail = [k for k in left if ready[k] <= t]
         if not avail:
             t = min(ready[k] for k in left)
             continue
         k = min(avail, key=lambda i: (priority[i], i))
+        avails.append(sorted(avail, key=lambda i: (priority[i], i)))
         order.append(k)
         left.remove(k)
-        t += max(0.0, duration[k])
-    return order
+        t = max(t, ready[k]) + max(0.0, duration[k])
+    return order, avails
+
+
+def predict_exposed(order, ready, duration, priority, forward, backward):
+    """The exposed communication (seconds) of the next forward when the partitions' allreduces
+    run in `order` on one link: the model behind the order decisions' costs.
+
+    The link sends one partition at a time, each as soon as it is ready and the link is free
+    (ready[k], duration[k] in seconds from the start of backward, as plan_order); the backward
+    ends at `backward` (seconds), then the forward runs its modules in order, module j taking
+    forward[j] seconds and starting only when every partition of priority j (the partitions
+    module j is the first to use) has completed. Returns the forward's end minus
+    (backward + sum(forward)): the time the next forward waits for communication. Partitions
+    whose priority is not a module position (never used in the forward) do not delay it.
+    Pure; the same inputs give the same number on every rank.
+    """
+    t, need = 0.0, {}
+    for k in order:
+        t = max(t, ready[k]) + max(0.0, duration[k])
+        j = int(priority[k])
+        need[j] = max(need.get(j, 0.0), t)
+    f = backward
+    for j, dt in enumerate(forward):
+        f = max(f, need.get(j, 0.0)) + max(0.0, dt)
+    return max(0.0, f - backward - sum(max(0.0, dt) for dt in forward))
+
+
+def order_decisions(ready, duration, priority, forward, backward, max_options=8):
+    """The order decisions of plan_order's plan, each with its alternatives and their
+    predicted costs: for plan position i, (chosen partition, options, costs in ns). The options
+    are the partitions available (ready, per the simulated link) at that position, the
+    `max_options` of highest priority, the chosen one first; an option's cost is
+    predict_exposed() of the plan with that option taken at position i and plan_order's rule
+    after it. Pure and deterministic (every rank derives the same decisions)."""
+    plan, avails = _p3_order([], ready, duration, priority)
+    out = []
+    for i, k in enumerate(plan):
+        opts = avails[i][:max_options]
+        costs = []
+        for a in opts:
+            alt = _p3_order(plan[:i] + [a], ready, duration, priority)[0]
+            costs.append(int(round(1e9 * predict_exposed(alt, ready, duration, priority,
+                                                         forward, backward))))
+        out.append((k, opts, costs))
+    return out
 
 
 class _Partition:
@@ -164,7 +237,10 @@ class ScheduledDataParallel(nn.Module):
 
     Attributes: `module`, `partitions` (list of (parameter names, bytes, priority)),
     `optimizers` (one per partition), `plan` (the current issue order of partition indices),
-    `planned` (True once the plan came from a profiled iteration), `rank`, `world_size`.
+    `planned` (True once the plan came from a profiled iteration), `profile` (None, then the
+    dict of lists the plan came from: ready_s, allreduce_s, priority per partition, forward_s
+    per module in forward order, backward_s), `decisions` (the plan's order decisions, see
+    "Trace events"; empty unless a session recorded at the plan), `rank`, `world_size`.
 
     Raises: see the module's doc, "Errors".
     """
@@ -219,6 +295,17 @@ class ScheduledDataParallel(nn.Module):
         self._t_backward = None
         self._profile = None       # (work, vector) of the profile's allreduce
         self._forward_order = []   # module ids in the order their pre-hooks ran (forward 0)
+        self._t_modules = []       # monotonic time of each of those pre-hooks (forward 0)
+        self._t_forward_end = None    # when forward 0 returned
+        self._backward_time = 0.0     # backward 0, seconds from its first gradient to its end
+        self.decisions = []        # per plan position: (chosen, options, predicted ns)
+        self.profile = None        # iteration 0's numbers the plan came from (every rank's MAX)
+        # trace events (glucx groups; others record nothing): the group's Tracer, whether the
+        # current iteration records, the open iteration and the forward phase's state
+        self._tracer = _C.Tracer(process_group) if _C.trace_has_comm(process_group) else None
+        self._on = False
+        self._open_iteration = None
+        self._in_forward = False
         self._bcast = None         # (future, flat copy) of the buffers' broadcast
         # AccumulateGrad nodes must stay referenced for their hooks to stay
         self._grad_acc = []
@@ -282,9 +369,19 @@ class ScheduledDataParallel(nn.Module):
                                f"{e}") from e
 
     def _broadcast_state(self):
+        """Rank 0's parameters and buffers to every rank: one broadcast per dtype (as DDP
+        coalesces them; one per tensor also made the analysis take the construction's
+        repeating broadcasts for iterations)."""
+        tensors = list(self.module.parameters()) + self._buffers_list()
         with torch.no_grad():
-            for t in list(self.module.parameters()) + self._buffers_list():
-                dist.broadcast(t, self._root, group=self.process_group)
+            for dtype in sorted({t.dtype for t in tensors}, key=str):
+                group = [t for t in tensors if t.dtype == dtype]
+                flat = torch.cat([t.detach().reshape(-1) for t in group])
+                dist.broadcast(flat, self._root, group=self.process_group)
+                off = 0
+                for t in group:
+                    t.copy_(flat[off:off + t.numel()].view(t.shape))
+                    off += t.numel()
 
     def _buffers_list(self):
         return [b for b in self.module.buffers() if b is not None]
@@ -295,9 +392,16 @@ class ScheduledDataParallel(nn.Module):
         grad = torch.is_grad_enabled()
         if grad:
             self._generation += 1
+            self._begin_iteration()
         if not self.overlap_forward:
             self.synchronize()
-        out = self.module(*args, **kwargs)
+        self._set_forward(grad)
+        try:
+            out = self.module(*args, **kwargs)
+        finally:
+            self._set_forward(False)
+        if grad and self._iteration == 0 and self._t_forward_end is None:
+            self._t_forward_end = time.monotonic()
         if grad:
             for t in _tensors(out):
                 if t.requires_grad:
@@ -313,6 +417,34 @@ class ScheduledDataParallel(nn.Module):
                                       async_op=True)
                 self._bcast = (work, flat)
         return out
+
+    # ---- trace events (glucx groups, while a session records) --------------------------------
+
+    def _begin_iteration(self):
+        """A forward with autograd starts iteration `_generation - 1` (the last one ends)."""
+        self._end_iteration()
+        if self._tracer is None:
+            return
+        self._on = _C.trace_enabled()   # once per iteration
+        if self._on:
+            self._open_iteration = self._generation - 1
+            self._tracer.iteration_begin(self._open_iteration)
+
+    def _end_iteration(self):
+        if self._open_iteration is not None:
+            self._tracer.iteration_end(self._open_iteration)
+            self._open_iteration = None
+
+    def _set_forward(self, on):
+        """Open or close the forward's compute phase (closed while it waits)."""
+        if on == self._in_forward:
+            return
+        self._in_forward = on
+        if self._on:
+            if on:
+                self._tracer.compute_begin("forward", 0)
+            else:
+                self._tracer.compute_end("forward", 0)
 
     def _wait_buffers(self):
         if self._bcast is None:
@@ -333,14 +465,22 @@ class ScheduledDataParallel(nn.Module):
             if self._iteration == 0 and torch.is_grad_enabled() and \
                     id(m) not in self._forward_order:
                 self._forward_order.append(id(m))
+                self._t_modules.append(time.monotonic())
                 for part in self._owners[id(m)]:
                     if part.priority is None:
                         part.priority = len(self._forward_order) - 1
             if any(b is not None for b in m._buffers.values()):
                 self._wait_buffers()
             self._poll()
-            for part in self._owners[id(m)]:
+            owned = self._owners[id(m)]
+            waits = self._in_forward and any(q.work is not None and not q.work.is_completed()
+                                             for q in owned)
+            if waits:   # the forward waits for communication: not compute (exposed)
+                self._set_forward(False)
+            for part in owned:
                 self._complete(part)
+            if waits:
+                self._set_forward(True)
         return hook
 
     def _complete(self, part, block=True):
@@ -362,7 +502,11 @@ class ScheduledDataParallel(nn.Module):
                 n = p.numel()
                 p.grad = flat[off:off + n].view(p.shape)
                 off += n
+        if self._on:
+            self._tracer.compute_begin("optimizer", part.index)
         part.optimizer.step()
+        if self._on:
+            self._tracer.compute_end("optimizer", part.index)
         for p in part.params:
             p.grad = None
         return True
@@ -382,6 +526,7 @@ class ScheduledDataParallel(nn.Module):
         for k in self.plan:
             self._complete(self._parts[k])
         self._wait_buffers()
+        self._end_iteration()
 
     def state_dict(self, *args, **kwargs):
         """nn.Module.state_dict after synchronize(): the pending updates are in it."""
@@ -412,6 +557,8 @@ class ScheduledDataParallel(nn.Module):
                     f"output: gradient accumulation or a second backward through the same "
                     f"forward is not supported ({self._where()})")
             fired[0] = True
+            if self._on:
+                self._tracer.compute_begin("backward", 0)
         return hook
 
     def _make_grad_hook(self, part):
@@ -445,6 +592,10 @@ class ScheduledDataParallel(nn.Module):
             return
         part.t_ready = time.monotonic() - self._t_backward
         while self._pos < len(self.plan) and self._parts[self.plan[self._pos]].ready:
+            if self._on and self._pos < len(self.decisions):
+                k, opts, costs = self.decisions[self._pos]
+                self._tracer.sched_decision(ORDER, k, opts, costs, "P3: the ready partition "
+                                            "the next forward needs first")
             self._issue(self._parts[self.plan[self._pos]])
             self._pos += 1
 
@@ -460,6 +611,10 @@ class ScheduledDataParallel(nn.Module):
         torch.autograd.Variable._execution_engine.queue_callback(self._end_backward)
 
     def _end_backward(self):
+        if self._on:
+            self._tracer.compute_end("backward", 0)
+        if self._iteration == 1:
+            self._backward_time = time.monotonic() - self._t_backward
         self._t_backward = None
         if self._pos == len(self.plan):
             if self._iteration == 1:
@@ -501,10 +656,13 @@ class ScheduledDataParallel(nn.Module):
             dur[q.index] = max(0.0, q.t_done - start)
             prev = q.t_done
         last = len(self._forward_order)
+        ends = self._t_modules[1:] + [self._t_forward_end or time.monotonic()]
+        fwd = [max(0.0, b - a) for a, b in zip(self._t_modules, ends)]
         vec = torch.tensor([q.t_ready for q in self._parts] +
                            [dur[q.index] for q in self._parts] +
                            [float(q.priority if q.priority is not None else last)
-                            for q in self._parts], dtype=torch.float64)
+                            for q in self._parts] + fwd + [self._backward_time],
+                           dtype=torch.float64)
         work = dist.all_reduce(vec, op=dist.ReduceOp.MAX, group=self.process_group,
                                async_op=True)
         self._profile = (work, vec)
@@ -517,8 +675,13 @@ class ScheduledDataParallel(nn.Module):
         n = len(self._parts)
         self._wait(work, f"allreduce of the profile ({vec.numel()} values)")
         v = vec.tolist()
-        ready, dur, prio = v[:n], v[n:2 * n], v[2 * n:]
+        ready, dur, prio = v[:n], v[n:2 * n], v[2 * n:3 * n]
+        fwd, backward = v[3 * n:-1], v[-1]
         self.plan = plan_order(ready, dur, prio)
         self.planned = True
+        self.profile = {"ready_s": ready, "allreduce_s": dur, "priority": [int(x) for x in prio],
+                        "forward_s": fwd, "backward_s": backward}
+        if self._tracer is not None and _C.trace_enabled():
+            self.decisions = order_decisions(ready, dur, prio, fwd, backward)
         for part in self._parts:
             part.priority = int(prio[part.index])

@@ -88,11 +88,11 @@ import torch
 import torch.distributed as dist
 
 from . import _C
-from .scheduled import ScheduledDataParallel, plan_order
+from .scheduled import ScheduledDataParallel, order_decisions, plan_order, predict_exposed
 from .sharded import ShardedDataParallel
 
 __all__ = ["instrument", "Instrumentation", "trace_enabled", "ShardedDataParallel",
-           "ScheduledDataParallel", "plan_order"]
+           "ScheduledDataParallel", "plan_order", "predict_exposed", "order_decisions"]
 
 _ENGINE = torch.autograd.Variable._execution_engine
 

@@ -6,7 +6,8 @@
  *  - device.cc          the Gloo device "UCX" (device.h)
  *  - process_group.cc   the `glucx` torch.distributed backend: glucx._C.ProcessGroupGlucx and its
  *                       creator (PyTorch 1.13's c10d::ProcessGroup on libglucx collectives)
- *  - trace_bindings.cc  framework trace events (glucx/trace.h) for glucx.torch.instrument()
+ *  - trace_bindings.cc  framework trace events (glucx/trace.h) for glucx.torch.instrument() and
+ *                       the schedule decisions of glucx.torch.ScheduledDataParallel
  */
 #ifndef GLUCX_TORCH_BINDINGS_H
 #define GLUCX_TORCH_BINDINGS_H

@@ -11,9 +11,13 @@
 // which is one predictable branch when no session records glucx events. None of them releases
 // the GIL: they return in well under a microsecond.
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <glucx/trace.h>
+
+#include <pybind11/stl.h>
 
 #include "bindings.h"
 
@@ -28,6 +32,26 @@ namespace
 
 // The events of one process group, its communicator looked up once. Holds a reference to the
 // Python process-group object so the borrowed communicator stays valid while the Tracer lives.
+// glucx_trace_sched_decision with the option and cost lists checked (equal lengths, at most
+// 1024 options, kind a decision kind frameworks may emit): ValueError otherwise.
+void SchedDecision(glucx_comm_t *comm, int kind, std::int32_t chosen,
+                   const std::vector<std::int32_t> &options,
+                   const std::vector<std::uint64_t> &costs_ns, const std::string &reason)
+{
+    if (options.size() != costs_ns.size())
+        throw py::value_error("trace_sched_decision: " + std::to_string(options.size()) +
+                              " options but " + std::to_string(costs_ns.size()) + " costs");
+    if (options.size() > 1024)
+        throw py::value_error("trace_sched_decision: " + std::to_string(options.size()) +
+                              " options (at most 1024)");
+    if (kind < 2 || kind > 255)
+        throw py::value_error("trace_sched_decision: kind " + std::to_string(kind) +
+                              " is not a framework decision kind (2 order; 0 and 1 are glucx's "
+                              "own algorithm decisions)");
+    glucx_trace_sched_decision(comm, kind, chosen, (std::uint32_t)options.size(), options.data(),
+                               costs_ns.data(), reason.c_str());
+}
+
 class Tracer
 {
   public:
@@ -63,6 +87,11 @@ class Tracer
     void bucket_ready(std::uint64_t bucket, std::uint64_t bytes) const
     {
         glucx_trace_bucket_ready(comm_, bucket, bytes);
+    }
+    void sched_decision(int kind, std::int32_t chosen, const std::vector<std::int32_t> &options,
+                        const std::vector<std::uint64_t> &costs_ns, const std::string &reason) const
+    {
+        SchedDecision(comm_, kind, chosen, options, costs_ns, reason);
     }
 
   private:
@@ -122,6 +151,20 @@ void BindTrace(py::module_ &m)
         py::arg("process_group"), py::arg("bucket"), py::arg("bytes"),
         "Event bucket_ready: gradient bucket `bucket` (index) of `bytes` bytes is ready for "
         "communication.");
+    m.def(
+        "trace_sched_decision",
+        [](py::handle process_group, int kind, std::int32_t chosen,
+           const std::vector<std::int32_t> &options, const std::vector<std::uint64_t> &costs_ns,
+           const std::string &reason) {
+            SchedDecision(CommFromPython(process_group), kind, chosen, options, costs_ns, reason);
+        },
+        py::arg("process_group"), py::arg("kind"), py::arg("chosen"), py::arg("options"),
+        py::arg("costs_ns"), py::arg("reason") = "",
+        "Event sched_decision about the next collective this thread starts on process_group (a "
+        "`glucx` group; others record nothing): kind (int, 2 = order), chosen (int option id), "
+        "options (list of int ids) and costs_ns (list of int, the predicted cost of each option "
+        "in ns, same length), reason (str). Raises ValueError for lists of different lengths, "
+        "more than 1024 options or kind 0/1 (glucx's own).");
 
     py::class_<Tracer>(m, "Tracer",
                        "The framework events of one process group, its communicator looked up "
@@ -135,7 +178,9 @@ void BindTrace(py::module_ &m)
         .def("iteration_end", &Tracer::iteration_end, py::arg("iteration"))
         .def("compute_begin", &Tracer::compute_begin, py::arg("phase"), py::arg("id") = 0)
         .def("compute_end", &Tracer::compute_end, py::arg("phase"), py::arg("id") = 0)
-        .def("bucket_ready", &Tracer::bucket_ready, py::arg("bucket"), py::arg("bytes"));
+        .def("bucket_ready", &Tracer::bucket_ready, py::arg("bucket"), py::arg("bytes"))
+        .def("sched_decision", &Tracer::sched_decision, py::arg("kind"), py::arg("chosen"),
+             py::arg("options"), py::arg("costs_ns"), py::arg("reason") = "");
 }
 
 } // namespace torch

@@ -49,10 +49,14 @@ enum {
  *   override); options are algorithm ids.
  * - FALLBACK: the algorithm chosen before answered "unsupported"; the next one by predicted
  *   cost was taken; options are algorithm ids.
+ * - ORDER: which gradient partition a training scheduler issues next (glucx.torch's
+ *   ScheduledDataParallel, through glucx_trace_sched_decision()); options are partition
+ *   indices, costs the predicted exposed communication of the next forward with that option.
  */
 #define GLUCX_TP_DECISION_MAP(X)                                                                   \
     X(ALGORITHM, algorithm, 0)                                                                     \
-    X(FALLBACK, fallback, 1)
+    X(FALLBACK, fallback, 1)                                                                       \
+    X(ORDER, order, 2)
 
 enum {
 #define GLUCX_TP_DECISION_ENUM_(name, lname, value) GLUCX_TP_DECISION_##name = (value),
