@@ -265,10 +265,83 @@ def error_cases(ctx):
         compare(state, reference("mlp", "sgd", ctx.world), "after errors")
 
 
+def wide_net():
+    """Five 256x256 float64 layers (2.5 MiB): DDP puts them in several buckets (its first
+    bucket takes parameters until it holds 1 MiB, later ones here about 100 bytes, i.e. one
+    parameter each)."""
+    torch.manual_seed(7)
+    layers = []
+    for _ in range(5):
+        layers += [nn.Linear(256, 256), nn.Tanh()]
+    return nn.Sequential(*layers, nn.Linear(256, 3)).double()
+
+
+def train_ddp_hook(ctx, make_net, ok_, hook_bytes=None, skew=False):
+    """DDP on make_net() (buckets of about 100 bytes after DDP's first), with
+    glucx.torch.priority_comm_hook of partitions of hook_bytes (None: DDP's own averaging);
+    STEPS steps. Returns (the hook's state or None, the parameters and buffers)."""
+    import glucx.torch
+
+    net = make_net()
+    ddp = DDP(Skewed(net, ctx.rank) if skew else net, bucket_cap_mb=100 / (1 << 20))
+    state = glucx.torch.priority_comm_hook(ddp, hook_bytes) if hook_bytes else None
+    opt = make_opt(ok_, ddp.parameters())
+    g = torch.Generator().manual_seed(5 + ctx.rank)
+    width = next(net.parameters()).shape[1]
+    for x, y in batches(ctx.world):
+        if width != x.shape[1]:   # the wide net: its own inputs, this rank's
+            x = torch.randn(ctx.world * ROWS, width, generator=g, dtype=torch.float64)
+        opt.zero_grad()
+        loss_fn(ddp(chunk(x, ctx)), chunk(y, ctx)).backward()
+        opt.step()
+    return state, {k: v.detach().clone() for k, v in net.state_dict().items()}
+
+
+def hook_cases(ctx):
+    """The DDP comm-hook form against DDP's own averaging (bitwise at 2 ranks, as for the
+    wrapper) and, for the plain models, the reference; each also with skewed timings (same
+    result). Buffers: DDP's ranks other than 0 keep their own, so those compare parameters."""
+    cases = [(f"hook-{mk}-{ok_}", lambda mk=mk: build(mk), ok_, PARTITION_BYTES // 2)
+             for mk in MODELS for ok_ in OPTS]
+    cases.append(("hook-wide-sgd", wide_net, "sgd", 128 << 10))
+    for name, make_net, ok_, nbytes in cases:
+        with ctx.check(f"{name}/matches-ddp"):
+            state, got = train_ddp_hook(ctx, make_net, ok_, nbytes)
+            _, ddp = train_ddp_hook(ctx, make_net, ok_)
+            _, skewed = train_ddp_hook(ctx, make_net, ok_, nbytes, skew=True)
+            names = {n for n, _ in make_net().named_parameters()}
+            mine = {k: v for k, v in got.items() if ctx.rank == 0 or k in names}
+            if not name.startswith("hook-wide"):
+                mk = name.split("-")[1]
+                compare(mine, {k: v for k, v in reference(mk, ok_, ctx.world).items()
+                               if k in mine}, f"{name} against the reference")
+            compare(mine, {k: ddp[k] for k in mine}, f"{name} against DDP")
+            ctx.record(f"{name}/result", True, "ok", param_sha256=sha({k: got[k] for k in names}),
+                       ddp_param_sha256=sha({k: ddp[k] for k in names}),
+                       skewed_param_sha256=sha({k: skewed[k] for k in names}),
+                       plan=state.plan, planned=state.planned, nparts=len(state.plan or []),
+                       nbuckets=len(state.layout or []))
+    import glucx.torch
+
+    with ctx.check("hook/bad-partition-bytes"):
+        try:
+            glucx.torch.PriorityHookState(None, 0)
+        except ValueError as e:
+            if "partition_bytes must be an int >= 1, got 0" not in str(e):
+                raise AssertionError(f"message: {e}")
+        else:
+            raise AssertionError("did not raise")
+    ddp = DDP(build("mlp"))
+    glucx.torch.priority_comm_hook(ddp)
+    expect_raise(ctx, "hook/second-hook-refused", lambda: glucx.torch.priority_comm_hook(ddp),
+                 "once")
+
+
 def scheduled(ctx, backend, timeout_s=60):
     with ctx.check("init"):
         init(ctx, backend, timeout_s * time_scale())
     train_and_check(ctx)
+    hook_cases(ctx)
     extra_cases(ctx)
     error_cases(ctx)
     with ctx.check("barrier-at-end"):

@@ -78,6 +78,31 @@ def test_comparison_can_fail(job):
         assert rec["control_differs"], f"rank {r}: a sum over ranks passed the comparison"
 
 
+HOOK_CASES = [f"hook-{m}-{o}" for m in ("mlp", "bn") for o in ("sgd", "adam")] + ["hook-wide-sgd"]
+
+
+@pytest.mark.parametrize("case", HOOK_CASES)
+def test_comm_hook_matches_ddp(job, case):
+    """priority_comm_hook: DDP's parameters (bitwise at 2 ranks), the same on every rank and
+    with skewed timings, one plan on every rank (over several buckets for the wide model)."""
+    recs = job.assert_ok(f"{case}/result")
+    assert len({rec["param_sha256"] for rec in recs.values()}) == 1, f"{case}: ranks differ"
+    assert len({tuple(rec["plan"]) for rec in recs.values()}) == 1, f"{case}: plans differ"
+    for r, rec in recs.items():
+        assert rec["planned"] and rec["nparts"] >= 3, rec
+        assert sorted(rec["plan"]) == list(range(rec["nparts"])), rec
+        if case == "hook-wide-sgd":
+            assert rec["nbuckets"] >= 3 and rec["nparts"] > rec["nbuckets"], rec
+        assert rec["skewed_param_sha256"] == rec["param_sha256"], f"rank {r}: skew changed it"
+        if job.world == 2:
+            assert rec["param_sha256"] == rec["ddp_param_sha256"], f"rank {r}: not DDP's"
+
+
+@pytest.mark.parametrize("case", ["bad-partition-bytes", "second-hook-refused"])
+def test_comm_hook_errors(job, case):
+    job.assert_ok(f"hook/{case}")
+
+
 @pytest.mark.parametrize("case", EXTRA)
 def test_matches_ddp_beyond_the_plain_stack(job, case):
     """A parameter read outside its module (overlap_forward=False), weight_norm's pre-hook, a
