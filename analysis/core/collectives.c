@@ -529,14 +529,15 @@ static void sched_account(glucx_an_engine_t *e, const dec_view_t *d)
     if (h->saving > s->saving_max && h->best_idx >= 0) {
         char b1[32], b2[32], o1[32], o2[32];
         s->saving_max = h->saving;
+        const int order = h->kind == GLUCX_AN_DECISION_ORDER;
         snprintf(s->subject, sizeof(s->subject),
-                 "%s went first (%s of %s, comm 0x%" PRIx64 " seq %" PRIu32 "); %s first was "
-                 "predicted to save %s",
+                 "%s %s (%s of %s, comm 0x%" PRIx64 " seq %" PRIu32 "); %s%s was predicted to "
+                 "save %s",
                  glucx_an_option_name(h->kind, h->chosen, o1, sizeof(o1)),
-                 glucx_an_coll_name(h->coll), glucx_an_fmt_bytes(h->bytes, b1, sizeof(b1)),
-                 h->comm_id, h->seq,
+                 order ? "went first" : "was chosen", glucx_an_coll_name(h->coll),
+                 glucx_an_fmt_bytes(h->bytes, b1, sizeof(b1)), h->comm_id, h->seq,
                  glucx_an_option_name(h->kind, d->ids[h->best_idx], o2, sizeof(o2)),
-                 glucx_an_fmt_ns((double)h->saving, b2, sizeof(b2)));
+                 order ? " first" : "", glucx_an_fmt_ns((double)h->saving, b2, sizeof(b2)));
     }
 }
 

@@ -122,7 +122,7 @@ static const char *const status_names[] = {"OK",
                                            "ERR_UNSUPPORTED",
                                            "ERR_TRUNCATED",
                                            "ERR_STORE"};
-static const char *const decision_names[] = {"algorithm", "fallback", "order"};
+static const char *const decision_names[] = {"algorithm", "fallback", "order", "partition"};
 
 #define LOOKUP(tab, v) ((v) >= 0 && (size_t)(v) < sizeof(tab) / sizeof(tab[0]) ? tab[v] : "unknown")
 
@@ -151,7 +151,16 @@ const char *glucx_an_option_name(int kind, int32_t id, char *buf, size_t n)
 {
     if (kind == 0 || kind == 1)
         return glucx_an_alg_name(id);
-    snprintf(buf, n, kind == GLUCX_AN_DECISION_ORDER ? "partition %" PRId32 : "%" PRId32, id);
+    if (kind == GLUCX_AN_DECISION_ORDER)
+        snprintf(buf, n, "partition %" PRId32, id);
+    else if (kind == GLUCX_AN_DECISION_PARTITION && id > 0)
+        snprintf(buf, n, "uniform %" PRId32 " KiB", id);
+    else if (kind == GLUCX_AN_DECISION_PARTITION && id < 0)
+        snprintf(buf, n, "growing from %" PRId64 " KiB", -(int64_t)id);
+    else if (kind == GLUCX_AN_DECISION_PARTITION)
+        snprintf(buf, n, "one partition");
+    else
+        snprintf(buf, n, "%" PRId32, id);
     return buf;
 }
 

@@ -63,12 +63,15 @@ const char *glucx_an_op_name(int op);
 const char *glucx_an_status_name(int status);
 const char *glucx_an_decision_name(int kind);
 /* Decision kinds the analysis knows (trace/EVENTS.md "kind"): 0 algorithm, 1 fallback (options
- * are algorithm ids), 2 order (options are gradient partition indices). */
-#define GLUCX_AN_DECISION_KINDS 3
+ * are algorithm ids), 2 order (options are gradient partition indices), 3 partition (options
+ * are candidate partitionings). Kinds from 2 on are a training scheduler's plan. */
+#define GLUCX_AN_DECISION_KINDS 4
 #define GLUCX_AN_DECISION_ORDER 2
+#define GLUCX_AN_DECISION_PARTITION 3
 /* The name of option @p id of a decision of kind @p kind: an algorithm's name for the
- * algorithm kinds, "partition <id>" for order, the number otherwise. Returns @p buf (size
- * @p n) or a static string. */
+ * algorithm kinds, "partition <id>" for order, "uniform <c> KiB" / "growing from <s> KiB" /
+ * "one partition" for partition, the number otherwise. Returns @p buf (size @p n) or a static
+ * string. */
 const char *glucx_an_option_name(int kind, int32_t id, char *buf, size_t n);
 /** Gloo slot prefix (gloo/types.h values) -> collective label ("gloo-prefix-N" if unknown). */
 const char *glucx_an_gloo_prefix_name(unsigned prefix, char *buf, size_t len);

@@ -109,8 +109,11 @@ void glucx_an_verdict(glucx_an_engine_t *e)
     double strag = top ? (double)top->lateness / n_it : 0;
     double exposed = exposed_sh * mean_it;
     double dec = (double)e->dec_saving / n_it;
-    /* an order decision recurs in every iteration of a plan: its saving is per iteration */
+    /* a plan's decision (order, partition) holds for every iteration of the plan: its saving
+     * is per iteration; the plan kind with the largest one */
     const glucx_an_sched_kind_t *ord_k = &e->sched[GLUCX_AN_DECISION_ORDER];
+    if (e->sched[GLUCX_AN_DECISION_PARTITION].saving_max > ord_k->saving_max)
+        ord_k = &e->sched[GLUCX_AN_DECISION_PARTITION];
     double ord = (double)ord_k->saving_max;
     double link_cp = tl ? (double)tl->cp_ns / n_it : 0;
     double plink_cp = pl ? (double)pl->cp_ns / n_it : 0;
@@ -128,8 +131,9 @@ void glucx_an_verdict(glucx_an_engine_t *e)
         snprintf(v->subject, sizeof(v->subject), "%s", ord_k->subject);
         v->cost_ns = ord;
         snprintf(e->verdict, sizeof(e->verdict),
-                 "The gradient partitions' order costs %s per iteration (%.0f%% of the %s "
+                 "The gradient partitions' %s costs %s per iteration (%.0f%% of the %s "
                  "iteration, predicted): %s.",
+                 ord_k == &e->sched[GLUCX_AN_DECISION_ORDER] ? "order" : "partitioning",
                  glucx_an_fmt_ns(ord, b1, sizeof(b1)), 100 * ord / mean_it,
                  glucx_an_fmt_ns(mean_it, b2, sizeof(b2)), ord_k->subject);
     } else if (dec >= 0.05 * mean_it) {

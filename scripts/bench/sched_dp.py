@@ -16,8 +16,12 @@ Timing: WARMUP untimed steps, a barrier, ITERS steps, then (scheduled) synchroni
 barrier; rank 0 prints one line "mode ms_per_step" (the wall time over ITERS steps / ITERS).
 Rendezvous: env:// (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE as glucx-cluster run sets them).
 
+--instrument (ddp-glucx): glucx.torch.instrument(model, optimizer), so that under glucx-trace
+DDP's iterations and compute phases are recorded as ScheduledDataParallel records its own
+(scripts/bench/sched_exposed.sh compares their exposed communication).
+
 usage: sched_dp.py --mode M [--iters 20] [--warmup 5] [--width 512] [--layers 8] [--batch 64]
-                   [--partition-bytes N]
+                   [--partition-bytes N] [--instrument]
 """
 import argparse
 import datetime
@@ -48,7 +52,11 @@ def main():
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--partition-bytes", type=int, default=4 << 20)
+    ap.add_argument("--instrument", action="store_true",
+                    help="ddp-glucx: glucx.torch.instrument() the DDP model (trace events)")
     a = ap.parse_args()
+    if a.instrument and a.mode != "ddp-glucx":
+        ap.error("--instrument is for --mode ddp-glucx (sched-glucx records its own events)")
     torch.set_num_threads(1)
     net = build(a.width, a.layers)
     g = torch.Generator().manual_seed(11 + int(os.environ.get("RANK", "0")))
@@ -74,6 +82,8 @@ def main():
             done = model.synchronize
     if not a.mode.startswith("sched"):
         opt = sgd(model.parameters())
+    if a.instrument:
+        glucx.torch.instrument(model, opt)
 
     def step():
         if opt is not None:

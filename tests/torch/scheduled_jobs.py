@@ -142,6 +142,8 @@ def same_as_ddp(ctx, name, make_net, steps=5, group=None, **kw):
         g = torch.Generator().manual_seed(1000 * i + ctx.rank)
         return torch.randn(ROWS, 4, generator=g, dtype=torch.float64)
 
+    models = []
+
     def run(wrap):
         torch.manual_seed(5)
         net = make_net().double()
@@ -149,7 +151,8 @@ def same_as_ddp(ctx, name, make_net, steps=5, group=None, **kw):
         if wrap:
             model = glucx.torch.ScheduledDataParallel(
                 net, lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9), process_group=group,
-                partition_bytes=PARTITION_BYTES, **kw)
+                **{"partition_bytes": PARTITION_BYTES, **kw})
+            models.append(model)
         else:
             model = DDP(net, process_group=group)
             opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -172,6 +175,7 @@ def same_as_ddp(ctx, name, make_net, steps=5, group=None, **kw):
                 raise AssertionError(f"{name}: {bad} not bitwise DDP's at 2 ranks")
         else:
             compare(got, want, name)
+    return models[0]
 
 
 def extra_cases(ctx):
@@ -182,6 +186,15 @@ def extra_cases(ctx):
     same_as_ddp(ctx, "weight-norm", lambda: nn.Sequential(
         nn.utils.weight_norm(nn.Linear(4, 8)), nn.Tanh(), nn.Linear(8, 3)))
     # a group without global rank 0: its rank 0 (global rank 1) is the broadcasts' source
+    # partition_bytes="auto": one partition per parameter in iteration 0, then the partitioning
+    # the alpha-beta fit of that profile predicts best (its optimizers: one per parameter)
+    m = same_as_ddp(ctx, "auto-partitions", lambda: nn.Sequential(
+        nn.Linear(4, 16), nn.BatchNorm1d(16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(),
+        nn.Linear(16, 3)), partition_bytes="auto")
+    ids, costs, chosen = m.partition_decision
+    ctx.record("auto-partitions/result", True, "ok", nparts=len(m.partitions), plan=m.plan,
+               chosen=chosen, best_cost=min(costs), chosen_cost=costs[ids.index(chosen)],
+               noptimizers=len(m.optimizers), planned=m.planned)
     members = list(range(1, ctx.world))
     group = dist.new_group(members)
     if ctx.rank in members:

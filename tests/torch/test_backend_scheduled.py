@@ -23,7 +23,7 @@ WORLDS = [2, 3]
 CASES = [f"{m}-{o}" for m in ("mlp", "bn") for o in ("sgd", "adam")]
 ERRORS = ["no_sync", "second-backward", "unused-parameters", "structure-differs",
           "shape-differs", "parameter-used-outside-its-module", "bad-optimizer"]
-EXTRA = ["functional-no-overlap", "weight-norm", "group-without-rank-0"]
+EXTRA = ["functional-no-overlap", "weight-norm", "group-without-rank-0", "auto-partitions"]
 
 
 @pytest.fixture(scope="module", params=[(b, w) for b in BACKENDS for w in WORLDS],
@@ -96,6 +96,17 @@ def test_comm_hook_matches_ddp(job, case):
         assert rec["skewed_param_sha256"] == rec["param_sha256"], f"rank {r}: skew changed it"
         if job.world == 2:
             assert rec["param_sha256"] == rec["ddp_param_sha256"], f"rank {r}: not DDP's"
+
+
+def test_auto_partitions_one_choice_on_every_rank(job):
+    """partition_bytes="auto": every rank chose the same partitioning (the cheapest predicted),
+    one optimizer per parameter (4 layers' weights and biases, BatchNorm's 2)."""
+    recs = job.assert_ok("auto-partitions/result")
+    assert len({(rec["chosen"], rec["nparts"], tuple(rec["plan"])) for rec in recs.values()}) \
+        == 1, recs
+    for rec in recs.values():
+        assert rec["planned"] and rec["chosen_cost"] == rec["best_cost"], rec
+        assert rec["noptimizers"] == 8 and 1 <= rec["nparts"] <= 8, rec
 
 
 @pytest.mark.parametrize("case", ["bad-partition-bytes", "second-hook-refused"])
@@ -172,6 +183,49 @@ def test_predict_exposed_and_order_decisions():
         (1, [1], [2_000_000_000])]
     assert order_decisions(ready, dur, prio, fwd, bwd, max_options=1)[1] == \
         (2, [2], [2_000_000_000])
+
+
+def test_choose_partitions():
+    """partition_bytes="auto"'s choice, hand-computed. Four parameters of 1 MiB (backward order:
+    0 ready at 0 s .. 3 at 0.3 s; 3 holds the first layer), each profiled at 0.11 s: one size,
+    so alpha 0 and beta 0.11 s per MiB. Backward ends at 0.3 s, each of the 4 modules' forward
+    takes 0.1 s. Costs: the unhidden communication of each candidate."""
+    backend_harness.glucx_importable_or_fail()
+    from glucx.torch import choose_partitions
+    mib = 1 << 20
+    nbytes, ready = [mib] * 4, [0.0, 0.1, 0.2, 0.3]
+    dur, prio, fwd, bwd = [0.11] * 4, [3, 2, 1, 0], [0.1] * 4, 0.3
+    groups, ids, costs, chosen, (alpha, beta) = choose_partitions(nbytes, ready, dur, prio,
+                                                                  fwd, bwd)
+    assert alpha == 0 and abs(beta * mib - 0.11) < 1e-12
+    by = dict(zip(ids, costs))
+
+    def near(got, want_s):   # ns, rounded from float seconds
+        return abs(got - round(want_s * 1e9)) <= 1
+
+    # uniform 1 MiB (4 partitions, 0.11 s each): the link sends 0..3 at [0, .11), [.11, .22),
+    # [.22, .33), [.33, .44); forward from .3: module 0 needs 3 (done .44) -> ends .54, modules
+    # 1-3 (done .33, .22, .11) -> .84: exposed .14; link ends .44 < .84: unhidden 0.14 s
+    assert near(by[1024], 0.14)
+    # one partition of 4 MiB (0.44 s) ready at .3: done .74: forward .74 .. 1.14: 0.44 s
+    assert near(by[0], 0.44)
+    # uniform 2 MiB: {0,1} ready .1, 0.22 s -> .32; {2,3} ready .3 -> .32 .. .54; module 0
+    # waits until .54 -> forward ends .94: 0.24 s
+    assert near(by[2048], 0.24)
+    # growing from 1 MiB packs from the first layer: {3}, {2,1} (2 MiB), {0}: the link: {0}
+    # [0, .11), {1,2} ready .2 [.2, .42), {3} [.42, .53): forward .63, .73, .83, .93: 0.23 s
+    assert near(by[-1024], 0.23)
+    # growing from 512 KiB: {3}, {2}, {1,0}: {0,1} [.1, .32), then {3} (priority 0) before
+    # {2}: [.32, .43), {2} [.43, .54): forward .43 -> .53, module 1 waits for .54 -> .64, .74,
+    # .84: 0.14 s, as uniform 1 MiB and the smaller caps (one partition per parameter); within
+    # 1 us the fewer partitions win: growing from 512 KiB's 3
+    assert near(by[-512], 0.14)
+    assert chosen == -512 and groups == [[0, 1], [2], [3]]
+    assert all(c >= by[-512] - 1000 for c in costs)
+    # the fit, with two sizes: 1 MiB in 0.11 s, 2 MiB in 0.21 s: alpha 10 ms, beta 0.1 s/MiB
+    _, _, _, _, (alpha, beta) = choose_partitions([mib, 2 * mib], [0, 0], [0.11, 0.21], [1, 0],
+                                                  [0.1, 0.1], 0.1)
+    assert abs(alpha - 0.01) < 1e-12 and abs(beta * mib - 0.1) < 1e-12
 
 
 @pytest.mark.parametrize("mode", ["ddp", "scheduled", "sharded"])

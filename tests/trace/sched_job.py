@@ -5,7 +5,10 @@ decisions per iteration) with a rank- and layer-dependent sleep in backward, and
 rank out/rank<R>.json: pid, steps, plan, profile and decisions (ScheduledDataParallel's own
 record of what it emitted) and whether the parameters agree across ranks.
 
-    sched_job.py --port P --out DIR --steps S
+    sched_job.py --port P --out DIR --steps S [--auto]
+
+--auto: partition_bytes="auto" (one partition per parameter in iteration 0, then the grouping
+choose_partitions predicts best); the rank files then carry partition_decision too.
 """
 import argparse
 import json
@@ -56,7 +59,8 @@ def run(rank, a):
     torch.set_num_threads(1)
     # 64x64 + 64 float32 = 16.9 KiB per layer: one layer per partition
     model = glucx.torch.ScheduledDataParallel(
-        Net(rank), lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9), partition_bytes=20000)
+        Net(rank), lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9),
+        partition_bytes="auto" if a.auto else 20000)
     gen = torch.Generator().manual_seed(rank)
     for _ in range(a.steps):
         x = torch.randn(16, 64, generator=gen)
@@ -69,6 +73,7 @@ def run(rank, a):
         json.dump({"pid": os.getpid(), "steps": a.steps, "plan": model.plan,
                    "partitions": len(model.partitions), "profile": model.profile,
                    "decisions": model.decisions,
+                   "partition_decision": model.partition_decision,
                    "agree": bool(torch.equal(flat, other))}, f)
     dist.destroy_process_group()
 
@@ -78,6 +83,7 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--auto", action="store_true")
     a = ap.parse_args()
     mp.start_processes(run, args=(a,), nprocs=RANKS, start_method="spawn")
 

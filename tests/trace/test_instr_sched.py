@@ -4,6 +4,8 @@ backend, four partitions, skewed backward) under `glucx-trace record`, then `glu
 
     test_instr_sched.py --glucx-trace EXE --analyze EXE --venv-python PY --work DIR
 
+Two runs: partitions of one layer each (partition_bytes 20000), then partition_bytes="auto".
+
 Checks, against what the job itself recorded (its plan, profile and decisions per rank) and
 numbers recomputed here from the report's own totals:
   - the job trained (ranks agree bitwise) and planned (a profile, one decision per partition);
@@ -15,7 +17,11 @@ numbers recomputed here from the report's own totals:
     agree; each one's saving is its predicted cost minus the cheapest option's;
   - the scheduling section's order entry: that count, the mean of the chosen options' costs,
     the mean of the cheapest, and measured = the summary's exposed communication per rank and
-    iteration; the algorithm entry counts the algorithm decisions listed.
+    iteration; the algorithm entry counts the algorithm decisions listed;
+  - "auto": exactly one decision of kind partition, on the first allreduce after the first
+    iteration's, with the job's chosen candidate, its candidates and their costs (cheapest
+    first, named "uniform C KiB" / "growing from S KiB" / "one partition"), and the order
+    decisions over the chosen partitions.
 Exit 0 pass, 77 skip (no venv or no glucx backend).
 """
 import argparse
@@ -36,34 +42,24 @@ STEPS = 6
 RANKS = 2
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--glucx-trace", required=True)
-    ap.add_argument("--analyze", required=True)
-    ap.add_argument("--venv-python", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    if not os.path.exists(a.venv_python):
-        print("skipped: no venv interpreter (%s): run `make venv`" % a.venv_python)
-        return SKIP
-    probe = subprocess.run(
-        [a.venv_python, "-c", "import torch.distributed as d, glucx, glucx.torch; "
-         "print(int(hasattr(d.Backend, 'GLUCX')))"], capture_output=True, text=True,
-        timeout=scaled(60))
-    if probe.returncode != 0 or probe.stdout.strip() != "1":
-        print("skipped: the venv has no glucx.torch with the glucx backend (`make venv`):\n" +
-              probe.stderr)
-        return SKIP
-    shutil.rmtree(a.work, ignore_errors=True)
-    out = os.path.join(a.work, "ranks")
+def option_name(cid):
+    if cid > 0:
+        return "uniform %d KiB" % cid
+    return "growing from %d KiB" % -cid if cid < 0 else "one partition"
+
+
+def run_case(a, auto):
+    work = os.path.join(a.work, "auto" if auto else "fixed")
+    shutil.rmtree(work, ignore_errors=True)
+    out = os.path.join(work, "ranks")
     os.makedirs(out)
     job = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sched_job.py")
     env = dict(os.environ)
     env.pop("GLUCX_TRACE", None)
     try:
-        p = subprocess.run([a.glucx_trace, "record", "-o", os.path.join(a.work, "trace"), "--",
+        p = subprocess.run([a.glucx_trace, "record", "-o", os.path.join(work, "trace"), "--",
                             a.venv_python, job, "--port", str(free_port()), "--out", out,
-                            "--steps", str(STEPS)], env=env, capture_output=True, text=True,
+                            "--steps", str(STEPS)] + (["--auto"] if auto else []), env=env, capture_output=True, text=True,
                            timeout=TIMEOUT + 20)
     except subprocess.TimeoutExpired as ex:
         raise Failure("traced job did not finish within %d s:\n%s" % (TIMEOUT + 20, ex))
@@ -71,7 +67,7 @@ def main():
           % (p.returncode, p.stdout[-3000:], p.stderr[-4000:]))
     jobs = [json.load(open(os.path.join(out, "rank%d.json" % r))) for r in range(RANKS)]
     n = jobs[0]["partitions"]
-    check(n == 4, "expected 4 partitions, the job has %d" % n)
+    check(auto or n == 4, "expected 4 partitions, the job has %d" % n)
     check(all(j["agree"] for j in jobs), "parameters differ across ranks")
     dec0 = jobs[0]["decisions"]
     check(len(dec0) == n and [d[0] for d in dec0] == jobs[0]["plan"],
@@ -79,8 +75,8 @@ def main():
     check(jobs[1]["decisions"] == dec0 and jobs[1]["plan"] == jobs[0]["plan"],
           "the ranks' plans differ: %s / %s" % (jobs[0]["decisions"], jobs[1]["decisions"]))
 
-    rep = os.path.join(a.work, "report")
-    p = subprocess.run([a.analyze, os.path.join(a.work, "trace"), "-o", rep, "--list-limit", "0"],
+    rep = os.path.join(work, "report")
+    p = subprocess.run([a.analyze, os.path.join(work, "trace"), "-o", rep, "--list-limit", "0"],
                        capture_output=True, text=True, timeout=scaled(120))
     check(p.returncode == 0, "glucx-analyze failed (rc %d): %s" % (p.returncode, p.stderr))
     r = json.load(open(os.path.join(rep, "report.json")))
@@ -96,6 +92,23 @@ def main():
           "iterations)" % (len(order), n * (STEPS - 1), n, STEPS - 1))
     check(len({d["seq"] for d in order}) == len(order), "two order decisions on one collective")
     order.sort(key=lambda d: d["seq"])
+    part = [d for d in r["decisions"] if d["kind"] == "partition"]
+    if auto:
+        ids, costs, chosen = jobs[0]["partition_decision"]
+        check(jobs[1]["partition_decision"] == jobs[0]["partition_decision"],
+              "the ranks chose differently: %s" % [j["partition_decision"] for j in jobs])
+        check(len(part) == 1, "%d partition decisions, expected 1" % len(part))
+        d = part[0]
+        srt = sorted(range(len(ids)), key=lambda i: costs[i])
+        check(d["seq"] == order[0]["seq"] and d["chosen"] == option_name(chosen) and
+              [x["option"] for x in d["alternatives"]] == [option_name(ids[i]) for i in srt] and
+              [x["predicted_ns"] for x in d["alternatives"]] == [costs[i] for i in srt] and
+              d["ranks_agree"],
+              "partition decision %s; the job chose %s of %s %s" % (d, chosen, ids, costs))
+        check("partition" in {x["kind"] for x in r["scheduling"]}, "no partition entry in the "
+              "scheduling section")
+    else:
+        check(not part, "partition decisions without auto: %s" % part)
     for i, d in enumerate(order):
         k, opts, costs = dec0[i % n]
         want = ["partition %d" % o for o in opts]
@@ -130,9 +143,31 @@ def main():
           "list has %d" % (sched["algorithm"]["decisions"], len(algs)))
     txt = open(os.path.join(rep, "report.txt")).read()
     check("\nscheduling" in txt and "\norder " in txt, "report.txt has no scheduling section")
-    print("ok: %d order decisions (plan %s), predicted exposed %.2f ms, measured %.2f ms"
-          % (len(order), jobs[0]["plan"], o["predicted_mean_ns"] / 1e6,
-             o["measured_mean_ns"] / 1e6))
+    print("ok (%s): %d order decisions (plan %s), predicted exposed %.2f ms, measured %.2f ms"
+          % ("auto" if auto else "fixed", len(order), jobs[0]["plan"],
+             o["predicted_mean_ns"] / 1e6, o["measured_mean_ns"] / 1e6))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--glucx-trace", required=True)
+    ap.add_argument("--analyze", required=True)
+    ap.add_argument("--venv-python", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    if not os.path.exists(a.venv_python):
+        print("skipped: no venv interpreter (%s): run `make venv`" % a.venv_python)
+        return SKIP
+    probe = subprocess.run(
+        [a.venv_python, "-c", "import torch.distributed as d, glucx, glucx.torch; "
+         "print(int(hasattr(d.Backend, 'GLUCX')))"], capture_output=True, text=True,
+        timeout=scaled(60))
+    if probe.returncode != 0 or probe.stdout.strip() != "1":
+        print("skipped: the venv has no glucx.torch with the glucx backend (`make venv`):\n" +
+              probe.stderr)
+        return SKIP
+    run_case(a, False)
+    run_case(a, True)
     return 0
 
 

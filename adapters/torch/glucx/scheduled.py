@@ -20,10 +20,21 @@ Partitions
 The parameters that require gradients are taken in reverse registration order (the order
 backward produces their gradients in a feed-forward model, as DDP's buckets) and packed into
 partitions of at most `partition_bytes` (a parameter larger than that is a partition of its
-own). Each partition has its own optimizer, built by `optimizer(params)`: per-parameter
+own; partition_bytes="auto" chooses the grouping from a profiled iteration, below). Each
+partition has its own optimizer, built by `optimizer(params)`: per-parameter
 optimizers (SGD with momentum, Adam, ...) then update exactly as one optimizer over every
 parameter would. A partition's priority is the position, in the forward, of the first module
 that uses one of its parameters (the next forward needs it first).
+
+partition_bytes="auto" (the partition sizes from a cost model): iteration 0 has one partition
+(and one optimizer) per parameter; its profile (below) gives each parameter's ready time and
+allreduce duration, to which an alpha-beta model (time = alpha + beta x bytes, least squares)
+is fitted. At backward 1, `choose_partitions` costs candidate groupings (uniform caps from
+256 KiB to 32 MiB, sizes growing from 256 KiB .. 2 MiB from the first layer, one partition)
+by the communication each leaves unhidden in the plan's simulation and takes the cheapest
+(within 1 us: the fewest partitions); every rank computes the same from the same numbers. The
+model is this machine's as measured in this job, so it includes what a per-collective
+constant costs here (e.g. 8 ranks sharing 2 cores).
 
 One order on every rank
 -----------------------
@@ -88,7 +99,10 @@ partition chosen, the partitions available at that point of the plan's simulatio
 highest priority first) and each one's predicted cost, `predict_exposed()` of the plan with that
 option taken there: the next forward's predicted wait for communication, from iteration 0's
 profile (ready times, allreduce durations, each module's forward time, the backward's length).
-The decisions are computed once, at the plan, if a session records then.
+The decisions are computed once, at the plan, if a session records then. With
+partition_bytes="auto" the partitioning is a sched_decision of kind partition (3), attached
+to backward 1's first allreduce: the candidates (uniform cap c KiB: id c; growing from s KiB:
+-s; one partition: 0) and their predicted unhidden communication, cheapest first.
 
 state_dict() and load_state_dict() synchronize first. The structure check at construction
 compares the parameters' and buffers' names, shapes and dtypes across ranks; the group's rank 0
@@ -109,8 +123,11 @@ from .sharded import _tensors, check_structure_across_ranks, group_root
 
 #: sched_decision kind of the order decisions (trace/EVENTS.md, "kind").
 ORDER = 2
+#: sched_decision kind of the partitioning decision of partition_bytes="auto".
+PARTITION = 3
 
-__all__ = ["ScheduledDataParallel", "plan_order", "predict_exposed", "order_decisions"]
+__all__ = ["ScheduledDataParallel", "plan_order", "predict_exposed", "order_decisions",
+           "choose_partitions"]
 
 
 def plan_order(ready, duration, priority):
@@ -162,6 +179,11 @@ def predict_exposed(order, ready, duration, priority, forward, backward):
     whose priority is not a module position (never used in the forward) do not delay it.
     Pure; the same inputs give the same number on every rank.
     """
+    return _simulate(order, ready, duration, priority, forward, backward)[0]
+
+
+def _simulate(order, ready, duration, priority, forward, backward):
+    """predict_exposed's link and forward: (exposed, the link's last completion) in seconds."""
     t, need = 0.0, {}
     for k in order:
         t = max(t, ready[k]) + max(0.0, duration[k])
@@ -170,7 +192,74 @@ def predict_exposed(order, ready, duration, priority, forward, backward):
     f = backward
     for j, dt in enumerate(forward):
         f = max(f, need.get(j, 0.0)) + max(0.0, dt)
-    return max(0.0, f - backward - sum(max(0.0, dt) for dt in forward))
+    return max(0.0, f - backward - sum(max(0.0, dt) for dt in forward)), t
+
+
+#: Candidate partitionings of partition_bytes="auto": caps in KiB. Uniform: every partition at
+#: most the cap; growing: packed from the parameters the forward uses first, the k-th partition
+#: at most cap x 2^k (the first partition small, so the next forward can start early).
+AUTO_UNIFORM_KIB = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+AUTO_GROWING_KIB = (256, 512, 1024, 2048)
+
+
+def choose_partitions(nbytes, ready, duration, priority, forward, backward):
+    """The partitioning of partition_bytes="auto": parameters (in backward order: nbytes[i],
+    ready[i] and duration[i] in seconds as profiled with one partition per parameter,
+    priority[i] as plan_order's) grouped into contiguous partitions.
+
+    The cost model is alpha-beta (Hockney), fitted here by least squares to the profiled
+    (bytes, duration) pairs: a partition of b bytes takes alpha + beta x b (parameters all of
+    one size, or a fit with beta <= 0: alpha 0 and beta = total duration / total bytes). Each candidate
+    (AUTO_UNIFORM_KIB, AUTO_GROWING_KIB, and one partition of everything) is costed as the
+    communication it leaves unhidden: with plan_order's plan, max(the next forward's end, the
+    link's last completion) - (backward + sum(forward)), per _simulate; the cheapest wins, and
+    among costs within 1 us of each other the one with fewer partitions. Returns (groups, option
+    ids, costs in ns, chosen option id): groups is a list of lists of parameter indices, in
+    backward order; option ids encode the candidates (uniform cap c KiB: c; growing from s KiB:
+    -s; one partition: 0); the last item is the fitted (alpha s, beta s per byte). Pure and
+    deterministic (equal inputs, equal result on every rank).
+    """
+    n = len(nbytes)
+    mb = sum(nbytes) / n
+    md = sum(duration) / n
+    var = sum((b - mb) ** 2 for b in nbytes)
+    beta = sum((b - mb) * (d - md) for b, d in zip(nbytes, duration)) / var if var > 0 else 0.0
+    if beta <= 0:
+        beta = sum(duration) / max(1, sum(nbytes))
+        alpha = 0.0
+    else:
+        alpha = max(0.0, md - beta * mb)
+
+    def pack(cap_of):
+        groups, cur, size = [], [], 0
+        for i in reversed(range(n)):   # forward order: the first layers first
+            cap = cap_of(len(groups))
+            if cur and size + nbytes[i] > cap:
+                groups.append(cur)
+                cur, size = [], 0
+            cur.append(i)
+            size += nbytes[i]
+        if cur:
+            groups.append(cur)
+        return [sorted(g) for g in reversed(groups)]   # backward order
+
+    cands = [(c, pack(lambda k, c=c: c << 10)) for c in AUTO_UNIFORM_KIB]
+    cands += [(-c, pack(lambda k, c=c: (c << 10) << min(k, 30))) for c in AUTO_GROWING_KIB]
+    cands.append((0, [list(range(n))]))
+    ids, costs = [], []
+    total = backward + sum(max(0.0, f) for f in forward)
+    for cid, groups in cands:
+        r = [max(ready[i] for i in g) for g in groups]
+        d = [alpha + beta * sum(nbytes[i] for i in g) for g in groups]
+        pr = [min(priority[i] for i in g) for g in groups]
+        exposed, link_end = _simulate(plan_order(r, d, pr), r, d, pr, forward, backward)
+        cost = max(total + exposed, link_end) - total
+        ids.append(cid)
+        costs.append(int(round(1e9 * max(0.0, cost))))
+    low = min(costs)   # within 1 us of the cheapest: the fewest partitions (then the first)
+    k = min((i for i in range(len(cands)) if costs[i] <= low + 1000),
+            key=lambda i: (len(cands[i][1]), i))
+    return cands[k][1], ids, costs, ids[k], (alpha, beta)
 
 
 def order_decisions(ready, duration, priority, forward, backward, max_options=8):
@@ -199,7 +288,7 @@ class _Partition:
         self.numel = sum(p.numel() for p in params)
         self.dtype = params[0].dtype
         self.priority = None       # forward position of the first module using it
-        self.optimizer = None
+        self.optimizers = []       # stepped when its allreduce completes
         self.seen = 0              # gradients delivered in this backward
         self.work = None           # the issued allreduce, not yet applied
         self.flat = None           # its buffer
@@ -222,9 +311,13 @@ class ScheduledDataParallel(nn.Module):
       optimizer (callable): `optimizer(list of parameters)` returns a torch.optim.Optimizer; it is
         called once per partition.
       process_group (ProcessGroup or None): default: the default group.
-      partition_bytes (int >= 1): the largest partition in bytes (default 4 MiB: on the
-        emulated torus, 8 ranks on 2 cores, each collective cost about 9 ms more than its bytes;
-        docs/perf.md, "Scheduled data parallelism").
+      partition_bytes (int >= 1, or "auto"): the largest partition in bytes (default 4 MiB: on
+        the emulated torus, 8 ranks on 2 cores, each collective cost about 9 ms more than its
+        bytes; docs/perf.md, "Scheduled data parallelism"). "auto": iteration 0 runs one
+        partition per parameter (one allreduce each, profiled), and at backward 1 the
+        parameters are grouped as `choose_partitions` predicts best from that profile (an
+        alpha-beta fit of the measured allreduces; see "Partitions"); `optimizers` then holds
+        one optimizer per parameter.
       broadcast_buffers (bool): broadcast the buffers from rank 0 after every forward with
         autograd enabled (DDP's default, True).
       overlap_forward (bool): let the next forward start before every update is applied (each
@@ -251,9 +344,11 @@ class ScheduledDataParallel(nn.Module):
         if not callable(optimizer):
             raise TypeError(f"ScheduledDataParallel: optimizer must be a callable taking a list "
                             f"of parameters, got {type(optimizer).__name__}")
-        if not isinstance(partition_bytes, int) or partition_bytes < 1:
-            raise ValueError(f"ScheduledDataParallel: partition_bytes must be an int >= 1, got "
-                             f"{partition_bytes!r}")
+        if partition_bytes != "auto" and (not isinstance(partition_bytes, int) or
+                                          partition_bytes < 1):
+            raise ValueError(f"ScheduledDataParallel: partition_bytes must be an int >= 1 or "
+                             f"'auto', got {partition_bytes!r}")
+        self._auto = partition_bytes == "auto"
         if process_group is None:
             if not dist.is_initialized():
                 raise RuntimeError("ScheduledDataParallel: no process_group given and the "
@@ -276,16 +371,18 @@ class ScheduledDataParallel(nn.Module):
                 raise RuntimeError(f"ScheduledDataParallel: parameter {n} is on {p.device} "
                                    f"(layout {p.layout}); only dense CPU parameters are "
                                    f"supported ({self._where()})")
-        self._parts = self._partition(named, partition_bytes)
+        # "auto": one partition per parameter until the plan chooses the partitioning
+        self._parts = self._partition(named, 1 if self._auto else partition_bytes)
         self._check_structure_across_ranks()
         self._broadcast_state()
         for part in self._parts:
-            part.optimizer = optimizer(part.params)
-            if not isinstance(part.optimizer, torch.optim.Optimizer):
+            opt = optimizer(part.params)
+            if not isinstance(opt, torch.optim.Optimizer):
                 raise TypeError(f"ScheduledDataParallel: optimizer(params) returned "
-                                f"{type(part.optimizer).__name__}, not a torch.optim.Optimizer")
-        self.optimizers = [p.optimizer for p in self._parts]
-        self._part_of = {id(p): part for part in self._parts for p in part.params}
+                                f"{type(opt).__name__}, not a torch.optim.Optimizer")
+            part.optimizers = [opt]
+        self.optimizers = [p.optimizers[0] for p in self._parts]
+        self.partition_decision = None   # "auto": (option ids, costs in ns, chosen id)
         self.plan = list(range(len(self._parts)))
         self.planned = False
         self._iteration = 0        # backward passes started
@@ -313,18 +410,28 @@ class ScheduledDataParallel(nn.Module):
             for part in self._parts:
                 for p in part.params:
                     acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                    acc.register_hook(self._make_grad_hook(part))
+                    acc.register_hook(self._make_grad_hook(p))
                     self._grad_acc.append(acc)
-        self._owners = {}          # module id -> its partitions
-        for m in module.modules():
+        self._hooked = [m for m in module.modules()
+                        if any(p is not None and p.requires_grad
+                               for p in m._parameters.values()) or
+                        any(b is not None for b in m._buffers.values())]
+        self._index_partitions()
+        for m in self._hooked:
+            h = m.register_forward_pre_hook(self._make_pre_hook(m))
+            # first, before the module's own pre-hooks (weight_norm computes its weight from
+            # parameters that the update changes)
+            m._forward_pre_hooks.move_to_end(h.id, last=False)
+
+    def _index_partitions(self):
+        """_part_of (parameter id -> its partition) and _owners (module id -> the partitions of
+        its parameters) from _parts."""
+        self._part_of = {id(p): part for part in self._parts for p in part.params}
+        self._owners = {}
+        for m in self._hooked:
             parts = {self._part_of[id(p)].index: self._part_of[id(p)]
                      for p in m._parameters.values() if p is not None and id(p) in self._part_of}
-            if parts or any(b is not None for b in m._buffers.values()):
-                self._owners[id(m)] = list(parts.values())
-                h = m.register_forward_pre_hook(self._make_pre_hook(m))
-                # first, before the module's own pre-hooks (weight_norm computes its weight
-                # from parameters that the update changes)
-                m._forward_pre_hooks.move_to_end(h.id, last=False)
+            self._owners[id(m)] = list(parts.values())
 
     @property
     def partitions(self):
@@ -504,7 +611,8 @@ class ScheduledDataParallel(nn.Module):
                 off += n
         if self._on:
             self._tracer.compute_begin("optimizer", part.index)
-        part.optimizer.step()
+        for opt in part.optimizers:
+            opt.step()
         if self._on:
             self._tracer.compute_end("optimizer", part.index)
         for p in part.params:
@@ -561,12 +669,15 @@ class ScheduledDataParallel(nn.Module):
                 self._tracer.compute_begin("backward", 0)
         return hook
 
-    def _make_grad_hook(self, part):
+    def _make_grad_hook(self, p):
+        key = id(p)
+
         def hook(*_unused):
-            self._gradient_arrived(part)
+            self._gradient_arrived(key)
         return hook
 
-    def _gradient_arrived(self, part):
+    def _gradient_arrived(self, key):
+        part = self._part_of[key]
         if part.work is not None:
             # the previous update was never waited for: no module owning these parameters ran
             # its forward, yet they received a gradient (read directly, e.g. F.linear(x,
@@ -587,6 +698,7 @@ class ScheduledDataParallel(nn.Module):
                     f"second backward through the same forward is not supported "
                     f"({self._where()})")
             self._start_backward()
+            part = self._part_of[key]   # "auto" regroups the partitions at backward 1
         part.seen += 1
         if not part.ready:
             return
@@ -677,11 +789,50 @@ class ScheduledDataParallel(nn.Module):
         v = vec.tolist()
         ready, dur, prio = v[:n], v[n:2 * n], v[2 * n:3 * n]
         fwd, backward = v[3 * n:-1], v[-1]
+        if self._auto:
+            ready, dur, prio = self._regroup(ready, dur, prio, fwd, backward)
+            n = len(self._parts)
         self.plan = plan_order(ready, dur, prio)
         self.planned = True
         self.profile = {"ready_s": ready, "allreduce_s": dur, "priority": [int(x) for x in prio],
                         "forward_s": fwd, "backward_s": backward}
         if self._tracer is not None and _C.trace_enabled():
             self.decisions = order_decisions(ready, dur, prio, fwd, backward)
+            if self.partition_decision is not None:   # attached to the plan's first allreduce
+                ids, costs, chosen = self.partition_decision
+                order = sorted(range(len(ids)), key=lambda i: costs[i])
+                self._tracer.sched_decision(
+                    PARTITION, chosen, [ids[i] for i in order], [costs[i] for i in order],
+                    "alpha-beta fit of iteration 0, least unhidden communication")
         for part in self._parts:
             part.priority = int(prio[part.index])
+
+    def _regroup(self, ready, dur, prio, fwd, backward):
+        """partition_bytes="auto" at the plan: the parameters (one partition each so far) are
+        grouped as choose_partitions says; returns the groups' ready times, allreduce
+        durations (the fitted model's) and priorities."""
+        old = self._parts
+        nbytes = [q.numel * q.params[0].element_size() for q in old]
+        groups, ids, costs, chosen, (alpha, beta) = choose_partitions(nbytes, ready, dur, prio,
+                                                                      fwd, backward)
+        self.partition_decision = (ids, costs, chosen)
+        parts = []
+        for g in groups:
+            # one dtype per partition (the flat buffer): split a group where the dtype changes
+            run = []
+            for i in g:
+                if run and old[i].dtype != old[run[0]].dtype:
+                    parts.append(run)
+                    run = []
+                run.append(i)
+            parts.append(run)
+        self._parts = []
+        for k, run in enumerate(parts):
+            q = _Partition(k, [p for i in run for p in old[i].params],
+                           [nm for i in run for nm in old[i].names])
+            q.optimizers = [opt for i in run for opt in old[i].optimizers]
+            self._parts.append(q)
+        self._index_partitions()
+        return ([max(ready[i] for i in run) for run in parts],
+                [alpha + beta * sum(nbytes[i] for i in run) for run in parts],
+                [min(prio[i] for i in run) for run in parts])

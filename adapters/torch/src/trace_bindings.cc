@@ -45,9 +45,10 @@ void SchedDecision(glucx_comm_t *comm, int kind, std::int32_t chosen,
         throw py::value_error("trace_sched_decision: " + std::to_string(options.size()) +
                               " options (at most 1024)");
     if (kind < 2 || kind > 255)
-        throw py::value_error("trace_sched_decision: kind " + std::to_string(kind) +
-                              " is not a framework decision kind (2 order; 0 and 1 are glucx's "
-                              "own algorithm decisions)");
+        throw py::value_error(
+            "trace_sched_decision: kind " + std::to_string(kind) +
+            " is not a framework decision kind (2 order, 3 partition; 0 and 1 are glucx's "
+            "own algorithm decisions)");
     glucx_trace_sched_decision(comm, kind, chosen, (std::uint32_t)options.size(), options.data(),
                                costs_ns.data(), reason.c_str());
 }

@@ -52,11 +52,15 @@ enum {
  * - ORDER: which gradient partition a training scheduler issues next (glucx.torch's
  *   ScheduledDataParallel, through glucx_trace_sched_decision()); options are partition
  *   indices, costs the predicted exposed communication of the next forward with that option.
+ * - PARTITION: how a training scheduler partitions the gradients (ScheduledDataParallel's
+ *   partition_bytes="auto"); options are candidate partitionings (uniform cap c KiB: c;
+ *   growing from s KiB: -s; one partition: 0), costs the predicted unhidden communication.
  */
 #define GLUCX_TP_DECISION_MAP(X)                                                                   \
     X(ALGORITHM, algorithm, 0)                                                                     \
     X(FALLBACK, fallback, 1)                                                                       \
-    X(ORDER, order, 2)
+    X(ORDER, order, 2)                                                                             \
+    X(PARTITION, partition, 3)
 
 enum {
 #define GLUCX_TP_DECISION_ENUM_(name, lname, value) GLUCX_TP_DECISION_##name = (value),
