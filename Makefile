@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build test test-asan bench install clean format demo
+.PHONY: all deps build test test-asan bench install clean format demo demo-cluster
 
 all: build
 
@@ -72,7 +72,7 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cc' '*.cpp')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(VENV) demo-out
+	rm -rf $(BUILD) $(ASAN_BUILD) $(VENV) demo-out demo-cluster-out
 
 # The main job: DDP training on scikit-learn's digits, 4 local ranks over the glucx backend,
 # traced by glucx-trace and explained by glucx-analyze (scripts/demo.sh; output in demo-out/).
@@ -80,3 +80,11 @@ clean:
 DEMO_ARGS ?=
 demo: build venv
 	BUILD=$(BUILD) VENV=$(VENV) scripts/demo.sh $(DEMO_ARGS)
+
+# The same digits training on the emulated 2x2 torus (root): a ResNet-18 with scheduled data
+# parallelism on 4 hosts x 2 ranks of glucx-cluster, traced per host, then glucx-analyze's verdict,
+# bytes per link and schedule decisions (scripts/demo-cluster.sh; output in demo-cluster-out/).
+# DEMO_CLUSTER_ARGS passes options, e.g. DEMO_CLUSTER_ARGS="--max-steps 6 --mode ddp".
+DEMO_CLUSTER_ARGS ?=
+demo-cluster: build venv
+	BUILD=$(BUILD) VENV=$(VENV) scripts/demo-cluster.sh $(DEMO_CLUSTER_ARGS)

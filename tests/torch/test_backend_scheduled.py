@@ -228,11 +228,10 @@ def test_choose_partitions():
     assert abs(alpha - 0.01) < 1e-12 and abs(beta * mib - 0.1) < 1e-12
 
 
-@pytest.mark.parametrize("mode", ["ddp", "scheduled", "sharded"])
-def test_digits_example_each_mode(mode, tmp_path):
-    """examples/train_digits.py --mode M (issue 18 item 5: every mode with one flag): 2 ranks
-    under the venv's torchrun, 2 epochs on the glucx backend, learn the digits (test accuracy
-    >= 0.85, the last epoch's loss below the first's), as `make demo` checks for DDP."""
+def run_digits_example(tmp_path, mode, args, timeout_s):
+    """examples/train_digits.py --mode mode *args on 2 ranks under the venv's torchrun (glucx
+    backend); @return its --json output, after checking the exit status, the mode and the ranks
+    recorded there."""
     import json
     import os
     import signal
@@ -246,18 +245,46 @@ def test_digits_example_each_mode(mode, tmp_path):
     out = tmp_path / "train.json"
     cmd = [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--nproc-per-node", "2",
            "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
-           os.path.join(root, "examples", "train_digits.py"), "--mode", mode, "--epochs", "2",
+           os.path.join(root, "examples", "train_digits.py"), "--mode", mode, *args,
            "--json", str(out)]
+    what = f"train_digits --mode {mode} {' '.join(args)}"
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          start_new_session=True, cwd=str(tmp_path))
     try:
-        log, _ = p.communicate(timeout=240 * time_scale())
+        log, _ = p.communicate(timeout=timeout_s * time_scale())
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         log, _ = p.communicate()
-        raise AssertionError(f"train_digits --mode {mode} did not finish:\n{log[-3000:]}")
-    assert p.returncode == 0, f"train_digits --mode {mode}: exit {p.returncode}\n{log[-3000:]}"
+        raise AssertionError(f"{what} did not finish:\n{log[-3000:]}")
+    assert p.returncode == 0, f"{what}: exit {p.returncode}\n{log[-3000:]}"
     res = json.load(open(out))
     assert res["mode"] == mode and res["ranks"] == 2, res
+    return res
+
+
+@pytest.mark.parametrize("mode", ["ddp", "scheduled", "sharded"])
+def test_digits_example_each_mode(mode, tmp_path):
+    """examples/train_digits.py --mode M (issue 18 item 5: every mode with one flag): 2 ranks
+    under the venv's torchrun, 2 epochs on the glucx backend, learn the digits (test accuracy
+    >= 0.85, the last epoch's loss below the first's), as `make demo` checks for DDP."""
+    res = run_digits_example(tmp_path, mode, ["--epochs", "2"], 240)
+    assert res["model"] == "cnn", res
     assert res["accuracy"] >= 0.85, res
+    assert res["loss_last_epoch"] < res["loss_first_epoch"], res
+
+
+@pytest.mark.parametrize("mode", ["ddp", "scheduled", "sharded"])
+def test_digits_example_resnet18_each_mode(mode, tmp_path):
+    """examples/train_digits.py --model resnet18 --mode M (issue 18 item 5: the ResNet-18-class
+    model, BatchNorm buffers broadcast by each wrapper): 2 ranks, batch 16, 48 steps (the first
+    epoch's 42 and 6 of the second), learn the digits: the second epoch's mean loss below the
+    first's and a test accuracy (BatchNorm in eval mode) >= 0.5. Measured: 90.7 % (ddp and
+    scheduled, bitwise equal here) and 90.2 % (sharded), epoch losses 0.570 then 0.278; 32 s
+    (scheduled), 62 s (ddp) and 87 s (sharded) per case on 2 cores shared with another test run.
+    The floor leaves room for the accuracy's swings from step to step at this stage (it moved
+    between 72 % and 87 % over 5 steps in a run before the short last batches were dropped)."""
+    res = run_digits_example(tmp_path, mode, ["--model", "resnet18", "--batch-size", "16",
+                                              "--epochs", "2", "--max-steps", "48"], 480)
+    assert res["model"] == "resnet18" and res["steps"] == 48, res
+    assert res["accuracy"] >= 0.5, res
     assert res["loss_last_epoch"] < res["loss_first_epoch"], res
