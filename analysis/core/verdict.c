@@ -126,25 +126,21 @@ void glucx_an_verdict(glucx_an_engine_t *e)
                  "%.0f%% of the %s iteration.",
                  top_rank, glucx_an_fmt_ns(strag, b1, sizeof(b1)), 100 * strag / mean_it,
                  glucx_an_fmt_ns(mean_it, b2, sizeof(b2)));
-    } else if (ord >= 0.05 * mean_it && ord > dec) {
+    } else if (ord >= 0.05 * mean_it || dec >= 0.05 * mean_it) {
+        /* the larger of a plan decision's per-iteration saving and the algorithm choices' */
+        const int plan = ord > dec;
         v->kind = "decision";
-        snprintf(v->subject, sizeof(v->subject), "%s", ord_k->subject);
-        v->cost_ns = ord;
+        snprintf(v->subject, sizeof(v->subject), "%s", plan ? ord_k->subject : e->dec_subject);
+        v->cost_ns = plan ? ord : dec;
+        char what[64] = "";
+        if (plan)
+            snprintf(what, sizeof(what), "The gradient partitions' %s costs",
+                     ord_k == &e->sched[GLUCX_AN_DECISION_ORDER] ? "order" : "partitioning");
         snprintf(e->verdict, sizeof(e->verdict),
-                 "The gradient partitions' %s costs %s per iteration (%.0f%% of the %s "
-                 "iteration, predicted): %s.",
-                 ord_k == &e->sched[GLUCX_AN_DECISION_ORDER] ? "order" : "partitioning",
-                 glucx_an_fmt_ns(ord, b1, sizeof(b1)), 100 * ord / mean_it,
-                 glucx_an_fmt_ns(mean_it, b2, sizeof(b2)), ord_k->subject);
-    } else if (dec >= 0.05 * mean_it) {
-        v->kind = "decision";
-        snprintf(v->subject, sizeof(v->subject), "%s", e->dec_subject);
-        v->cost_ns = dec;
-        snprintf(e->verdict, sizeof(e->verdict),
-                 "Algorithm choices cost %s per iteration (%.0f%% of the %s iteration); the "
-                 "largest: %s.",
-                 glucx_an_fmt_ns(dec, b1, sizeof(b1)), 100 * dec / mean_it,
-                 glucx_an_fmt_ns(mean_it, b2, sizeof(b2)), e->dec_subject);
+                 "%s %s per iteration (%.0f%% of the %s iteration%s); the largest: %s.",
+                 plan ? what : "Algorithm choices cost",
+                 glucx_an_fmt_ns(v->cost_ns, b1, sizeof(b1)), 100 * v->cost_ns / mean_it,
+                 glucx_an_fmt_ns(mean_it, b2, sizeof(b2)), plan ? ", predicted" : "", v->subject);
     } else if (exposed_sh >= 0.10) {
         v->cost_ns = exposed;
         if (pl && plink_cp >= 0.3 * exposed) {

@@ -16,8 +16,11 @@ import statistics
 
 
 def run_values(d, skip):
+    """(step ms, exposed ms per rank and iteration, or None without a report)."""
     with open(os.path.join(d, "run.log")) as f:
         ms = float(re.search(r" ([0-9.]+) ms/step", f.read()).group(1))
+    if not os.path.exists(os.path.join(d, "report", "report.json")):
+        return ms, None
     with open(os.path.join(d, "report", "report.json")) as f:
         rep = json.load(f)
     per = [it["totals"]["exposed_communication_ns"] / len(it["ranks"])
@@ -41,14 +44,23 @@ def main():
     print("|---|---|---|---|")
     med = {}
     for mode, vals in rows.items():
-        st, ex = [v[0] for v in vals], [v[1] for v in vals]
-        med[mode] = (statistics.median(st), statistics.median(ex))
+        st, ex = [v[0] for v in vals], [v[1] for v in vals if v[1] is not None]
+        med[mode] = (statistics.median(st), statistics.median(ex) if ex else None)
+        exs = (f"{med[mode][1]:.1f} ms ({min(ex):.1f}-{max(ex):.1f})" if ex else "-")
         print(f"| {mode} | {len(vals)} | {med[mode][0]:.1f} ms ({min(st):.1f}-{max(st):.1f}) | "
-              f"{med[mode][1]:.1f} ms ({min(ex):.1f}-{max(ex):.1f}) |")
-    if "ddp-glucx" in med and "sched-glucx" in med:
-        d, s = med["ddp-glucx"], med["sched-glucx"]
-        print(f"\nscheduled / DDP-glucx: step {s[0] / d[0]:.2f}, exposed communication "
-              f"{s[1] / d[1]:.2f} (target <= 0.5)")
+              f"{exs} |")
+    print()
+    for s_mode in ("sched-glucx", "sched-auto"):
+        if s_mode not in med:
+            continue
+        s = med[s_mode]
+        for ref, target in (("ddp-gloo", 1.25), ("ddp-glucx", 1.15)):
+            if ref in med:
+                print(f"{s_mode}: {med[ref][0] / s[0]:.2f}x faster per step than {ref} "
+                      f"(target >= {target}x)")
+        if "ddp-glucx" in med and s[1] is not None and med["ddp-glucx"][1]:
+            print(f"{s_mode}: exposed communication {s[1] / med['ddp-glucx'][1]:.2f} of "
+                  f"ddp-glucx's (target <= 0.5)")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ Modes (--mode):
   ddp-gloo     DDP on init_process_group("gloo") (Gloo's TCP transport), default 25 MB buckets
   ddp-glucx    DDP on init_process_group("glucx")
   sched-glucx  ScheduledDataParallel on "glucx" (--partition-bytes, default 4 MiB)
+  sched-auto   ScheduledDataParallel on "glucx" with partition_bytes="auto"
   compute      no process group: forward, backward and step only (the compute floor)
 
 Timing: WARMUP untimed steps, a barrier, ITERS steps, then (scheduled) synchronize() and a
@@ -45,7 +46,7 @@ def build(width, layers):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", required=True,
-                    choices=["ddp-gloo", "ddp-glucx", "sched-glucx", "compute"])
+                    choices=["ddp-gloo", "ddp-glucx", "sched-glucx", "sched-auto", "compute"])
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--width", type=int, default=512)
@@ -77,8 +78,8 @@ def main():
         if a.mode.startswith("ddp"):
             model = nn.parallel.DistributedDataParallel(net)
         else:   # the wrapper steps each partition itself: no optimizer here
-            model = glucx.torch.ScheduledDataParallel(net, sgd,
-                                                      partition_bytes=a.partition_bytes)
+            model = glucx.torch.ScheduledDataParallel(
+                net, sgd, partition_bytes="auto" if a.mode == "sched-auto" else a.partition_bytes)
             done = model.synchronize
     if not a.mode.startswith("sched"):
         opt = sgd(model.parameters())

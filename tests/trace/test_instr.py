@@ -53,6 +53,20 @@ def check(cond, what):
         raise Failure(what)
 
 
+def probe_venv(venv_python):
+    """Whether the venv can run the framework jobs: (why not, or None; whether its torch has
+    the "glucx" backend). Used by the DDP and ScheduledDataParallel instrumentation tests."""
+    if not os.path.exists(venv_python):
+        return "no venv interpreter (%s): run `make venv`" % venv_python, False
+    probe = subprocess.run(
+        [venv_python, "-c", "import torch.distributed as d, glucx, glucx.torch; "
+         "print(int(hasattr(d.Backend, 'GLUCX')))"], capture_output=True, text=True,
+        timeout=scaled(60))
+    if probe.returncode != 0:
+        return "the venv has no glucx.torch (stale? run `make venv`):\n" + probe.stderr, False
+    return None, probe.stdout.strip() == "1"
+
+
 def plain(field):
     if isinstance(field, bt2._EnumerationFieldConst) or isinstance(field, bt2._IntegerFieldConst):
         return int(field)

@@ -42,7 +42,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_instr import Failure, check, free_port, read_events  # noqa: E402
+from test_instr import Failure, check, free_port, probe_venv, read_events  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
 from tracepids import PidListError, trace_pids  # noqa: E402 (test_instr put it on sys.path)
@@ -209,17 +209,11 @@ def main():
     backend, start = parts[0], parts[1]
     optimizer, first = "noopt" not in flags, LATE if "late" in flags else 0
 
-    if not os.path.exists(a.venv_python):
-        print("skipped: no venv interpreter (%s): run `make venv`" % a.venv_python)
+    why, has_glucx = probe_venv(a.venv_python)
+    if why:
+        print("skipped: " + why)
         return SKIP
-    probe = subprocess.run(
-        [a.venv_python, "-c", "import torch.distributed as d, glucx, glucx.torch; "
-         "print(int(hasattr(d.Backend, 'GLUCX')))"], capture_output=True, text=True,
-        timeout=scaled(60))
-    if probe.returncode != 0:
-        print("skipped: the venv has no glucx.torch (stale? run `make venv`):\n" + probe.stderr)
-        return SKIP
-    if backend == "glucx" and probe.stdout.strip() != "1":
+    if backend == "glucx" and not has_glucx:
         print("skipped: the venv's torch has no backend \"glucx\" (not built yet)")
         return SKIP
 

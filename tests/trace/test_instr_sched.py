@@ -32,7 +32,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_instr import Failure, check, free_port  # noqa: E402
+from test_instr import Failure, check, free_port, probe_venv  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from timescale import scaled  # noqa: E402 - GLUCX_TEST_TIME_SCALE (tests/README.md)
 
@@ -155,16 +155,9 @@ def main():
     ap.add_argument("--venv-python", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
-    if not os.path.exists(a.venv_python):
-        print("skipped: no venv interpreter (%s): run `make venv`" % a.venv_python)
-        return SKIP
-    probe = subprocess.run(
-        [a.venv_python, "-c", "import torch.distributed as d, glucx, glucx.torch; "
-         "print(int(hasattr(d.Backend, 'GLUCX')))"], capture_output=True, text=True,
-        timeout=scaled(60))
-    if probe.returncode != 0 or probe.stdout.strip() != "1":
-        print("skipped: the venv has no glucx.torch with the glucx backend (`make venv`):\n" +
-              probe.stderr)
+    why, has_glucx = probe_venv(a.venv_python)
+    if why or not has_glucx:
+        print("skipped: " + (why or "the venv's torch has no backend \"glucx\""))
         return SKIP
     run_case(a, False)
     run_case(a, True)

@@ -34,7 +34,10 @@ is fitted. At backward 1, `choose_partitions` costs candidate groupings (uniform
 by the communication each leaves unhidden in the plan's simulation and takes the cheapest
 (within 1 us: the fewest partitions); every rank computes the same from the same numbers. The
 model is this machine's as measured in this job, so it includes what a per-collective
-constant costs here (e.g. 8 ranks sharing 2 cores).
+constant costs here (e.g. 8 ranks sharing 2 cores) on the link; it does not see the CPU time
+each collective takes from the ranks' compute when they share cores, and on the emulated torus
+(8 ranks, 2 cores) "auto" measured slower than the fixed 4 MiB default (docs/perf.md, "Exposed
+communication and the auto partitioning").
 
 One order on every rank
 -----------------------
