@@ -178,8 +178,83 @@ def same_as_ddp(ctx, name, make_net, steps=5, group=None, **kw):
     return models[0]
 
 
+def scheduler_and_sync_cases(ctx):
+    """A learning-rate scheduler on every partition's optimizer, stepped after each backward
+    (rank 1's backward sleeps so that rank 0's last partitions complete only in its next
+    forward, after the scheduler stepped): DDP's parameters, bitwise at 2 ranks. And
+    synchronize()/state_dict() between a forward and its backward with BatchNorm: the backward
+    still works (autograd saved the running statistics) and training goes on equal on every
+    rank."""
+    import glucx.torch
+
+    def data(i):
+        g = torch.Generator().manual_seed(1000 * i + ctx.rank)
+        return torch.randn(ROWS, 4, generator=g, dtype=torch.float64)
+
+    class SlowFirst(nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            h = self.net[0](x)
+            if ctx.rank == 1 and h.requires_grad:
+                h.register_hook(lambda g: (time.sleep(0.05), g)[1])
+            return self.net[2](self.net[1](h))
+
+    def run(wrap):
+        torch.manual_seed(5)
+        net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3)).double()
+        make = lambda ps: torch.optim.SGD(ps, lr=0.5, momentum=0.9)  # noqa: E731
+        if wrap:
+            model = glucx.torch.ScheduledDataParallel(SlowFirst(net), make,
+                                                      partition_bytes=PARTITION_BYTES)
+            opts = model.optimizers
+        else:
+            model = DDP(SlowFirst(net))
+            opts = [make(model.parameters())]
+        scheds = [torch.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.5) for o in opts]
+        for i in range(5):
+            (model(data(i)) ** 2).mean().backward()
+            if not wrap:
+                opts[0].step()
+                opts[0].zero_grad()
+            for sc in scheds:
+                sc.step()
+        if wrap:
+            model.synchronize()
+        return {k: v.detach().clone() for k, v in net.state_dict().items()}
+
+    with ctx.check("lr-scheduler"):
+        got, want = run(True), run(False)
+        if ctx.world == 2:
+            bad = [k for k in want if not torch.equal(got[k], want[k])]
+            if bad:
+                raise AssertionError(f"lr-scheduler: {bad} not bitwise DDP's at 2 ranks")
+        else:
+            compare(got, want, "lr-scheduler")
+
+    with ctx.check("sync-between-forward-and-backward"):
+        torch.manual_seed(5)
+        net = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Linear(6, 3)).double()
+        model = glucx.torch.ScheduledDataParallel(
+            net, lambda ps: torch.optim.SGD(ps, lr=0.05), partition_bytes=PARTITION_BYTES)
+        for i in range(3):
+            loss = model(data(i)).sum()
+            model.state_dict()
+            model.synchronize()
+            loss.backward()
+        model.synchronize()
+        flat = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+        other = flat.clone()
+        dist.broadcast(other, 0)
+        if not torch.equal(flat, other):
+            raise AssertionError("parameters differ across ranks")
+
+
 def extra_cases(ctx):
     """Models and groups beyond the plain stack, each against DDP."""
+    scheduler_and_sync_cases(ctx)
     # a parameter read outside its module is fine without cross-iteration overlap
     same_as_ddp(ctx, "functional-no-overlap", Functional, overlap_forward=False)
     # weight_norm's own forward pre-hook computes the weight from parameters the update changes

@@ -23,7 +23,8 @@ WORLDS = [2, 3]
 CASES = [f"{m}-{o}" for m in ("mlp", "bn") for o in ("sgd", "adam")]
 ERRORS = ["no_sync", "second-backward", "unused-parameters", "structure-differs",
           "shape-differs", "parameter-used-outside-its-module", "bad-optimizer"]
-EXTRA = ["functional-no-overlap", "weight-norm", "group-without-rank-0", "auto-partitions"]
+EXTRA = ["functional-no-overlap", "weight-norm", "group-without-rank-0", "auto-partitions",
+         "lr-scheduler", "sync-between-forward-and-backward"]
 
 
 @pytest.fixture(scope="module", params=[(b, w) for b in BACKENDS for w in WORLDS],

@@ -61,7 +61,8 @@ class PriorityHookState:
     """
 
     def __init__(self, process_group=None, partition_bytes=1 << 20):
-        if not isinstance(partition_bytes, int) or partition_bytes < 1:
+        if not isinstance(partition_bytes, int) or isinstance(partition_bytes, bool) or \
+                partition_bytes < 1:
             raise ValueError(f"PriorityHookState: partition_bytes must be an int >= 1, got "
                              f"{partition_bytes!r}")
         self.process_group = process_group
@@ -87,14 +88,14 @@ class PriorityHookState:
         buf = bucket.buffer()
         buf.div_(self.world_size)
         self._buckets.append((bucket.index(), buf.numel(), buf.dtype))
-        if self.planned and (len(self._buckets) > len(self.layout) or
-                             self._buckets[-1] != self.layout[len(self._buckets) - 1]):
+        k = len(self._buckets) - 1
+        if self.planned and (k >= len(self.layout) or self._buckets[k] != self.layout[k]):
+            was = self.layout[k] if k < len(self.layout) else "no bucket"
             raise RuntimeError(
                 f"priority_hook: DDP's bucket {bucket.index()} ({buf.numel()} elements of "
-                f"{buf.dtype}) differs from the profiled layout "
-                f"{self.layout[len(self._buckets) - 1] if len(self._buckets) <= len(self.layout) else 'none'}"
-                f": the buckets were rebuilt after the plan was made; construct a new "
-                f"PriorityHookState ({self._where()})")
+                f"{buf.dtype}) differs from the profiled layout ({was}): the buckets were "
+                f"rebuilt after the plan was made; construct a new PriorityHookState "
+                f"({self._where()})")
         step = max(1, self.partition_bytes // max(1, buf.element_size()))
         now = time.monotonic() - self._t0
         futs = []

@@ -87,7 +87,10 @@ Errors (RuntimeError unless said otherwise; messages name the operation, the siz
 Not supported, and not detectable: reading or changing `.grad` after backward (gradient
 clipping, inspection): the gradients live in the partitions' buffers and are gone after each
 partition's step; learning-rate schedulers must be applied to every partition's optimizer
-(`optimizers`).
+(`optimizers`). An update applied after the backward (in the next forward) uses its optimizer's
+settings as they were at the end of that backward, so a scheduler stepped between backward and
+the next forward takes effect from the next iteration on, as with DDP and `opt.step()` before
+`scheduler.step()`.
 
 Trace events
 ------------
@@ -212,8 +215,8 @@ def choose_partitions(nbytes, ready, duration, priority, forward, backward):
 
     The cost model is alpha-beta (Hockney), fitted here by least squares to the profiled
     (bytes, duration) pairs: a partition of b bytes takes alpha + beta x b (parameters all of
-    one size, or a fit with beta <= 0: alpha 0 and beta = total duration / total bytes). Each candidate
-    (AUTO_UNIFORM_KIB, AUTO_GROWING_KIB, and one partition of everything) is costed as the
+    one size, or a fit with beta <= 0: alpha 0 and beta = total duration / total bytes). Each
+    candidate (AUTO_UNIFORM_KIB, AUTO_GROWING_KIB, and one partition of everything) is costed as the
     communication it leaves unhidden: with plan_order's plan, max(the next forward's end, the
     link's last completion) - (backward + sum(forward)), per _simulate; the cheapest wins, and
     among costs within 1 us of each other the one with fewer partitions. Returns (groups, option
@@ -285,6 +288,27 @@ def order_decisions(ready, duration, priority, forward, backward, max_options=8)
     return out
 
 
+def _hyperparameters(opt):
+    """The settings of each of opt's parameter groups (everything but the parameters)."""
+    return [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
+
+
+def _step_with(opt, hparams):
+    """opt.step() with its groups' settings set to hparams (None: as they are) for the step
+    only; the settings in place before are restored afterwards."""
+    if hparams is None:
+        opt.step()
+        return
+    now = _hyperparameters(opt)
+    for g, h in zip(opt.param_groups, hparams):
+        g.update(h)
+    try:
+        opt.step()
+    finally:
+        for g, h in zip(opt.param_groups, now):
+            g.update(h)
+
+
 class _Partition:
     def __init__(self, index, params, names):
         self.index, self.params, self.names = index, params, names
@@ -292,6 +316,7 @@ class _Partition:
         self.dtype = params[0].dtype
         self.priority = None       # forward position of the first module using it
         self.optimizers = []       # stepped when its allreduce completes
+        self.hparams = None        # their settings at the end of the backward that issued it
         self.seen = 0              # gradients delivered in this backward
         self.work = None           # the issued allreduce, not yet applied
         self.flat = None           # its buffer
@@ -348,6 +373,7 @@ class ScheduledDataParallel(nn.Module):
             raise TypeError(f"ScheduledDataParallel: optimizer must be a callable taking a list "
                             f"of parameters, got {type(optimizer).__name__}")
         if partition_bytes != "auto" and (not isinstance(partition_bytes, int) or
+                                          isinstance(partition_bytes, bool) or
                                           partition_bytes < 1):
             raise ValueError(f"ScheduledDataParallel: partition_bytes must be an int >= 1 or "
                              f"'auto', got {partition_bytes!r}")
@@ -614,8 +640,9 @@ class ScheduledDataParallel(nn.Module):
                 off += n
         if self._on:
             self._tracer.compute_begin("optimizer", part.index)
-        for opt in part.optimizers:
-            opt.step()
+        for opt, hp in zip(part.optimizers, part.hparams or [None] * len(part.optimizers)):
+            _step_with(opt, hp)
+        part.hparams = None
         if self._on:
             self._tracer.compute_end("optimizer", part.index)
         for p in part.params:
@@ -633,10 +660,13 @@ class ScheduledDataParallel(nn.Module):
     def synchronize(self):
         """Wait for every pending partition update and the buffers' broadcast; afterwards the
         parameters and buffers are this iteration's final values (bitwise equal across ranks).
-        Raises RuntimeError when one of them failed."""
+        Between a forward and its backward the broadcast buffers are not written (autograd
+        may have saved them, e.g. BatchNorm's running statistics): they stay this rank's, as
+        under DDP, until the next forward. Raises RuntimeError when one of them failed."""
         for k in self.plan:
             self._complete(self._parts[k])
-        self._wait_buffers()
+        if self._backward_generation == self._generation:
+            self._wait_buffers()
         self._end_iteration()
 
     def state_dict(self, *args, **kwargs):
@@ -696,9 +726,11 @@ class ScheduledDataParallel(nn.Module):
                     for p in q.params:
                         p.grad = None
                 raise RuntimeError(
-                    f"ScheduledDataParallel: a second backward pass after one forward "
-                    f"(partition {part.index}, {part.names[0]}..): gradient accumulation or a "
-                    f"second backward through the same forward is not supported "
+                    f"ScheduledDataParallel: a backward pass without a forward through the "
+                    f"wrapper since the last one (partition {part.index}, {part.names[0]}..): "
+                    f"a second backward pass through the same forward (gradient accumulation) "
+                    f"is not supported, and the wrapped module must be called through the "
+                    f"wrapper "
                     f"({self._where()})")
             self._start_backward()
             part = self._part_of[key]   # "auto" regroups the partitions at backward 1
@@ -731,6 +763,12 @@ class ScheduledDataParallel(nn.Module):
         if self._iteration == 1:
             self._backward_time = time.monotonic() - self._t_backward
         self._t_backward = None
+        # the optimizers' settings as they are now, when a DDP user would call opt.step():
+        # an update applied later (in the next forward) uses them, not what a learning-rate
+        # scheduler set in between
+        for part in self._parts:
+            if part.work is not None:
+                part.hparams = [_hyperparameters(opt) for opt in part.optimizers]
         if self._pos == len(self.plan):
             if self._iteration == 1:
                 self._issue_profile()
