@@ -117,7 +117,10 @@ void glucx_an_verdict(glucx_an_engine_t *e)
     double ord = (double)ord_k->saving_max;
     double link_cp = tl ? (double)tl->cp_ns / n_it : 0;
     double plink_cp = pl ? (double)pl->cp_ns / n_it : 0;
-    if (strag >= 0.05 * mean_it && strag >= 0.5 * exposed) {
+    /* a rank behind a slow link starts each collective late because the last one's data came
+     * over that link: when the busiest physical link holds more critical-path time than the
+     * lateness, the lateness is that link's doing and the link (rule 3) is the larger cost */
+    if (strag >= 0.05 * mean_it && strag >= 0.5 * exposed && !(pl && plink_cp > strag)) {
         v->kind = "straggler";
         snprintf(v->subject, sizeof(v->subject), "rank %d", top_rank);
         v->cost_ns = strag;
