@@ -26,10 +26,19 @@ struct glucx_coll_job {
     glucx_coll_args_t args;
     glucx_coll_opts_t opts;
     char algorithm[32];
-    uint32_t seq;
+    uint32_t seq;             /**< scheduled: the first chunk's; the chunks' follow, then the
+                                   decisions' (see sched_step) */
+    uint64_t order;           /**< position in the start order (comm->job_order) */
     glucx_request_t *req;     /**< glucx_coll_start(): the request to complete */
     glucx_coll_callback_t cb; /**< glucx_coll_start_cb(): the callback to call instead */
     void *cb_arg;
+    /* scheduled (GLUCX_COLL_OPT_PRIORITY) only; written by the collective thread */
+    int scheduled;
+    uint32_t nchunks;     /**< chunks of chunk_elems elements (the last one shorter) */
+    uint32_t next_chunk;  /**< chunks done */
+    size_t chunk_elems;   /**< elements per chunk */
+    uint32_t decisions;   /**< decisions taken while this job was the oldest (their tags) */
+    uint32_t passed_over; /**< of those, how many chose another job */
 };
 
 static int find_alg(glucx_coll_t coll, const char *name)
@@ -60,6 +69,10 @@ static glucx_status_t precheck(glucx_comm_t *comm, const glucx_coll_args_t *args
             return glucx_error(GLUCX_ERR_INVALID_ARG,
                                "%s: unknown algorithm '%s' (glucx-info lists them)",
                                glucx_coll_name(args->coll), opts->algorithm);
+        if ((opts->field_mask & GLUCX_COLL_OPT_CHUNK) && opts->chunk_bytes == 0)
+            return glucx_error(GLUCX_ERR_INVALID_ARG, "%s of %zu %s elements: chunk_bytes 0",
+                               glucx_coll_name(args->coll), args->count,
+                               glucx_dtype_name(args->dtype));
         if ((opts->field_mask & GLUCX_COLL_OPT_TIMEOUT) && opts->timeout_ms <= 0)
             return glucx_error(GLUCX_ERR_INVALID_ARG, "%s: timeout_ms %" PRId64 " <= 0",
                                glucx_coll_name(args->coll), opts->timeout_ms);
@@ -148,11 +161,14 @@ static void tp_decision(const glucx_comm_t *comm, const glucx_coll_args_t *args,
 
 static glucx_status_t execute_run(glucx_comm_t *comm, const glucx_coll_args_t *args,
                                   const char *algorithm, int64_t timeout_ms, uint32_t seq,
-                                  size_t bytes, int *order, int norder, int forced, int *ran_p);
+                                  unsigned step_base, size_t bytes, int *order, int norder,
+                                  int forced, int *ran_p);
 
-/* Run a validated collective with sequence number seq. */
+/* Run a validated collective with sequence number seq; its steps start at step_base (0 except
+ * for the scheduler's agreements, which share one sequence number). */
 static glucx_status_t execute(glucx_comm_t *comm, const glucx_coll_args_t *args,
-                              const char *algorithm, int64_t timeout_ms, uint32_t seq)
+                              const char *algorithm, int64_t timeout_ms, uint32_t seq,
+                              unsigned step_base)
 {
     const size_t bytes = glucx_coll_bytes(args, comm->size);
     int order[64];
@@ -180,8 +196,8 @@ static glucx_status_t execute(glucx_comm_t *comm, const glucx_coll_args_t *args,
                                           : "selection map");
     }
     int ran = -1; /* the last algorithm tried */
-    glucx_status_t st =
-        execute_run(comm, args, algorithm, timeout_ms, seq, bytes, order, norder, forced, &ran);
+    glucx_status_t st = execute_run(comm, args, algorithm, timeout_ms, seq, step_base, bytes, order,
+                                    norder, forced, &ran);
     GLUCX_TP(coll_end, comm->trace_id, comm->rank, seq, (int)args->coll, (uint64_t)bytes,
              (int)args->dtype, (int)args->op, tp_root(args), glucx_coll_tp_alg(args->coll, ran),
              st);
@@ -192,7 +208,8 @@ static glucx_status_t execute(glucx_comm_t *comm, const glucx_coll_args_t *args,
  * others by cost when it declines. *ran_p: the last algorithm tried (-1: none). */
 static glucx_status_t execute_run(glucx_comm_t *comm, const glucx_coll_args_t *args,
                                   const char *algorithm, int64_t timeout_ms, uint32_t seq,
-                                  size_t bytes, int *order, int norder, int forced, int *ran_p)
+                                  unsigned step_base, size_t bytes, int *order, int norder,
+                                  int forced, int *ran_p)
 {
     glucx_status_t st = GLUCX_ERR_UNSUPPORTED;
     int expanded = forced;                               /* a forced choice has no fallback */
@@ -224,6 +241,7 @@ static glucx_status_t execute_run(glucx_comm_t *comm, const glucx_coll_args_t *a
         if (st != GLUCX_OK)
             return st;
         ctx.trace_comm = comm->trace_id;
+        ctx.step_base = step_base;
         st = glucx_coll_ctx_run(&ctx);
         if (st == GLUCX_ERR_UNSUPPORTED && i == 0)
             memcpy(why, ctx.why, sizeof(why));
@@ -266,7 +284,7 @@ glucx_status_t glucx_coll(glucx_comm_t *comm, const glucx_coll_args_t *args,
     if (st != GLUCX_OK)
         return glucx_comm_record_error(comm, st);
     uint32_t seq = atomic_fetch_add(&comm->coll_seq, 1);
-    st = execute(comm, args, requested_alg(opts), effective_timeout(comm, opts), seq);
+    st = execute(comm, args, requested_alg(opts), effective_timeout(comm, opts), seq, 0);
     return glucx_comm_record_error(comm, st);
 }
 
@@ -325,6 +343,267 @@ static void coll_thread_priority(const glucx_comm_t *comm)
                    comm->name, comm->rank, delta, before, want, strerror(errno));
 }
 
+/* ---- scheduled collectives (GLUCX_COLL_OPT_PRIORITY) ----
+ *
+ * Every scheduled job takes nchunks + 1 sequence numbers when it is started: one per chunk and
+ * one for the agreements taken while it is the oldest unfinished job (the queue's head), whose
+ * steps are told apart by step_base = decisions * SCHED_STEP_SPAN. Before each chunk every rank
+ * contributes, for each of the first SCHED_WINDOW unfinished jobs in start order, its priority
+ * (SCHED_FENCE for an unscheduled job, SCHED_NOT when it has not started it) and its negation;
+ * an allreduce MAX gives every rank the same maximum and minimum per slot. The candidates are the
+ * slots before the first one some rank has not started or that is a fence; the highest priority
+ * wins, ties by start order. Jobs leave the queue only when they end, on every rank alike, so
+ * slot i names the same job everywhere. Since each chunk is followed by an agreement no rank can
+ * be more than one chunk or agreement ahead of another, and the sequence numbers in flight stay
+ * within the window's (far below the 16-bit wrap of the tags). */
+#define SCHED_WINDOW 16
+#define SCHED_STEP_SPAN 32   /* recursive doubling uses log2(n) + 2 <= 16 steps */
+#define SCHED_PASSED_MAX 256 /* starvation guard; 256 * 32 steps stay below the confirm range */
+#define SCHED_NOT INT64_MAX  /* slot not started on this rank */
+#define SCHED_FENCE (INT64_MAX - 1)
+#define SCHED_DONE (INT64_MIN + 1) /* never sent: jobs leave the queue when they end */
+
+static int chunkable(glucx_coll_t coll)
+{
+    return coll == GLUCX_COLL_ALLREDUCE || coll == GLUCX_COLL_BROADCAST ||
+           coll == GLUCX_COLL_REDUCE;
+}
+
+/* Chunk count and size of a scheduled job (equal on every rank for equal arguments). */
+static void sched_plan(glucx_coll_job_t *job)
+{
+    const size_t es = glucx_dtype_size(job->args.dtype), count = job->args.count;
+    size_t chunk = GLUCX_COLL_CHUNK_DEFAULT;
+    if (job->opts.field_mask & GLUCX_COLL_OPT_CHUNK)
+        chunk = job->opts.chunk_bytes;
+    size_t elems = es > 0 ? chunk / es : count;
+    if (elems == 0)
+        elems = 1;
+    if (!chunkable(job->args.coll) || count <= elems) {
+        job->nchunks = 1;
+        job->chunk_elems = count;
+        return;
+    }
+    if ((count + elems - 1) / elems > GLUCX_COLL_SCHED_CHUNKS_MAX)
+        elems = (count + GLUCX_COLL_SCHED_CHUNKS_MAX - 1) / GLUCX_COLL_SCHED_CHUNKS_MAX;
+    job->nchunks = (uint32_t)((count + elems - 1) / elems);
+    job->chunk_elems = elems;
+}
+
+/* Arguments of chunk c of a scheduled job. */
+static void chunk_args(const glucx_coll_job_t *job, uint32_t c, glucx_coll_args_t *a)
+{
+    *a = job->args;
+    if (job->nchunks == 1)
+        return;
+    const size_t es = glucx_dtype_size(a->dtype), off = (size_t)c * job->chunk_elems;
+    a->count = off + job->chunk_elems <= job->args.count ? job->chunk_elems : job->args.count - off;
+    if (a->sendbuf != NULL && a->sendbuf != GLUCX_IN_PLACE)
+        a->sendbuf = (const char *)a->sendbuf + off * es;
+    if (a->recvbuf != NULL)
+        a->recvbuf = (char *)a->recvbuf + off * es;
+}
+
+/* Remove job from the queue (lock held). */
+static void queue_remove(glucx_comm_t *comm, glucx_coll_job_t *job)
+{
+    glucx_coll_job_t **pp = &comm->queue_head, *prev = NULL;
+    while (*pp != NULL && *pp != job) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    if (*pp == NULL)
+        return;
+    *pp = job->next;
+    if (comm->queue_tail == job)
+        comm->queue_tail = prev;
+    job->next = NULL;
+}
+
+/* Put job back at its place in the start order (lock held). */
+static void queue_insert(glucx_comm_t *comm, glucx_coll_job_t *job)
+{
+    glucx_coll_job_t **pp = &comm->queue_head, *prev = NULL;
+    while (*pp != NULL && (*pp)->order < job->order) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    job->next = *pp;
+    *pp = job;
+    if (job->next == NULL)
+        comm->queue_tail = job;
+    (void)prev;
+}
+
+static void job_complete(glucx_coll_job_t *job, glucx_status_t st);
+
+/* The agreement of one decision: vec[0..2W) in, reduced (MAX) in place. */
+static glucx_status_t sched_agree(glucx_comm_t *comm, uint32_t seq, unsigned step_base,
+                                  int64_t timeout_ms, int64_t *vec)
+{
+    static const char alg[] = "recursive_doubling";
+    const glucx_coll_args_t a = {.coll = GLUCX_COLL_ALLREDUCE,
+                                 .sendbuf = GLUCX_IN_PLACE,
+                                 .recvbuf = vec,
+                                 .count = 2 * SCHED_WINDOW,
+                                 .dtype = GLUCX_DTYPE_I64,
+                                 .op = GLUCX_OP_MAX};
+    return execute(comm, &a, alg, timeout_ms, seq, step_base);
+}
+
+/* sched_decision of kind priority: the candidates' next chunks, the chosen one first. */
+static void sched_trace(const glucx_comm_t *comm, glucx_coll_job_t *const *cand, int ncand,
+                        int chosen, const char *reason)
+{
+    int32_t ids[SCHED_WINDOW];
+    uint64_t costs[SCHED_WINDOW];
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < ncand; i++) {
+            if ((pass == 0) != (i == chosen))
+                continue;
+            const glucx_coll_job_t *j = cand[i];
+            glucx_coll_args_t a;
+            chunk_args(j, j->next_chunk, &a);
+            int alg;
+            double cost = 0;
+            if (glucx_select_by_cost(comm->topo, a.coll, glucx_coll_bytes(&a, comm->size), &alg,
+                                     &cost, 1) < 1)
+                cost = 0;
+            ids[n] = (int32_t)(j->seq + j->next_chunk);
+            costs[n++] = cost <= 0 ? 0 : (uint64_t)llround(cost);
+        }
+    GLUCX_TP(sched_decision, comm->trace_id, comm->rank, (uint32_t)ids[0],
+             GLUCX_TP_DECISION_PRIORITY, ids[0], (uint32_t)n, ids, costs, reason);
+}
+
+/*
+ * One decision and the chunk it chooses (lock held on entry and exit; the head is scheduled).
+ * Jobs stay in the queue until they end; the one running a chunk is taken out meanwhile so that
+ * glucx_comm_stop_thread(), which completes whatever is queued, never frees it under us.
+ */
+static void sched_step(glucx_comm_t *comm)
+{
+    glucx_coll_job_t *head = comm->queue_head;
+    glucx_coll_job_t *win[SCHED_WINDOW];
+    int64_t vec[2 * SCHED_WINDOW];
+    int n = 0;
+    for (glucx_coll_job_t *j = head; j != NULL && n < SCHED_WINDOW; j = j->next)
+        win[n++] = j;
+    for (int i = 0; i < SCHED_WINDOW; i++) {
+        const int64_t v = i >= n              ? SCHED_NOT
+                          : win[i]->scheduled ? win[i]->opts.priority
+                                              : SCHED_FENCE;
+        vec[i] = v;
+        vec[SCHED_WINDOW + i] = -v;
+    }
+    const uint32_t agree_seq = head->seq + head->nchunks;
+    const unsigned step_base = head->decisions * SCHED_STEP_SPAN;
+    const int64_t timeout_ms = effective_timeout(comm, &head->opts);
+    const int guard = head->passed_over >= SCHED_PASSED_MAX;
+    comm->thread_busy = 1;
+    pthread_mutex_unlock(&comm->lock);
+
+    glucx_status_t st = glucx_tx_failure(comm->tx);
+    if (st != GLUCX_OK)
+        glucx_error(st, "%s (seq %u): communicator '%s' failed earlier: %s",
+                    glucx_coll_name(head->args.coll), head->seq, comm->name, comm->tx->failure);
+    else if (!guard)
+        st = sched_agree(comm, agree_seq, step_base, timeout_ms, vec);
+
+    pthread_mutex_lock(&comm->lock);
+    if (comm->thread_stop) { /* every queued job was completed by glucx_comm_stop_thread() */
+        comm->thread_busy = 0;
+        return;
+    }
+    glucx_coll_job_t *cand[SCHED_WINDOW];
+    int ncand = 0, best = 0;
+    if (st == GLUCX_OK && guard) {
+        cand[ncand++] = head;
+    } else if (st == GLUCX_OK) {
+        head->decisions++;
+        for (int i = 0; i < n; i++) {
+            const int64_t hi = vec[i], lo = -vec[SCHED_WINDOW + i];
+            if (hi == SCHED_NOT || (hi == SCHED_FENCE && lo == SCHED_FENCE))
+                break;
+            if (hi != lo) {
+                st = glucx_error(GLUCX_ERR_MISMATCH,
+                                 "%s (seq %u) started with priority scheduling: ranks differ "
+                                 "(priorities from %" PRId64 " to %" PRId64 "%s)",
+                                 glucx_coll_name(win[i]->args.coll), win[i]->seq,
+                                 lo == SCHED_FENCE ? INT64_MIN : lo, hi,
+                                 hi == SCHED_FENCE ? ", or started without a priority" : "");
+                comm->tx->ops->fail(comm->tx, st, glucx_error_text());
+                break;
+            }
+            cand[ncand] = win[i];
+            if (win[i]->opts.priority > cand[best]->opts.priority)
+                best = ncand;
+            ncand++;
+        }
+        if (st == GLUCX_OK && ncand == 0) { /* the head is scheduled here and on every rank
+                                                that agreed, unless the ranks' calls differ */
+            st = glucx_error(GLUCX_ERR_MISMATCH,
+                             "%s (seq %u) started with priority scheduling: another rank started "
+                             "a different collective",
+                             glucx_coll_name(head->args.coll), head->seq);
+            comm->tx->ops->fail(comm->tx, st, glucx_error_text());
+        }
+    }
+    if (st != GLUCX_OK) {
+        /* the communicator is failed: this job ends with the error, the next ones in turn */
+        comm->thread_busy = 0;
+        queue_remove(comm, head);
+        pthread_mutex_unlock(&comm->lock);
+        glucx_comm_record_error(comm, st);
+        job_complete(head, st);
+        free(head);
+        pthread_mutex_lock(&comm->lock);
+        return;
+    }
+    glucx_coll_job_t *job = cand[best];
+    if (job != head)
+        head->passed_over++;
+    if (GLUCX_TP_ON(sched_decision)) { /* under the lock: cand[] stay queued meanwhile */
+        char reason[64];
+        if (guard)
+            snprintf(reason, sizeof(reason), "starvation guard");
+        else
+            snprintf(reason, sizeof(reason), "priority %d, %d ready", job->opts.priority, ncand);
+        sched_trace(comm, cand, ncand, best, reason);
+    }
+    queue_remove(comm, job);
+    pthread_mutex_unlock(&comm->lock);
+    glucx_coll_args_t a;
+    chunk_args(job, job->next_chunk, &a);
+    st = execute(comm, &a, job->algorithm[0] ? job->algorithm : NULL,
+                 effective_timeout(comm, &job->opts), job->seq + job->next_chunk, 0);
+    if (st != GLUCX_OK && job->nchunks > 1)
+        glucx_error(st, "%s of %zu %s elements (chunk %u of %u, seq %u): %s",
+                    glucx_coll_name(job->args.coll), job->args.count,
+                    glucx_dtype_name(job->args.dtype), job->next_chunk + 1, job->nchunks,
+                    job->seq + job->next_chunk, glucx_error_text());
+    glucx_comm_record_error(comm, st);
+    job->next_chunk++;
+
+    pthread_mutex_lock(&comm->lock);
+    comm->thread_busy = 0;
+    if (st == GLUCX_OK && job->next_chunk < job->nchunks && !comm->thread_stop) {
+        queue_insert(comm, job);
+        return;
+    }
+    if (st == GLUCX_OK && job->next_chunk < job->nchunks)
+        st =
+            glucx_error(GLUCX_ERR_ABORTED,
+                        "%s: communicator '%s' destroyed before the collective ended (%u of %u "
+                        "chunks done)",
+                        glucx_coll_name(job->args.coll), comm->name, job->next_chunk, job->nchunks);
+    pthread_mutex_unlock(&comm->lock);
+    job_complete(job, st);
+    free(job);
+    pthread_mutex_lock(&comm->lock);
+}
+
 static void *coll_thread(void *arg)
 {
     glucx_comm_t *comm = arg;
@@ -336,6 +615,10 @@ static void *coll_thread(void *arg)
         glucx_coll_job_t *job = comm->queue_head;
         if (job == NULL)
             break; /* stop requested and queue drained */
+        if (job->scheduled) {
+            sched_step(comm);
+            continue;
+        }
         comm->queue_head = job->next;
         if (comm->queue_head == NULL)
             comm->queue_tail = NULL;
@@ -343,7 +626,7 @@ static void *coll_thread(void *arg)
         pthread_mutex_unlock(&comm->lock);
 
         glucx_status_t st = execute(comm, &job->args, job->algorithm[0] ? job->algorithm : NULL,
-                                    effective_timeout(comm, &job->opts), job->seq);
+                                    effective_timeout(comm, &job->opts), job->seq, 0);
         glucx_comm_record_error(comm, st);
         /* The collective is over on this rank before anyone learns it: a destroy that follows
          * the caller's wait must not find the thread busy and fail the peers (issue 13). */
@@ -404,8 +687,10 @@ static glucx_status_t enqueue(glucx_comm_t *comm, glucx_coll_job_t *job)
         return glucx_error(GLUCX_ERR_ABORTED, "%s: communicator '%s' is being destroyed",
                            glucx_coll_name(job->args.coll), comm->name);
     }
-    /* sequence numbers are taken in call order, like glucx_coll() */
-    job->seq = atomic_fetch_add(&comm->coll_seq, 1);
+    /* sequence numbers are taken in call order, like glucx_coll(); a scheduled job takes one
+     * per chunk and one for its agreements */
+    job->seq = atomic_fetch_add(&comm->coll_seq, job->scheduled ? job->nchunks + 1 : 1);
+    job->order = comm->job_order++;
     if (job->req != NULL)
         job->req->trace_seq = job->seq;
     if (comm->queue_tail != NULL)
@@ -432,6 +717,10 @@ static glucx_coll_job_t *job_new(const glucx_coll_args_t *args, const glucx_coll
         snprintf(job->algorithm, sizeof(job->algorithm), "%s", alg);
     job->opts.algorithm = NULL;
     job->opts.label = NULL; /* borrowed only for the call */
+    if (opts != NULL && (opts->field_mask & GLUCX_COLL_OPT_PRIORITY)) {
+        job->scheduled = 1;
+        sched_plan(job);
+    }
     return job;
 }
 

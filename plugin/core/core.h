@@ -58,7 +58,8 @@ struct glucx_comm {
 
     /* collective thread for glucx_coll_start(), started on first use */
     pthread_cond_t queue_cond;
-    glucx_coll_job_t *queue_head, *queue_tail;
+    glucx_coll_job_t *queue_head, *queue_tail; /**< unfinished jobs in start order */
+    uint64_t job_order;                        /**< start counter of jobs (lock) */
     int thread_started;
     int thread_stop;
     int thread_busy; /**< the collective thread is running a job */

@@ -51,6 +51,7 @@ static const case_entry_t cases[] = {
     {"sync_send", itest_case_sync_send, NULL},
     {"topology", itest_case_topology, NULL},
     {"topology_rooted", itest_case_topology_rooted, NULL},
+    {"priority", itest_case_priority, NULL},
 };
 
 typedef struct run_arg {

@@ -485,7 +485,14 @@ enum {
     GLUCX_COLL_OPT_TIMEOUT = 1u << 1,
     GLUCX_COLL_OPT_PRIORITY = 1u << 2,
     GLUCX_COLL_OPT_LABEL = 1u << 3,
+    GLUCX_COLL_OPT_CHUNK = 1u << 4,
 };
+
+/** Default chunk of a scheduled collective (GLUCX_COLL_OPT_PRIORITY without GLUCX_COLL_OPT_CHUNK).
+ */
+#define GLUCX_COLL_CHUNK_DEFAULT ((size_t)1 << 20)
+/** A scheduled collective is cut into at most this many chunks (larger chunks beyond). */
+#define GLUCX_COLL_SCHED_CHUNKS_MAX 64
 
 /** Per-call options; pass NULL for all defaults. */
 typedef struct glucx_coll_opts {
@@ -493,8 +500,12 @@ typedef struct glucx_coll_opts {
     const char *algorithm; /**< algorithm name (see glucx-info), overriding selection; it must
                                 be the same on every rank */
     int64_t timeout_ms;    /**< this call's timeout (default: the communicator's) */
-    int priority;          /**< scheduling priority hint, higher first (default 0) */
+    int priority;          /**< glucx_coll_start()/glucx_coll_start_cb(): schedule this
+                                collective by priority, higher first (see glucx_coll_start());
+                                ignored by glucx_coll() */
     const char *label;     /**< trace label, e.g. "bucket3" (borrowed for the call) */
+    size_t chunk_bytes;    /**< with GLUCX_COLL_OPT_PRIORITY: bytes per chunk (> 0; default
+                                GLUCX_COLL_CHUNK_DEFAULT); equal on every rank */
 } glucx_coll_opts_t;
 
 /**
@@ -526,9 +537,30 @@ GLUCX_API glucx_status_t glucx_coll(glucx_comm_t *comm, const glucx_coll_args_t 
 
 /**
  * Start a collective without waiting (same arguments and errors as glucx_coll()); it runs on the
- * communicator's collective thread in the order started. Buffers and count arrays are borrowed
- * until the request completes.
+ * communicator's collective thread. Buffers and count arrays are borrowed until the request
+ * completes.
+ *
+ * Order. Collectives started without GLUCX_COLL_OPT_PRIORITY run one after the other in the
+ * order started. Collectives started with it are scheduled: an allreduce, broadcast or reduce
+ * is cut into chunks of opts->chunk_bytes (element-aligned; at most GLUCX_COLL_SCHED_CHUNKS_MAX
+ * chunks, larger ones beyond), other kinds are one chunk, and each chunk runs as a collective of
+ * its own (its own seq, algorithm chosen for its size). Before each chunk the ranks agree, with a
+ * small allreduce, which of the scheduled collectives started on every rank goes next: the highest
+ * priority, ties by start order (priority-based preemption at chunk boundaries, as in
+ * ByteScheduler, SOSP'19, and P3, MLSys'19). Only what every rank has started counts, so a
+ * rank that starts a collective late delays the others but never makes them order differently;
+ * results are those of the unscheduled collective, bitwise. Up to 16 started collectives are
+ * considered at a time; a collective started without a priority is a fence (scheduled ones
+ * started before it finish first, later ones wait for it). A collective passed over 256 times
+ * in a row at the head of the queue runs to its end (starvation guard). Priorities and chunk
+ * sizes must be equal on every rank: different priorities fail every rank with
+ * GLUCX_ERR_MISMATCH at the next decision, different chunk sizes as different counts do.
+ * Completions (requests, callbacks) come in the order the collectives end. Each decision is a
+ * trace event `sched_decision` of kind `priority` (trace/EVENTS.md).
+ *
  * @param request_p receives the request; wait on it and release it with glucx_request_free().
+ * @return as glucx_coll(); also GLUCX_ERR_INVALID_ARG for chunk_bytes == 0 with
+ *         GLUCX_COLL_OPT_CHUNK.
  */
 GLUCX_API glucx_status_t glucx_coll_start(glucx_comm_t *comm, const glucx_coll_args_t *args,
                                           const glucx_coll_opts_t *opts,

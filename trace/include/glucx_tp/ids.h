@@ -60,7 +60,8 @@ enum {
     X(ALGORITHM, algorithm, 0)                                                                     \
     X(FALLBACK, fallback, 1)                                                                       \
     X(ORDER, order, 2)                                                                             \
-    X(PARTITION, partition, 3)
+    X(PARTITION, partition, 3)                                                                     \
+    X(PRIORITY, priority, 4)
 
 enum {
 #define GLUCX_TP_DECISION_ENUM_(name, lname, value) GLUCX_TP_DECISION_##name = (value),
