@@ -270,6 +270,15 @@ def extra_cases(ctx):
     ctx.record("auto-partitions/result", True, "ok", nparts=len(m.partitions), plan=m.plan,
                chosen=chosen, best_cost=min(costs), chosen_cost=costs[ids.index(chosen)],
                noptimizers=len(m.optimizers), planned=m.planned)
+    # libglucx's priority scheduling of the partitions' allreduces (chunks of 64 bytes: 4 per
+    # partition of 256), with sleeps skewing gradient readiness across ranks
+    def skewed_stack():
+        return Skewed(nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(),
+                                    nn.Linear(16, 3)), ctx.rank)
+    m = same_as_ddp(ctx, "preempt-chunks", skewed_stack, preempt_chunk_bytes=64)
+    import glucx.torch
+    ctx.record("preempt-chunks/result", True, "ok", nparts=len(m.partitions), planned=m.planned,
+               thread_priority_after=glucx.torch._C._get_coll_priority())
     members = list(range(1, ctx.world))
     group = dist.new_group(members)
     if ctx.rank in members:
@@ -344,6 +353,17 @@ def error_cases(ctx):
             glucx.torch.ScheduledDataParallel(nn.Sequential(nn.Linear(4, 3)), lambda ps: None)
         except TypeError as e:
             if "not a torch.optim.Optimizer" not in str(e):
+                raise AssertionError(f"message: {e}")
+        else:
+            raise AssertionError("did not raise")
+
+    with ctx.check("error/preempt-chunk-bytes"):
+        try:
+            glucx.torch.ScheduledDataParallel(nn.Sequential(nn.Linear(4, 3)),
+                                              lambda ps: torch.optim.SGD(ps, lr=0.1),
+                                              preempt_chunk_bytes=0)
+        except ValueError as e:
+            if "preempt_chunk_bytes must be an int >= 1" not in str(e):
                 raise AssertionError(f"message: {e}")
         else:
             raise AssertionError("did not raise")

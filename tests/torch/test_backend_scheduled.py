@@ -22,9 +22,10 @@ BACKENDS = ["glucx", "gloo"]
 WORLDS = [2, 3]
 CASES = [f"{m}-{o}" for m in ("mlp", "bn") for o in ("sgd", "adam")]
 ERRORS = ["no_sync", "second-backward", "unused-parameters", "structure-differs",
-          "shape-differs", "parameter-used-outside-its-module", "bad-optimizer"]
+          "shape-differs", "parameter-used-outside-its-module", "bad-optimizer",
+          "preempt-chunk-bytes"]
 EXTRA = ["functional-no-overlap", "weight-norm", "group-without-rank-0", "auto-partitions",
-         "lr-scheduler", "sync-between-forward-and-backward"]
+         "lr-scheduler", "sync-between-forward-and-backward", "preempt-chunks"]
 
 
 @pytest.fixture(scope="module", params=[(b, w) for b in BACKENDS for w in WORLDS],
@@ -121,6 +122,39 @@ def test_matches_ddp_beyond_the_plain_stack(job, case):
     group without global rank 0 (BatchNorm buffers from the group's rank 0): DDP's parameters,
     bitwise at 2 ranks of the group."""
     job.assert_ok(case)
+
+
+def test_preempt_chunks_planned_and_thread_setting_restored(job):
+    """The preempt-chunks run trained from a plan (its allreduces were started with priorities)
+    and left the training thread without a collective priority."""
+    recs = job.assert_ok("preempt-chunks/result")
+    for rec in recs.values():
+        assert rec["planned"] is True and rec["nparts"] >= 3, rec
+        assert rec["thread_priority_after"] is None, rec
+
+
+def test_coll_priority_context():
+    """coll_priority sets the calling thread's priority for collectives on glucx groups, nests,
+    restores on exit (also after an exception), and refuses bad values."""
+    import glucx.torch
+    from glucx import _C
+    assert _C._get_coll_priority() is None
+    with glucx.torch.coll_priority(3, 4096):
+        assert _C._get_coll_priority() == (3, 4096)
+        with pytest.raises(KeyError):
+            with glucx.torch.coll_priority(-7):
+                assert _C._get_coll_priority() == (-7, 0)
+                raise KeyError("inside")
+        assert _C._get_coll_priority() == (3, 4096)
+        with glucx.torch.coll_priority(None):
+            assert _C._get_coll_priority() is None
+        assert _C._get_coll_priority() == (3, 4096)
+    assert _C._get_coll_priority() is None
+    for bad, kw in [(1 << 31, {}), (1.5, {}), (True, {}), (1, {"chunk_bytes": -1})]:
+        with pytest.raises(ValueError):
+            glucx.torch.coll_priority(bad, **kw)
+    with pytest.raises(ValueError, match="32-bit"):
+        _C._set_coll_priority(1 << 40)
 
 
 @pytest.mark.parametrize("case", ERRORS)

@@ -133,7 +133,49 @@ ORDER = 2
 PARTITION = 3
 
 __all__ = ["ScheduledDataParallel", "plan_order", "predict_exposed", "order_decisions",
-           "choose_partitions"]
+           "choose_partitions", "coll_priority"]
+
+
+class coll_priority:
+    """Context manager: the collectives the calling thread starts on `glucx` process groups
+    inside it are scheduled by libglucx with `priority` (glucx_coll_start's
+    GLUCX_COLL_OPT_PRIORITY, plugin/include/glucx/glucx.h): an allreduce, broadcast or reduce is
+    cut into chunks of `chunk_bytes` and before each chunk the ranks agree which started
+    collective goes next, the highest priority first (ties: start order), so a collective started
+    later with a higher priority overtakes one still running at its next chunk boundary (P3,
+    MLSys'19; ByteScheduler, SOSP'19). Every rank must start the same collectives with the same
+    priorities and chunk sizes (different priorities fail every rank's collective with a
+    mismatch error). Other backends ignore it.
+
+    Args:
+      priority (int, 32-bit): higher goes first; None: collectives run in start order.
+      chunk_bytes (int >= 0): bytes per chunk; 0: libglucx's default (1 MiB).
+    Raises ValueError for a priority outside 32 bits or chunk_bytes < 0. Per thread; nests
+    (the previous setting is restored on exit).
+    """
+
+    def __init__(self, priority, chunk_bytes=0):
+        if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
+            raise ValueError(f"coll_priority: priority must be an int or None, got {priority!r}")
+        if not isinstance(chunk_bytes, int) or isinstance(chunk_bytes, bool) or chunk_bytes < 0:
+            raise ValueError(f"coll_priority: chunk_bytes must be an int >= 0, got "
+                             f"{chunk_bytes!r}")
+        if priority is not None and not -(1 << 31) <= priority < (1 << 31):
+            raise ValueError(f"coll_priority: priority {priority} outside the 32-bit range")
+        self.priority, self.chunk_bytes, self._saved = priority, chunk_bytes, []
+
+    def __enter__(self):
+        self._saved.append(_C._get_coll_priority())
+        _C._set_coll_priority(self.priority, self.chunk_bytes)
+        return self
+
+    def __exit__(self, *exc):
+        prev = self._saved.pop()
+        if prev is None:
+            _C._set_coll_priority(None)
+        else:
+            _C._set_coll_priority(prev[0], prev[1])
+        return False
 
 
 def plan_order(ready, duration, priority):
@@ -352,6 +394,15 @@ class ScheduledDataParallel(nn.Module):
         module waits for its own parameters; default True). False applies every pending update
         at the start of each forward: no overlap with the next forward, but any use of the
         parameters in the forward is safe (see "Errors").
+      preempt_chunk_bytes (int >= 1, or None): on a `glucx` group, from the planned iterations
+        on, start each partition's allreduce with libglucx's priority scheduling
+        (`coll_priority`: priority = minus the forward position of the first module using it,
+        chunks of this many bytes), so that a partition the next forward needs earlier
+        overtakes, at a chunk boundary, one issued before it that is still running. None
+        (default): each allreduce runs whole in issue order. Results are unchanged (bitwise
+        at 2 ranks; at more ranks each chunk may use another algorithm than the whole vector
+        would, within the usual floating-point tolerance); the plan's predictions assume no
+        preemption.
 
     Construction is collective (rank 0's parameters and buffers are broadcast, the structure is
     compared across ranks).
@@ -367,8 +418,14 @@ class ScheduledDataParallel(nn.Module):
     """
 
     def __init__(self, module, optimizer, process_group=None, partition_bytes=4 << 20,
-                 broadcast_buffers=True, overlap_forward=True):
+                 broadcast_buffers=True, overlap_forward=True, preempt_chunk_bytes=None):
         super().__init__()
+        if preempt_chunk_bytes is not None and (
+                not isinstance(preempt_chunk_bytes, int) or
+                isinstance(preempt_chunk_bytes, bool) or preempt_chunk_bytes < 1):
+            raise ValueError(f"ScheduledDataParallel: preempt_chunk_bytes must be an int >= 1 or "
+                             f"None, got {preempt_chunk_bytes!r}")
+        self.preempt_chunk_bytes = preempt_chunk_bytes
         if not callable(optimizer):
             raise TypeError(f"ScheduledDataParallel: optimizer must be a callable taking a list "
                             f"of parameters, got {type(optimizer).__name__}")
@@ -793,7 +850,11 @@ class ScheduledDataParallel(nn.Module):
             p.grad = None
         part.t_issue = time.monotonic()
         part.flat = flat
-        part.work = dist.all_reduce(flat, group=self.process_group, async_op=True)
+        if self.preempt_chunk_bytes is not None and self.planned and part.priority is not None:
+            with coll_priority(-int(part.priority), self.preempt_chunk_bytes):
+                part.work = dist.all_reduce(flat, group=self.process_group, async_op=True)
+        else:
+            part.work = dist.all_reduce(flat, group=self.process_group, async_op=True)
 
     # ---- the plan ---------------------------------------------------------------------------
 

@@ -89,13 +89,14 @@ import torch.distributed as dist
 
 from . import _C
 from .priority_hook import PriorityHookState, priority_comm_hook, priority_hook
-from .scheduled import (ScheduledDataParallel, choose_partitions, order_decisions, plan_order,
-                        predict_exposed)
+from .scheduled import (ScheduledDataParallel, choose_partitions, coll_priority, order_decisions,
+                        plan_order, predict_exposed)
 from .sharded import ShardedDataParallel
 
 __all__ = ["instrument", "Instrumentation", "trace_enabled", "ShardedDataParallel",
            "ScheduledDataParallel", "plan_order", "predict_exposed", "order_decisions",
-           "PriorityHookState", "priority_hook", "priority_comm_hook", "choose_partitions"]
+           "PriorityHookState", "priority_hook", "priority_comm_hook", "choose_partitions",
+           "coll_priority"]
 
 _ENGINE = torch.autograd.Variable._execution_engine
 

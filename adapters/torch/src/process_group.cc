@@ -665,6 +665,15 @@ ProcessGroupGlucx::~ProcessGroupGlucx()
 namespace
 {
 
+// The priority the calling thread gives the collectives it starts (glucx._C._set_coll_priority;
+// glucx.torch.coll_priority): torch's per-call options have no such field.
+struct CollPriority {
+    bool set = false;
+    int priority = 0;
+    size_t chunk_bytes = 0; // 0: libglucx's default
+};
+thread_local CollPriority t_coll_priority;
+
 // Start @p work's collective; the reference for the callback is taken here.
 c10::intrusive_ptr<c10d::Work> Start(const std::shared_ptr<GroupCore> &core,
                                      c10::intrusive_ptr<CollWork> work,
@@ -674,6 +683,14 @@ c10::intrusive_ptr<c10d::Work> Start(const std::shared_ptr<GroupCore> &core,
     if (requested.count() > 0) {
         opts.field_mask = GLUCX_COLL_OPT_TIMEOUT;
         opts.timeout_ms = requested.count();
+    }
+    if (t_coll_priority.set) {
+        opts.field_mask |= GLUCX_COLL_OPT_PRIORITY;
+        opts.priority = t_coll_priority.priority;
+        if (t_coll_priority.chunk_bytes > 0) {
+            opts.field_mask |= GLUCX_COLL_OPT_CHUNK;
+            opts.chunk_bytes = t_coll_priority.chunk_bytes;
+        }
     }
     CollWork *raw = work.get();
     c10::raw::intrusive_ptr::incref(raw);
@@ -1365,6 +1382,36 @@ glucx_comm_t *CommFromPython(py::handle process_group)
 
 void BindProcessGroup(py::module_ &m)
 {
+    m.def(
+        "_set_coll_priority",
+        [](py::object priority, int64_t chunk_bytes) {
+            if (priority.is_none()) {
+                t_coll_priority = CollPriority{};
+                return;
+            }
+            if (chunk_bytes < 0)
+                throw py::value_error("glucx coll_priority: chunk_bytes " +
+                                      std::to_string(chunk_bytes) + " < 0");
+            const int64_t p = priority.cast<int64_t>();
+            if (p < INT32_MIN || p > INT32_MAX)
+                throw py::value_error("glucx coll_priority: priority " + std::to_string(p) +
+                                      " outside the 32-bit range");
+            t_coll_priority.set = true;
+            t_coll_priority.priority = static_cast<int>(p);
+            t_coll_priority.chunk_bytes = static_cast<size_t>(chunk_bytes);
+        },
+        py::arg("priority"), py::arg("chunk_bytes") = 0,
+        "Priority (int, higher first; None: none) and chunk size in bytes (0: libglucx's "
+        "default) of the collectives the calling thread starts on glucx process groups from "
+        "now on (glucx_coll_start's GLUCX_COLL_OPT_PRIORITY). Use glucx.torch.coll_priority.");
+    m.def(
+        "_get_coll_priority",
+        []() -> py::object {
+            if (!t_coll_priority.set)
+                return py::none();
+            return py::make_tuple(t_coll_priority.priority, t_coll_priority.chunk_bytes);
+        },
+        "The calling thread's (priority, chunk_bytes), or None.");
     m.def("_prepare_for_exit", &PrepareForExit, py::call_guard<py::gil_scoped_release>(),
           "At interpreter exit (atexit): stop completing Works on native threads, whose "
           "tensors and Future callbacks would need the GIL while the interpreter finalizes.");
