@@ -258,10 +258,11 @@ static int flush_coll(glucx_an_engine_t *e, coll_st_t *co, int n)
         memset(&dr, 0, sizeof(dr));
         dr.comm_id = c->id;
         dr.bytes = rec.bytes;
-        /* an order decision predicts the next forward's exposed communication, not this
-         * collective's time: nothing measured per decision (the scheduling section compares
-         * per kind) */
-        dr.measured = co->nend > 0 && d->kind < GLUCX_AN_DECISION_ORDER ? rec.time : -1;
+        /* an order or partition decision predicts the next forward's exposed communication,
+         * not this collective's time: nothing measured per decision (the scheduling section
+         * compares per kind); the algorithm kinds and priority (the chunk it picked) predict
+         * this collective's time */
+        dr.measured = co->nend > 0 && glucx_an_decision_per_coll(d->kind) ? rec.time : -1;
         dr.seq = co->seq;
         dr.kind = d->kind;
         dr.coll = co->coll;
@@ -459,9 +460,11 @@ int glucx_an_colls_finish(glucx_an_engine_t *e)
 
 /* The chosen option's prediction, the cheapest alternative and the saving another option
  * would have brought: measured alternatives of the same collective and size win over the
- * model (METRICS.md, "Schedule decisions"). */
+ * model (METRICS.md, "Schedule decisions"). A priority decision's options are other
+ * collectives' chunks, not other ways to run the one it picked: no best option, no saving. */
 static void eval_dec(glucx_an_engine_t *e, dec_rec_t *h, const int32_t *ids, const uint64_t *cost)
 {
+    const int priority = h->kind == GLUCX_AN_DECISION_PRIORITY;
     h->predicted = -1;
     h->best_idx = -1;
     h->saving = 0;
@@ -469,10 +472,12 @@ static void eval_dec(glucx_an_engine_t *e, dec_rec_t *h, const int32_t *ids, con
     for (uint32_t i = 0; i < h->nalt; i++) {
         if (ids[i] == h->chosen)
             h->predicted = (int64_t)cost[i];
-        if (h->best_idx < 0 || cost[i] < cost[h->best_idx])
+        if (!priority && (h->best_idx < 0 || cost[i] < cost[h->best_idx]))
             h->best_idx = (int32_t)i;
     }
-    if (h->kind >= GLUCX_AN_DECISION_ORDER) {
+    if (priority)
+        return;
+    if (!glucx_an_decision_algs(h->kind)) {
         /* the costs are the predictions of one quantity (the exposed communication the choice
          * leads to): the saving is their difference */
         if (h->best_idx >= 0 && h->predicted > (int64_t)cost[h->best_idx]) {
@@ -522,6 +527,8 @@ static void sched_account(glucx_an_engine_t *e, const dec_view_t *d)
         s->predicted_sum += (double)h->predicted;
     if (h->best_idx >= 0)
         s->best_sum += (double)d->cost[h->best_idx];
+    if (h->best_idx >= 0)
+        s->n_best++;
     if (h->measured >= 0) {
         s->n_measured++;
         s->measured_sum += (double)h->measured;
@@ -557,9 +564,12 @@ int glucx_an_decisions_evaluate(glucx_an_engine_t *e)
         off_t next = ftello(f);
         eval_dec(e, &d.h, d.ids, d.cost);
         sched_account(e, &d);
-        if (d.h.kind < GLUCX_AN_DECISION_ORDER)
+        /* the algorithm choices' savings (their options are algorithms: the verdict names
+         * one); order and partition savings are the plan's (sched), priority has none */
+        const int algs = glucx_an_decision_algs(d.h.kind);
+        if (algs)
             e->dec_saving += d.h.saving;
-        if (d.h.kind < GLUCX_AN_DECISION_ORDER && d.h.saving > e->dec_best_saving) {
+        if (algs && d.h.saving > e->dec_best_saving) {
             char b1[32], b2[32];
             e->dec_best_saving = d.h.saving;
             snprintf(e->dec_subject, sizeof(e->dec_subject),

@@ -122,7 +122,10 @@ static const char *const status_names[] = {"OK",
                                            "ERR_UNSUPPORTED",
                                            "ERR_TRUNCATED",
                                            "ERR_STORE"};
-static const char *const decision_names[] = {"algorithm", "fallback", "order", "partition"};
+static const char *const decision_names[] = {"algorithm", "fallback", "order", "partition",
+                                             "priority"};
+_Static_assert(sizeof(decision_names) / sizeof(decision_names[0]) == GLUCX_AN_DECISION_KINDS,
+               "one name per decision kind");
 
 #define LOOKUP(tab, v) ((v) >= 0 && (size_t)(v) < sizeof(tab) / sizeof(tab[0]) ? tab[v] : "unknown")
 
@@ -147,11 +150,23 @@ const char *glucx_an_decision_name(int k)
     return LOOKUP(decision_names, k);
 }
 
+int glucx_an_decision_per_coll(int kind)
+{
+    return kind == 0 || kind == 1 || kind == GLUCX_AN_DECISION_PRIORITY;
+}
+
+int glucx_an_decision_algs(int kind)
+{
+    return kind == 0 || kind == 1;
+}
+
 const char *glucx_an_option_name(int kind, int32_t id, char *buf, size_t n)
 {
-    if (kind == 0 || kind == 1)
+    if (glucx_an_decision_algs(kind))
         return glucx_an_alg_name(id);
-    if (kind == GLUCX_AN_DECISION_ORDER)
+    if (kind == GLUCX_AN_DECISION_PRIORITY)
+        snprintf(buf, n, "seq %" PRIu32, (uint32_t)id); /* a seq, u32 in the trace */
+    else if (kind == GLUCX_AN_DECISION_ORDER)
         snprintf(buf, n, "partition %" PRId32, id);
     else if (kind == GLUCX_AN_DECISION_PARTITION && id > 0)
         snprintf(buf, n, "uniform %" PRId32 " KiB", id);

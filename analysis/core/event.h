@@ -64,14 +64,23 @@ const char *glucx_an_status_name(int status);
 const char *glucx_an_decision_name(int kind);
 /* Decision kinds the analysis knows (trace/EVENTS.md "kind"): 0 algorithm, 1 fallback (options
  * are algorithm ids), 2 order (options are gradient partition indices), 3 partition (options
- * are candidate partitionings). Kinds from 2 on are a training scheduler's plan. */
-#define GLUCX_AN_DECISION_KINDS 4
+ * are candidate partitionings), 4 priority (libglucx's choice of the collective whose next
+ * chunk runs; options are the candidates' next-chunk seqs). Kinds 2 and 3 are a training
+ * scheduler's plan. */
+#define GLUCX_AN_DECISION_KINDS 5
 #define GLUCX_AN_DECISION_ORDER 2
 #define GLUCX_AN_DECISION_PARTITION 3
+#define GLUCX_AN_DECISION_PRIORITY 4
+/* Whether a decision of kind @p kind is measured by the time of the collective it decides
+ * (its seq's): algorithm, fallback and priority (METRICS.md, "Schedule decisions"). */
+int glucx_an_decision_per_coll(int kind);
+/* Whether the options of a decision of kind @p kind are algorithm ids (algorithm, fallback):
+ * other ways to run the same collective, whose measured times can be compared. */
+int glucx_an_decision_algs(int kind);
 /* The name of option @p id of a decision of kind @p kind: an algorithm's name for the
  * algorithm kinds, "partition <id>" for order, "uniform <c> KiB" / "growing from <s> KiB" /
- * "one partition" for partition, the number otherwise. Returns @p buf (size @p n) or a static
- * string. */
+ * "one partition" for partition, "seq <id>" for priority, the number otherwise. Returns @p buf
+ * (size @p n) or a static string. */
 const char *glucx_an_option_name(int kind, int32_t id, char *buf, size_t n);
 /** Gloo slot prefix (gloo/types.h values) -> collective label ("gloo-prefix-N" if unknown). */
 const char *glucx_an_gloo_prefix_name(unsigned prefix, char *buf, size_t len);

@@ -334,7 +334,7 @@ typedef struct strlist {
 
 /* The decisions of one kind, summed for the report's scheduling section (collectives.c). */
 typedef struct glucx_an_sched_kind {
-    uint64_t n, n_measured;
+    uint64_t n, n_measured, n_best; /* n_best: decisions with a best option (not priority) */
     double predicted_sum, best_sum, measured_sum;
     int64_t saving_max; /* the largest saving of one decision, described in subject */
     char subject[160];

@@ -455,7 +455,7 @@ static void dec_write(const glucx_an_engine_t *e, wbuf_t *w, const dec_view_t *d
     wb_kstr(w, "coll", glucx_an_coll_name(d->h.coll));
     wb_kint(w, "bytes", (int64_t)d->h.bytes);
     char o1[32];
-    const int algs = d->h.kind < GLUCX_AN_DECISION_ORDER; /* options are algorithms */
+    const int algs = glucx_an_decision_algs(d->h.kind); /* options are algorithms */
     wb_kstr(w, "chosen", glucx_an_option_name(d->h.kind, d->h.chosen, o1, sizeof(o1)));
     wb_kstr(w, "reason", d->reason);
     wb_lit(w, ",\"alternatives\":[");
@@ -499,12 +499,12 @@ static int cmp_lateness(const void *a, const void *b)
 static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_t period);
 
 /* The measured counterpart of kind @p k's predictions (METRICS.md, "Schedule decisions"):
- * algorithm kinds: the mean time of the collectives decided; order: the exposed communication
- * per rank and iteration. -1 when there is none. */
+ * algorithm kinds and priority: the mean time of the collectives decided; order and partition:
+ * the exposed communication per rank and iteration. -1 when there is none. */
 static double sched_measured(const glucx_an_engine_t *e, int k, int nranks)
 {
     const glucx_an_sched_kind_t *s = &e->sched[k];
-    if (k < GLUCX_AN_DECISION_ORDER)
+    if (glucx_an_decision_per_coll(k))
         return s->n_measured ? s->measured_sum / (double)s->n_measured : -1;
     if (e->iterations == 0 || nranks <= 0)
         return -1;
@@ -513,8 +513,8 @@ static double sched_measured(const glucx_an_engine_t *e, int k, int nranks)
 
 static const char *sched_measured_what(int k)
 {
-    return k < GLUCX_AN_DECISION_ORDER ? "collective time"
-                                       : "exposed communication per rank and iteration";
+    return glucx_an_decision_per_coll(k) ? "collective time"
+                                         : "exposed communication per rank and iteration";
 }
 
 /* report.json's scheduling section: one entry per decision kind seen. */
@@ -530,8 +530,11 @@ static json_t *sched_json(const glucx_an_engine_t *e, int nranks)
         json_object_set_new(o, "kind", json_string(glucx_an_decision_name(k)));
         json_object_set_new(o, "decisions", json_integer((json_int_t)s->n));
         json_object_set_new(o, "predicted_mean_ns", json_integer((json_int_t)llround(pred)));
+        /* null for a kind without a best option (priority) */
         json_object_set_new(o, "best_predicted_mean_ns",
-                            json_integer((json_int_t)llround(s->best_sum / (double)s->n)));
+                            s->n_best
+                                ? json_integer((json_int_t)llround(s->best_sum / (double)s->n))
+                                : json_null());
         json_object_set_new(o, "measured_mean_ns",
                             meas >= 0 ? json_integer((json_int_t)llround(meas)) : json_null());
         json_object_set_new(o, "measured", json_string(sched_measured_what(k)));
@@ -1119,13 +1122,18 @@ static void write_txt(glucx_an_engine_t *e, FILE *f, const char *source, uint32_
         if (!head++)
             fprintf(f,
                     "\nscheduling (schedule decisions per kind, means; predicted: the chosen "
-                    "option)\n%-10s %10s %12s %14s %12s  %s\n",
-                    "kind", "decisions", "predicted", "best option", "measured", "(measured is)");
-        double meas = sched_measured(e, k, nranks);
-        fprintf(f, "%-10s %10" PRIu64 " %12s %14s %12s  %s\n", glucx_an_decision_name(k), s->n,
-                glucx_an_fmt_ns(s->predicted_sum / (double)s->n, b1, sizeof(b1)),
-                glucx_an_fmt_ns(s->best_sum / (double)s->n, b2, sizeof(b2)),
-                meas >= 0 ? glucx_an_fmt_ns(meas, b3, sizeof(b3)) : "-", sched_measured_what(k));
+                    "option)\n%-10s %10s %12s %14s %12s %7s  %s\n",
+                    "kind", "decisions", "predicted", "best option", "measured", "ratio",
+                    "(measured is)");
+        double meas = sched_measured(e, k, nranks), pred = s->predicted_sum / (double)s->n;
+        char ratio[16] = "-";
+        if (meas >= 0 && pred > 0)
+            snprintf(ratio, sizeof(ratio), "%.2f", meas / pred);
+        fprintf(f, "%-10s %10" PRIu64 " %12s %14s %12s %7s  %s\n", glucx_an_decision_name(k), s->n,
+                glucx_an_fmt_ns(pred, b1, sizeof(b1)),
+                s->n_best ? glucx_an_fmt_ns(s->best_sum / (double)s->n, b2, sizeof(b2)) : "-",
+                meas >= 0 ? glucx_an_fmt_ns(meas, b3, sizeof(b3)) : "-", ratio,
+                sched_measured_what(k));
         if (s->saving_max > 0)
             fprintf(f, "           largest: %s\n", s->subject);
     }

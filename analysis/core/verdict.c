@@ -108,6 +108,8 @@ void glucx_an_verdict(glucx_an_engine_t *e)
     }
     double strag = top ? (double)top->lateness / n_it : 0;
     double exposed = exposed_sh * mean_it;
+    /* the algorithm choices' savings only: a priority decision has none (its options are
+     * other collectives' chunks, METRICS.md) and is never named through a saving */
     double dec = (double)e->dec_saving / n_it;
     /* a plan's decision (order, partition) holds for every iteration of the plan: its saving
      * is per iteration; the plan kind with the largest one */

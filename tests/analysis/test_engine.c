@@ -719,6 +719,164 @@ static void test_order_decision(void **state)
     json_decref(rep);
 }
 
+/* Priority decisions (libglucx's, kind 4) on two chunk collectives, METRICS.md "Schedule
+ * decisions". 2 ranks, one iteration [0, 20) us, compute [0, 5) us on both. Two collectives
+ * started with a priority, A (priority 5, one chunk left) and B (priority 1), on both ranks at
+ * once (no straggler):
+ *   seq 4: A's chunk. Priority decision chosen 4, options 4 and 5 (B's next chunk) predicted
+ *          3000 and 1000 ns, "priority 5, 2 ready"; then its algorithm decision (ring, only
+ *          option, 2500 ns); the chunk runs [5, 8) us: time 3000;
+ *   seq 5: B's chunk. Priority decision chosen 5, option 5 alone predicted 2000 ns, "priority
+ *          1, 1 ready"; algorithm ring 3500 ns; runs [8, 12) us: time 4000.
+ * So per priority decision: predicted = the chosen option's cost (3000, 2000), measured = its
+ * collective's time (3000, 4000), ratio 1.0 and 2.0, options "seq 4"/"seq 5" with no measured
+ * means; no best ("none", null) and saving 0 (source none), although B's chunk was predicted
+ * cheaper than A's (the options are other collectives' chunks, not other ways to run this one).
+ * Scheduling: priority 2 decisions, predicted mean 2500, best null, measured mean 3500
+ * ("collective time"), ratio 1.4, largest saving 0/null; algorithm 2 decisions, predicted mean
+ * 3000, measured mean 3500. Verdict: no saving anywhere; exposed communication 7 us of the 20 us
+ * iteration (35%), no links -> "exposed_communication", not "decision". */
+static void test_priority_decision(void **state)
+{
+    (void)state;
+    start("priority_decision");
+    init(0, 0, 2);
+    init(0, 1, 2);
+    const int32_t pid4[2] = {4, 5}, pid5[1] = {5}, aid[1] = {0};
+    const uint64_t pcost4[2] = {3000, 1000}, pcost5[1] = {2000}, acost4[1] = {2500},
+                   acost5[1] = {3500};
+    for (int r = 0; r < 2; r++) {
+        iter(GLUCX_AN_EV_ITERATION_BEGIN, 0, r, 0);
+        glucx_an_event_t c = ev(GLUCX_AN_EV_COMPUTE_BEGIN, 0, r);
+        c.phase = "forward";
+        feed(c);
+        c = ev(GLUCX_AN_EV_COMPUTE_END, 5000, r);
+        c.phase = "forward";
+        feed(c);
+    }
+    const struct {
+        uint32_t seq;
+        int64_t begin, end;
+        size_t nalt;
+        const int32_t *ids;
+        const uint64_t *cost, *acost;
+        const char *reason;
+    } chunk[2] = {{4, 5000, 8000, 2, pid4, pcost4, acost4, "priority 5, 2 ready"},
+                  {5, 8000, 12000, 1, pid5, pcost5, acost5, "priority 1, 1 ready"}};
+    for (int k = 0; k < 2; k++) {
+        for (int r = 0; r < 2; r++) {
+            /* the priority decision, then the chunk's coll_begin on the same thread */
+            glucx_an_event_t d = ev(GLUCX_AN_EV_SCHED_DECISION, chunk[k].begin, r);
+            d.seq = chunk[k].seq;
+            d.decision = 4;
+            d.chosen = (int32_t)chunk[k].seq;
+            d.nalt = chunk[k].nalt;
+            d.alt_ids = chunk[k].ids;
+            d.alt_cost_ns = chunk[k].cost;
+            d.reason = chunk[k].reason;
+            feed(d);
+            coll(GLUCX_AN_EV_COLL_BEGIN, chunk[k].begin, r, chunk[k].seq, 0, 65536, 0);
+            d = ev(GLUCX_AN_EV_SCHED_DECISION, chunk[k].begin, r);
+            d.seq = chunk[k].seq;
+            d.decision = 0;
+            d.chosen = 0;
+            d.nalt = 1;
+            d.alt_ids = aid;
+            d.alt_cost_ns = chunk[k].acost;
+            d.reason = "selection map";
+            feed(d);
+        }
+        for (int r = 0; r < 2; r++)
+            coll(GLUCX_AN_EV_COLL_END, chunk[k].end, r, chunk[k].seq, 0, 65536, 0);
+    }
+    for (int r = 0; r < 2; r++)
+        iter(GLUCX_AN_EV_ITERATION_END, 20000, r, 0);
+    json_t *rep = finish();
+    json_t *decs = json_object_get(rep, "decisions"), *d;
+    size_t i, nprio = 0;
+    json_array_foreach(decs, i, d)
+    {
+        if (strcmp(json_string_value(json_object_get(d, "kind")), "priority") != 0)
+            continue;
+        nprio++;
+        const json_int_t seq = geti(d, "seq");
+        assert_true(seq == 4 || seq == 5);
+        const int first = seq == 4;
+        assert_string_equal(json_string_value(json_object_get(d, "chosen")),
+                            first ? "seq 4" : "seq 5");
+        assert_string_equal(json_string_value(json_object_get(d, "reason")),
+                            first ? "priority 5, 2 ready" : "priority 1, 1 ready");
+        assert_int_equal(geti(d, "predicted_ns"), first ? 3000 : 2000);
+        assert_int_equal(geti(d, "measured_ns"), first ? 3000 : 4000);
+        assert_float_equal(json_real_value(json_object_get(d, "model_ratio")), first ? 1.0 : 2.0,
+                           1e-9);
+        assert_string_equal(json_string_value(json_object_get(d, "best")), "none");
+        assert_true(json_is_null(json_object_get(d, "best_predicted_ns")));
+        assert_int_equal(geti(d, "saving_ns"), 0);
+        assert_string_equal(json_string_value(json_object_get(d, "saving_source")), "none");
+        assert_true(json_is_true(json_object_get(d, "ranks_agree")));
+        json_t *alts = json_object_get(d, "alternatives");
+        assert_int_equal(json_array_size(alts), first ? 2 : 1);
+        json_t *alt = json_array_get(alts, 0);
+        assert_string_equal(json_string_value(json_object_get(alt, "option")),
+                            first ? "seq 4" : "seq 5");
+        assert_int_equal(geti(alt, "predicted_ns"), first ? 3000 : 2000);
+        assert_true(json_is_null(json_object_get(alt, "measured_mean_ns")));
+        if (first) {
+            alt = json_array_get(alts, 1);
+            assert_string_equal(json_string_value(json_object_get(alt, "option")), "seq 5");
+            assert_int_equal(geti(alt, "predicted_ns"), 1000);
+            assert_true(json_is_null(json_object_get(alt, "measured_mean_ns")));
+        }
+    }
+    assert_int_equal(nprio, 2);
+    json_t *sc = json_object_get(rep, "scheduling");
+    assert_int_equal(json_array_size(sc), 2);
+    json_t *alg = json_array_get(sc, 0), *pr = json_array_get(sc, 1);
+    assert_string_equal(json_string_value(json_object_get(alg, "kind")), "algorithm");
+    assert_int_equal(geti(alg, "decisions"), 2);
+    assert_int_equal(geti(alg, "predicted_mean_ns"), 3000);
+    assert_int_equal(geti(alg, "measured_mean_ns"), 3500);
+    assert_string_equal(json_string_value(json_object_get(pr, "kind")), "priority");
+    assert_int_equal(geti(pr, "decisions"), 2);
+    assert_int_equal(geti(pr, "predicted_mean_ns"), 2500);
+    assert_true(json_is_null(json_object_get(pr, "best_predicted_mean_ns")));
+    assert_int_equal(geti(pr, "measured_mean_ns"), 3500);
+    assert_string_equal(json_string_value(json_object_get(pr, "measured")), "collective time");
+    assert_float_equal(json_real_value(json_object_get(pr, "model_ratio")), 1.4, 1e-9);
+    assert_int_equal(geti(pr, "largest_saving_ns"), 0);
+    assert_true(json_is_null(json_object_get(pr, "largest_saving")));
+    json_t *v = json_object_get(rep, "verdict");
+    assert_string_equal(json_string_value(json_object_get(v, "bottleneck")),
+                        "exposed_communication");
+    json_decref(rep);
+    /* report.txt's scheduling line: kind, count, predicted, best ("-": none), measured, ratio */
+    char p[1100], line[1024];
+    snprintf(p, sizeof(p), "%s/report.txt", g_out);
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    int found = 0;
+    while (fgets(line, sizeof(line), f)) {
+        char kind[16], best[16], what[32];
+        int n;
+        double pred, meas, ratio;
+        if (strncmp(line, "priority ", 9) != 0)
+            continue;
+        found++;
+        assert_int_equal(sscanf(line, "%15s %d %lf us %15s %lf us %lf %31[a-z ]", kind, &n, &pred,
+                                best, &meas, &ratio, what),
+                         7);
+        assert_int_equal(n, 2);
+        assert_float_equal(pred, 2.5, 1e-9);
+        assert_string_equal(best, "-");
+        assert_float_equal(meas, 3.5, 1e-9);
+        assert_float_equal(ratio, 1.4, 1e-9);
+        assert_string_equal(what, "collective time");
+    }
+    fclose(f);
+    assert_int_equal(found, 1);
+}
+
 /* Framework markers that name no communicator (comm_id 0, rank -1, as glucx/trace.h emits them
  * before the process has a glucx communicator of its own, e.g. over the Gloo shim) arriving
  * while the communicator's mode is still undecided (its comm_init buffered): they belong to
@@ -1574,6 +1732,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_physical_cp),
         cmocka_unit_test(test_decision),
         cmocka_unit_test(test_order_decision),
+        cmocka_unit_test(test_priority_decision),
         cmocka_unit_test(test_inferred),
         cmocka_unit_test(test_markers_without_comm),
         cmocka_unit_test(test_critical_path),

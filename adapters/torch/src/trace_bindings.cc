@@ -44,11 +44,11 @@ void SchedDecision(glucx_comm_t *comm, int kind, std::int32_t chosen,
     if (options.size() > 1024)
         throw py::value_error("trace_sched_decision: " + std::to_string(options.size()) +
                               " options (at most 1024)");
-    if (kind < 2 || kind > 255)
+    if (kind < 2 || kind == 4 || kind > 255)
         throw py::value_error(
             "trace_sched_decision: kind " + std::to_string(kind) +
             " is not a framework decision kind (2 order, 3 partition; 0 and 1 are glucx's "
-            "own algorithm decisions)");
+            "own algorithm decisions, 4 its own priority decisions)");
     glucx_trace_sched_decision(comm, kind, chosen, (std::uint32_t)options.size(), options.data(),
                                costs_ns.data(), reason.c_str());
 }
@@ -165,7 +165,7 @@ void BindTrace(py::module_ &m)
         "`glucx` group; others record nothing): kind (int, 2 = order), chosen (int option id), "
         "options (list of int ids) and costs_ns (list of int, the predicted cost of each option "
         "in ns, same length), reason (str). Raises ValueError for lists of different lengths, "
-        "more than 1024 options or kind 0/1 (glucx's own).");
+        "more than 1024 options or kind 0/1/4 (glucx's own).");
 
     py::class_<Tracer>(m, "Tracer",
                        "The framework events of one process group, its communicator looked up "

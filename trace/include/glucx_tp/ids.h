@@ -55,6 +55,10 @@ enum {
  * - PARTITION: how a training scheduler partitions the gradients (ScheduledDataParallel's
  *   partition_bytes="auto"); options are candidate partitionings (uniform cap c KiB: c;
  *   growing from s KiB: -s; one partition: 0), costs the predicted unhidden communication.
+ * - PRIORITY: which started collective libglucx's collective thread runs a chunk of next, among
+ *   collectives started with a priority (GLUCX_COLL_OPT_PRIORITY, cut into chunks that each run
+ *   as a collective with its own seq); options are the seqs of the candidates' next chunks, costs
+ *   the predicted time of each of those chunks.
  */
 #define GLUCX_TP_DECISION_MAP(X)                                                                   \
     X(ALGORITHM, algorithm, 0)                                                                     \
