@@ -60,7 +60,7 @@ def run(rank, a):
     # 64x64 + 64 float32 = 16.9 KiB per layer: one layer per partition
     model = glucx.torch.ScheduledDataParallel(
         Net(rank), lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9),
-        partition_bytes="auto" if a.auto else 20000)
+        partition_bytes="auto" if a.auto else 20000, preempt_chunk_bytes=a.preempt)
     gen = torch.Generator().manual_seed(rank)
     for _ in range(a.steps):
         x = torch.randn(16, 64, generator=gen)
@@ -74,6 +74,7 @@ def run(rank, a):
                    "partitions": len(model.partitions), "profile": model.profile,
                    "decisions": model.decisions,
                    "partition_decision": model.partition_decision,
+                   "part_bytes": [b for _, b, _ in model.partitions],
                    "agree": bool(torch.equal(flat, other))}, f)
     dist.destroy_process_group()
 
@@ -84,6 +85,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--auto", action="store_true")
+    ap.add_argument("--preempt", type=int, default=None,
+                    help="preempt_chunk_bytes (libglucx priority scheduling of the allreduces)")
     a = ap.parse_args()
     mp.start_processes(run, args=(a,), nprocs=RANKS, start_method="spawn")
 

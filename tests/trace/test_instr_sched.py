@@ -4,7 +4,9 @@ backend, four partitions, skewed backward) under `glucx-trace record`, then `glu
 
     test_instr_sched.py --glucx-trace EXE --analyze EXE --venv-python PY --work DIR
 
-Two runs: partitions of one layer each (partition_bytes 20000), then partition_bytes="auto".
+Three runs: partitions of one layer each (partition_bytes 20000), partition_bytes="auto", and
+partitions of one layer each started with libglucx's priority scheduling (preempt_chunk_bytes
+4096: each partition's allreduce cut into chunks).
 
 Checks, against what the job itself recorded (its plan, profile and decisions per rank) and
 numbers recomputed here from the report's own totals:
@@ -22,6 +24,11 @@ numbers recomputed here from the report's own totals:
     iteration's, with the job's chosen candidate, its candidates and their costs (cheapest
     first, named "uniform C KiB" / "growing from S KiB" / "one partition"), and the order
     decisions over the chosen partitions.
+  - preempt: one decision of kind priority per chunk of every planned allreduce (iterations
+    after the first; chunks = ceil(partition bytes / 4096)), each on its own collective: chosen
+    "seq N" with N its seq, among its options, that chunk's collective time measured, no
+    saving, the ranks agree; the scheduling section's priority entry counts them; the order
+    decisions are as in the first run (each at its allreduce's first chunk).
 Exit 0 pass, 77 skip (no venv or no glucx backend).
 """
 import argparse
@@ -48,8 +55,8 @@ def option_name(cid):
     return "growing from %d KiB" % -cid if cid < 0 else "one partition"
 
 
-def run_case(a, auto):
-    work = os.path.join(a.work, "auto" if auto else "fixed")
+def run_case(a, auto, preempt=None):
+    work = os.path.join(a.work, "auto" if auto else "preempt" if preempt else "fixed")
     shutil.rmtree(work, ignore_errors=True)
     out = os.path.join(work, "ranks")
     os.makedirs(out)
@@ -59,7 +66,9 @@ def run_case(a, auto):
     try:
         p = subprocess.run([a.glucx_trace, "record", "-o", os.path.join(work, "trace"), "--",
                             a.venv_python, job, "--port", str(free_port()), "--out", out,
-                            "--steps", str(STEPS)] + (["--auto"] if auto else []), env=env, capture_output=True, text=True,
+                            "--steps", str(STEPS)] + (["--auto"] if auto else []) +
+                           (["--preempt", str(preempt)] if preempt else []),
+                           env=env, capture_output=True, text=True,
                            timeout=TIMEOUT + 20)
     except subprocess.TimeoutExpired as ex:
         raise Failure("traced job did not finish within %d s:\n%s" % (TIMEOUT + 20, ex))
@@ -125,6 +134,26 @@ def run_case(a, auto):
                   i, d["predicted_ns"], d["saving_ns"], costs[opts.index(k)],
                   costs[opts.index(k)] - min(costs)))
     sched = {x["kind"]: x for x in r["scheduling"]}
+    prio = [d for d in r["decisions"] if d["kind"] == "priority"]
+    if preempt:
+        chunks = sum((b + preempt - 1) // preempt for b in jobs[0]["part_bytes"])
+        check(len(prio) == chunks * (STEPS - 1),
+              "%d priority decisions, expected %d (%d chunks per iteration x %d)"
+              % (len(prio), chunks * (STEPS - 1), chunks, STEPS - 1))
+        check(len({d["seq"] for d in prio}) == len(prio), "two priority decisions on one chunk")
+        for d in prio:
+            opts = [x["option"] for x in d["alternatives"]]
+            check(d["chosen"] == "seq %d" % d["seq"] and d["chosen"] in opts and
+                  d["measured_ns"] is not None and d["measured_ns"] > 0 and
+                  d["saving_ns"] == 0 and d["ranks_agree"] and d["coll"] == "allreduce",
+                  "priority decision %s" % d)
+        firsts = {d["seq"] for d in order}
+        check(firsts <= {d["seq"] for d in prio}, "an order decision's seq %s is no chunk's"
+              % sorted(firsts - {d["seq"] for d in prio}))
+        check(sched.get("priority", {}).get("decisions") == len(prio),
+              "scheduling/priority %s, expected %d decisions" % (sched.get("priority"), len(prio)))
+    else:
+        check(not prio, "priority decisions without preemption: %s" % prio[:2])
     o = sched.get("order")
     check(o is not None, "no order entry in the scheduling section: %s" % r["scheduling"])
     chosen = [c[opts.index(k)] for k, opts, c in dec0]
@@ -143,8 +172,10 @@ def run_case(a, auto):
           "list has %d" % (sched["algorithm"]["decisions"], len(algs)))
     txt = open(os.path.join(rep, "report.txt")).read()
     check("\nscheduling" in txt and "\norder " in txt, "report.txt has no scheduling section")
-    print("ok (%s): %d order decisions (plan %s), predicted exposed %.2f ms, measured %.2f ms"
-          % ("auto" if auto else "fixed", len(order), jobs[0]["plan"],
+    print("ok (%s): %d order, %d priority decisions (plan %s), predicted exposed %.2f ms, "
+          "measured %.2f ms"
+          % ("auto" if auto else "preempt" if preempt else "fixed", len(order), len(prio),
+             jobs[0]["plan"],
              o["predicted_mean_ns"] / 1e6, o["measured_mean_ns"] / 1e6))
 
 
@@ -161,6 +192,7 @@ def main():
         return SKIP
     run_case(a, False)
     run_case(a, True)
+    run_case(a, False, preempt=4096)
     return 0
 
 
