@@ -50,7 +50,7 @@ def main():
         print(f"| {mode} | {len(vals)} | {med[mode][0]:.1f} ms ({min(st):.1f}-{max(st):.1f}) | "
               f"{exs} |")
     print()
-    for s_mode in ("sched-glucx", "sched-auto"):
+    for s_mode in ("sched-glucx", "sched-auto", "sched-preempt"):
         if s_mode not in med:
             continue
         s = med[s_mode]

@@ -11,6 +11,8 @@ Modes (--mode):
   ddp-glucx    DDP on init_process_group("glucx")
   sched-glucx  ScheduledDataParallel on "glucx" (--partition-bytes, default 4 MiB)
   sched-auto   ScheduledDataParallel on "glucx" with partition_bytes="auto"
+  sched-preempt  sched-glucx with preempt_chunk_bytes (--preempt-chunk-bytes, default 1 MiB):
+               the partitions' allreduces scheduled by priority in libglucx, cut into chunks
   compute      no process group: forward, backward and step only (the compute floor)
 
 Timing: WARMUP untimed steps, a barrier, ITERS steps, then (scheduled) synchronize() and a
@@ -46,13 +48,15 @@ def build(width, layers):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", required=True,
-                    choices=["ddp-gloo", "ddp-glucx", "sched-glucx", "sched-auto", "compute"])
+                    choices=["ddp-gloo", "ddp-glucx", "sched-glucx", "sched-auto", "sched-preempt",
+                             "compute"])
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--width", type=int, default=512)
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--partition-bytes", type=int, default=4 << 20)
+    ap.add_argument("--preempt-chunk-bytes", type=int, default=1 << 20)
     ap.add_argument("--instrument", action="store_true",
                     help="ddp-glucx: glucx.torch.instrument() the DDP model (trace events)")
     a = ap.parse_args()
@@ -79,7 +83,8 @@ def main():
             model = nn.parallel.DistributedDataParallel(net)
         else:   # the wrapper steps each partition itself: no optimizer here
             model = glucx.torch.ScheduledDataParallel(
-                net, sgd, partition_bytes="auto" if a.mode == "sched-auto" else a.partition_bytes)
+                net, sgd, partition_bytes="auto" if a.mode == "sched-auto" else a.partition_bytes,
+                preempt_chunk_bytes=a.preempt_chunk_bytes if a.mode == "sched-preempt" else None)
             done = model.synchronize
     if not a.mode.startswith("sched"):
         opt = sgd(model.parameters())

@@ -6,7 +6,8 @@
 # usage: scripts/bench/sched_exposed.sh [-r ROUNDS] [-R RATE] [-o OUT] [-n NAME] [-m MODES]
 #                                       [-- SCHED_DP_ARGS...]
 #   ROUNDS  interleaved rounds, each mode once per round, the order rotating (default 5)
-#   MODES   sched_dp.py modes (default "ddp-gloo ddp-glucx sched-glucx sched-auto"); ddp-gloo
+#   MODES   sched_dp.py modes (default "ddp-gloo ddp-glucx sched-glucx sched-auto"; also
+#           sched-preempt); ddp-gloo
 #           is the anchor: its step time only (Gloo's TCP transport emits no glucx events)
 #   RATE    the outer (torus) links' rate, tc syntax (default 250mbit; "nominal": 1000 Mbit/s)
 #   OUT     output directory (default /tmp/sched-exposed): per run its trace, report and log

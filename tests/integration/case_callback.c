@@ -28,45 +28,6 @@
 #define CHAIN 8
 #define WAIT_MS glucx_test_ms(60000)
 
-typedef struct cb_slot {
-    atomic_int calls;
-    atomic_int order; /**< position among the completions (1-based) */
-    glucx_status_t status;
-    char text[512];
-    pthread_t thread;
-} cb_slot_t;
-
-static atomic_int completions;
-
-static void on_done(void *arg, glucx_status_t status, const char *error)
-{
-    cb_slot_t *s = arg;
-    s->status = status;
-    snprintf(s->text, sizeof(s->text), "%s", error != NULL ? error : "(null)");
-    s->thread = pthread_self();
-    atomic_store(&s->order, atomic_fetch_add(&completions, 1) + 1);
-    atomic_fetch_add(&s->calls, 1); /* last: the waiter reads the fields after seeing this */
-}
-
-/* Wait until every slot of s[0..n) was called once (bounded). @return 0 when all were. */
-static int wait_slots(cb_slot_t *s, int n, const char *what)
-{
-    const int64_t end = itest_now_ns() + (int64_t)WAIT_MS * 1000000;
-    for (;;) {
-        int done = 0;
-        for (int i = 0; i < n; i++)
-            done += atomic_load(&s[i].calls) > 0;
-        if (done == n)
-            return 0;
-        if (itest_now_ns() > end) {
-            ITEST_FAIL("%s: only %d of %d callbacks ran within %lld ms", what, done, n,
-                       (long long)WAIT_MS);
-            return -1;
-        }
-        itest_sleep_ms(1);
-    }
-}
-
 static double want_sum(int size, size_t j)
 {
     double v = 0;
@@ -80,9 +41,9 @@ static void part_burst(glucx_comm_t *comm, int rank, int size)
 {
     static int32_t in[BURST][COUNT], out[BURST][COUNT];
     static float fin[BURST][COUNT];
-    static cb_slot_t slots[2 * BURST];
+    static itest_slot_t slots[2 * BURST];
     memset(slots, 0, sizeof(slots));
-    atomic_store(&completions, 0);
+    itest_slots_reset();
     for (int b = 0; b < BURST; b++) {
         for (size_t j = 0; j < COUNT; j++) {
             in[b][j] = rank * 1000 + (int32_t)j + b;
@@ -97,7 +58,7 @@ static void part_burst(glucx_comm_t *comm, int rank, int size)
                                .count = COUNT,
                                .dtype = GLUCX_DTYPE_I32,
                                .op = GLUCX_OP_SUM};
-        ITEST_STATUS(glucx_coll_start_cb(comm, &a, NULL, on_done, &slots[2 * b]), GLUCX_OK,
+        ITEST_STATUS(glucx_coll_start_cb(comm, &a, NULL, itest_slot_done, &slots[2 * b]), GLUCX_OK,
                      "start_cb allreduce i32 sum %d", b);
         glucx_coll_args_t f = {.coll = GLUCX_COLL_ALLREDUCE,
                                .sendbuf = GLUCX_IN_PLACE,
@@ -105,13 +66,13 @@ static void part_burst(glucx_comm_t *comm, int rank, int size)
                                .count = COUNT,
                                .dtype = GLUCX_DTYPE_F32,
                                .op = GLUCX_OP_MAX};
-        ITEST_STATUS(glucx_coll_start_cb(comm, &f, NULL, on_done, &slots[2 * b + 1]), GLUCX_OK,
-                     "start_cb allreduce f32 max %d", b);
+        ITEST_STATUS(glucx_coll_start_cb(comm, &f, NULL, itest_slot_done, &slots[2 * b + 1]),
+                     GLUCX_OK, "start_cb allreduce f32 max %d", b);
     }
-    if (wait_slots(slots, 2 * BURST, "burst") != 0)
+    if (itest_wait_slots(slots, 2 * BURST, WAIT_MS, "burst") != 0)
         return;
     for (int i = 0; i < 2 * BURST; i++) {
-        cb_slot_t *s = &slots[i];
+        itest_slot_t *s = &slots[i];
         ITEST_CHECK(atomic_load(&s->calls) == 1, "slot %d called %d times", i,
                     atomic_load(&s->calls));
         ITEST_CHECK(s->status == GLUCX_OK, "slot %d status %s: %s", i,
@@ -146,7 +107,7 @@ static void part_burst(glucx_comm_t *comm, int rank, int size)
 typedef struct chain {
     glucx_comm_t *comm;
     int64_t value[CHAIN];
-    cb_slot_t slots[CHAIN];
+    itest_slot_t slots[CHAIN];
     atomic_int started;
     glucx_status_t start_status;
 } chain_t;
@@ -169,7 +130,7 @@ static void chain_next(void *arg, glucx_status_t status, const char *error)
 {
     chain_t *c = arg;
     int k = atomic_load(&c->started) - 1;
-    on_done(&c->slots[k], status, error);
+    itest_slot_done(&c->slots[k], status, error);
     if (status == GLUCX_OK && k + 1 < CHAIN) {
         glucx_status_t st = chain_start(c, k + 1);
         if (st != GLUCX_OK)
@@ -186,7 +147,7 @@ static void part_chain(glucx_comm_t *comm, int rank, int size)
     for (int k = 0; k < CHAIN; k++)
         c.value[k] = (int64_t)(rank + 1) * (k + 1);
     ITEST_STATUS(chain_start(&c, 0), GLUCX_OK, "chain start");
-    if (wait_slots(c.slots, CHAIN, "chain") != 0)
+    if (itest_wait_slots(c.slots, CHAIN, WAIT_MS, "chain") != 0)
         return;
     ITEST_CHECK(c.start_status == GLUCX_OK, "start from a callback: %s",
                 glucx_status_string(c.start_status));
@@ -202,7 +163,7 @@ static void part_chain(glucx_comm_t *comm, int rank, int size)
 static void part_invalid(glucx_comm_t *comm)
 {
     int32_t a[4] = {0};
-    cb_slot_t s;
+    itest_slot_t s;
     memset(&s, 0, sizeof(s));
     glucx_coll_args_t ok = {.coll = GLUCX_COLL_ALLREDUCE,
                             .sendbuf = GLUCX_IN_PLACE,
@@ -214,7 +175,7 @@ static void part_invalid(glucx_comm_t *comm)
                  "NULL callback");
     glucx_coll_args_t bad = ok;
     bad.op = GLUCX_OP_AVG; /* AVG on an integer dtype */
-    ITEST_STATUS(glucx_coll_start_cb(comm, &bad, NULL, on_done, &s), GLUCX_ERR_INVALID_ARG,
+    ITEST_STATUS(glucx_coll_start_cb(comm, &bad, NULL, itest_slot_done, &s), GLUCX_ERR_INVALID_ARG,
                  "AVG on i32");
     ITEST_CHECK(strstr(glucx_last_error(), "allreduce") != NULL, "text: %s", glucx_last_error());
     itest_sleep_ms(20);
@@ -225,7 +186,7 @@ static void part_invalid(glucx_comm_t *comm)
 static void part_mismatch(glucx_comm_t *comm, int rank, int size)
 {
     static int32_t buf[64];
-    cb_slot_t s;
+    itest_slot_t s;
     memset(&s, 0, sizeof(s));
     glucx_coll_args_t a = {.coll = GLUCX_COLL_ALLREDUCE,
                            .sendbuf = GLUCX_IN_PLACE,
@@ -233,17 +194,17 @@ static void part_mismatch(glucx_comm_t *comm, int rank, int size)
                            .count = rank == size - 1 ? 17 : 16,
                            .dtype = GLUCX_DTYPE_I32,
                            .op = GLUCX_OP_SUM};
-    if (ITEST_STATUS(glucx_coll_start_cb(comm, &a, NULL, on_done, &s), GLUCX_OK,
+    if (ITEST_STATUS(glucx_coll_start_cb(comm, &a, NULL, itest_slot_done, &s), GLUCX_OK,
                      "mismatched allreduce") != 0)
         return;
-    if (wait_slots(&s, 1, "mismatch") != 0)
+    if (itest_wait_slots(&s, 1, WAIT_MS, "mismatch") != 0)
         return;
     ITEST_STATUS(s.status, GLUCX_ERR_MISMATCH, "mismatch callback status (text: %s)", s.text);
     ITEST_CHECK(strstr(s.text, "allreduce") != NULL, "mismatch text: \"%s\"", s.text);
-    cb_slot_t later;
+    itest_slot_t later;
     memset(&later, 0, sizeof(later));
     a.count = 16;
-    glucx_status_t st = glucx_coll_start_cb(comm, &a, NULL, on_done, &later);
+    glucx_status_t st = glucx_coll_start_cb(comm, &a, NULL, itest_slot_done, &later);
     ITEST_CHECK(st == GLUCX_ERR_MISMATCH, "start after the failure: %s", glucx_status_string(st));
     itest_sleep_ms(20);
     ITEST_CHECK(atomic_load(&later.calls) == 0, "refused start ran its callback");
@@ -253,42 +214,8 @@ static void part_mismatch(glucx_comm_t *comm, int rank, int size)
 static void part_destroy(const itest_env_t *env, glucx_context_t *ctx, glucx_store_t *store,
                          int rank, int size)
 {
-    glucx_comm_t *comm = NULL;
-    if (itest_comm(ctx, store, rank, size, "callback-destroy", glucx_test_ms(20000), &comm) !=
-        GLUCX_OK)
-        return;
-    static int32_t buf[2][8];
-    cb_slot_t s[2];
-    memset(s, 0, sizeof(s));
-    if (rank == 0) {
-        for (int k = 0; k < 2; k++) {
-            glucx_coll_args_t a = {.coll = GLUCX_COLL_ALLREDUCE,
-                                   .sendbuf = GLUCX_IN_PLACE,
-                                   .recvbuf = buf[k],
-                                   .count = 8,
-                                   .dtype = GLUCX_DTYPE_I32,
-                                   .op = GLUCX_OP_SUM};
-            ITEST_STATUS(glucx_coll_start_cb(comm, &a, NULL, on_done, &s[k]), GLUCX_OK,
-                         "start before destroy %d", k);
-        }
-        itest_sleep_ms(50);
-        glucx_comm_destroy(comm);
-        for (int k = 0; k < 2; k++) {
-            ITEST_CHECK(atomic_load(&s[k].calls) == 1, "callback %d ran %d times by destroy", k,
-                        atomic_load(&s[k].calls));
-            ITEST_CHECK(s[k].status != GLUCX_OK, "callback %d: OK after destroy", k);
-            ITEST_CHECK(s[k].text[0] != '\0', "callback %d: no text", k);
-        }
-        __atomic_store_n(&env->shared->flag, 1, __ATOMIC_RELEASE);
-    } else {
-        /* wait (bounded) until rank 0 has destroyed its communicator, then destroy ours */
-        const int64_t end = itest_now_ns() + (int64_t)WAIT_MS * 1000000;
-        while (__atomic_load_n(&env->shared->flag, __ATOMIC_ACQUIRE) == 0 && itest_now_ns() < end)
-            itest_sleep_ms(5);
-        ITEST_CHECK(__atomic_load_n(&env->shared->flag, __ATOMIC_ACQUIRE) == 1,
-                    "rank 0 did not finish its destroy part");
-        glucx_comm_destroy(comm);
-    }
+    const glucx_coll_opts_t *const opts[2] = {NULL, NULL};
+    itest_destroy_outstanding(env, ctx, store, rank, size, "callback-destroy", opts);
 }
 
 int itest_case_callback(const itest_env_t *env, int rank, int size)

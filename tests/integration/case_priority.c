@@ -32,42 +32,6 @@
 #define JOBS 14
 #define WAIT_MS glucx_test_ms(120000)
 
-typedef struct slot {
-    atomic_int calls;
-    atomic_int order; /**< position among the completions of its part (1-based) */
-    glucx_status_t status;
-    char text[512];
-} slot_t;
-
-static atomic_int completions;
-
-static void on_done(void *arg, glucx_status_t status, const char *error)
-{
-    slot_t *s = arg;
-    s->status = status;
-    snprintf(s->text, sizeof(s->text), "%s", error != NULL ? error : "(null)");
-    atomic_store(&s->order, atomic_fetch_add(&completions, 1) + 1);
-    atomic_fetch_add(&s->calls, 1);
-}
-
-static int wait_slots(slot_t *s, int n, const char *what)
-{
-    const int64_t end = itest_now_ns() + (int64_t)WAIT_MS * 1000000;
-    for (;;) {
-        int done = 0;
-        for (int i = 0; i < n; i++)
-            done += atomic_load(&s[i].calls) > 0;
-        if (done == n)
-            return 0;
-        if (itest_now_ns() > end) {
-            ITEST_FAIL("%s: only %d of %d callbacks ran within %lld ms", what, done, n,
-                       (long long)WAIT_MS);
-            return -1;
-        }
-        itest_sleep_ms(1);
-    }
-}
-
 static glucx_coll_opts_t prio_opts(int priority, size_t chunk_bytes)
 {
     glucx_coll_opts_t o = {.field_mask = GLUCX_COLL_OPT_PRIORITY, .priority = priority};
@@ -212,9 +176,9 @@ typedef struct order_part {
     size_t count[ORDER_MAX]; /**< int32 elements */
     size_t chunk_bytes[ORDER_MAX];
     int32_t *buf[ORDER_MAX];
-    slot_t slots[ORDER_MAX];
+    itest_slot_t slots[ORDER_MAX];
     int64_t trigger;
-    slot_t trigger_slot;
+    itest_slot_t trigger_slot;
     glucx_status_t start_status;
 } order_part_t;
 
@@ -222,8 +186,8 @@ typedef struct order_part {
 static void order_start(void *arg, glucx_status_t status, const char *error)
 {
     order_part_t *p = arg;
-    on_done(&p->trigger_slot, status, error);
-    atomic_store(&completions, 0);
+    itest_slot_done(&p->trigger_slot, status, error);
+    itest_slots_reset();
     for (int k = 0; k < p->n && status == GLUCX_OK; k++) {
         glucx_coll_args_t a = {.coll = GLUCX_COLL_ALLREDUCE,
                                .sendbuf = GLUCX_IN_PLACE,
@@ -232,7 +196,7 @@ static void order_start(void *arg, glucx_status_t status, const char *error)
                                .dtype = GLUCX_DTYPE_I32,
                                .op = GLUCX_OP_SUM};
         glucx_coll_opts_t o = prio_opts(p->priority[k], p->chunk_bytes[k]);
-        glucx_status_t st = glucx_coll_start_cb(p->comm, &a, &o, on_done, &p->slots[k]);
+        glucx_status_t st = glucx_coll_start_cb(p->comm, &a, &o, itest_slot_done, &p->slots[k]);
         if (st != GLUCX_OK)
             p->start_status = st;
     }
@@ -269,7 +233,8 @@ static void run_order(glucx_comm_t *comm, int rank, int size, const char *what, 
                            .op = GLUCX_OP_SUM};
     if (ITEST_STATUS(glucx_coll_start_cb(comm, &t, NULL, order_start, &p), GLUCX_OK, "%s: trigger",
                      what) != 0 ||
-        wait_slots(&p.trigger_slot, 1, what) != 0 || wait_slots(p.slots, n, what) != 0)
+        itest_wait_slots(&p.trigger_slot, 1, WAIT_MS, what) != 0 ||
+        itest_wait_slots(p.slots, n, WAIT_MS, what) != 0)
         return;
     ITEST_CHECK(p.start_status == GLUCX_OK, "%s: start from the callback: %s", what,
                 glucx_status_string(p.start_status));
@@ -325,7 +290,7 @@ static void part_mismatch(glucx_context_t *ctx, glucx_store_t *store, int rank, 
         GLUCX_OK)
         return;
     static int32_t buf[4096];
-    slot_t s;
+    itest_slot_t s;
     memset(&s, 0, sizeof(s));
     glucx_coll_args_t a = {.coll = GLUCX_COLL_ALLREDUCE,
                            .sendbuf = GLUCX_IN_PLACE,
@@ -335,9 +300,9 @@ static void part_mismatch(glucx_context_t *ctx, glucx_store_t *store, int rank, 
                            .op = GLUCX_OP_SUM};
     glucx_coll_opts_t o = prio_opts(rank == 0 ? 1 : 2, 1024);
     const int64_t t0 = itest_now_ns();
-    if (ITEST_STATUS(glucx_coll_start_cb(comm, &a, &o, on_done, &s), GLUCX_OK, "mismatch: start") ==
-            0 &&
-        wait_slots(&s, 1, "mismatch") == 0) {
+    if (ITEST_STATUS(glucx_coll_start_cb(comm, &a, &o, itest_slot_done, &s), GLUCX_OK,
+                     "mismatch: start") == 0 &&
+        itest_wait_slots(&s, 1, WAIT_MS, "mismatch") == 0) {
         ITEST_STATUS(s.status, GLUCX_ERR_MISMATCH, "mismatch: status (text: %s)", s.text);
         ITEST_CHECK(strstr(s.text, "priorit") != NULL && strstr(s.text, "from 1 to 2") != NULL,
                     "mismatch: text \"%s\"", s.text);
@@ -352,7 +317,7 @@ static void part_mismatch(glucx_context_t *ctx, glucx_store_t *store, int rank, 
 static void part_invalid(glucx_comm_t *comm)
 {
     int32_t buf[4] = {0};
-    slot_t s;
+    itest_slot_t s;
     memset(&s, 0, sizeof(s));
     glucx_coll_args_t a = {.coll = GLUCX_COLL_ALLREDUCE,
                            .sendbuf = GLUCX_IN_PLACE,
@@ -362,7 +327,7 @@ static void part_invalid(glucx_comm_t *comm)
                            .op = GLUCX_OP_SUM};
     glucx_coll_opts_t o = prio_opts(1, 0);
     o.field_mask |= GLUCX_COLL_OPT_CHUNK;
-    ITEST_STATUS(glucx_coll_start_cb(comm, &a, &o, on_done, &s), GLUCX_ERR_INVALID_ARG,
+    ITEST_STATUS(glucx_coll_start_cb(comm, &a, &o, itest_slot_done, &s), GLUCX_ERR_INVALID_ARG,
                  "chunk_bytes 0");
     ITEST_CHECK(strstr(glucx_last_error(), "chunk_bytes") != NULL, "text: %s", glucx_last_error());
     itest_sleep_ms(20);
@@ -373,42 +338,9 @@ static void part_invalid(glucx_comm_t *comm)
 static void part_destroy(const itest_env_t *env, glucx_context_t *ctx, glucx_store_t *store,
                          int rank, int size)
 {
-    glucx_comm_t *comm = NULL;
-    if (itest_comm(ctx, store, rank, size, "priority-destroy", glucx_test_ms(20000), &comm) !=
-        GLUCX_OK)
-        return;
-    static int32_t buf[2][4096];
-    slot_t s[2];
-    memset(s, 0, sizeof(s));
-    if (rank == 0) {
-        for (int k = 0; k < 2; k++) {
-            glucx_coll_args_t a = {.coll = GLUCX_COLL_ALLREDUCE,
-                                   .sendbuf = GLUCX_IN_PLACE,
-                                   .recvbuf = buf[k],
-                                   .count = 4096,
-                                   .dtype = GLUCX_DTYPE_I32,
-                                   .op = GLUCX_OP_SUM};
-            glucx_coll_opts_t o = prio_opts(k, 1024);
-            ITEST_STATUS(glucx_coll_start_cb(comm, &a, &o, on_done, &s[k]), GLUCX_OK,
-                         "destroy: start %d", k);
-        }
-        itest_sleep_ms(50);
-        glucx_comm_destroy(comm);
-        for (int k = 0; k < 2; k++) {
-            ITEST_CHECK(atomic_load(&s[k].calls) == 1, "callback %d ran %d times by destroy", k,
-                        atomic_load(&s[k].calls));
-            ITEST_CHECK(s[k].status != GLUCX_OK, "callback %d: OK after destroy", k);
-            ITEST_CHECK(s[k].text[0] != '\0', "callback %d: no text", k);
-        }
-        __atomic_store_n(&env->shared->flag, 1, __ATOMIC_RELEASE);
-    } else {
-        const int64_t end = itest_now_ns() + (int64_t)WAIT_MS * 1000000;
-        while (__atomic_load_n(&env->shared->flag, __ATOMIC_ACQUIRE) == 0 && itest_now_ns() < end)
-            itest_sleep_ms(5);
-        ITEST_CHECK(__atomic_load_n(&env->shared->flag, __ATOMIC_ACQUIRE) == 1,
-                    "rank 0 did not finish its destroy part");
-        glucx_comm_destroy(comm);
-    }
+    const glucx_coll_opts_t o0 = prio_opts(0, 1024), o1 = prio_opts(1, 1024);
+    const glucx_coll_opts_t *const opts[2] = {&o0, &o1};
+    itest_destroy_outstanding(env, ctx, store, rank, size, "priority-destroy", opts);
 }
 
 int itest_case_priority(const itest_env_t *env, int rank, int size)

@@ -480,3 +480,82 @@ int itest_names_rank(const char *text)
                 return 1;
     return 0;
 }
+
+/* ---- completion callbacks ---- */
+
+static atomic_int slot_completions;
+
+void itest_slots_reset(void)
+{
+    atomic_store(&slot_completions, 0);
+}
+
+void itest_slot_done(void *arg, glucx_status_t status, const char *error)
+{
+    itest_slot_t *s = arg;
+    s->status = status;
+    snprintf(s->text, sizeof(s->text), "%s", error != NULL ? error : "(null)");
+    s->thread = pthread_self();
+    atomic_store(&s->order, atomic_fetch_add(&slot_completions, 1) + 1);
+    atomic_fetch_add(&s->calls, 1); /* last: the waiter reads the fields after seeing this */
+}
+
+int itest_wait_slots(itest_slot_t *s, int n, int64_t wait_ms, const char *what)
+{
+    const int64_t end = itest_now_ns() + wait_ms * 1000000;
+    for (;;) {
+        int done = 0;
+        for (int i = 0; i < n; i++)
+            done += atomic_load(&s[i].calls) > 0;
+        if (done == n)
+            return 0;
+        if (itest_now_ns() > end) {
+            ITEST_FAIL("%s: only %d of %d callbacks ran within %lld ms", what, done, n,
+                       (long long)wait_ms);
+            return -1;
+        }
+        itest_sleep_ms(1);
+    }
+}
+
+void itest_destroy_outstanding(const itest_env_t *env, glucx_context_t *ctx, glucx_store_t *store,
+                               int rank, int size, const char *name,
+                               const glucx_coll_opts_t *const opts[2])
+{
+    glucx_comm_t *comm = NULL;
+    const int64_t wait_ms = glucx_test_ms(60000);
+    if (itest_comm(ctx, store, rank, size, name, glucx_test_ms(20000), &comm) != GLUCX_OK)
+        return;
+    static int32_t buf[2][4096];
+    itest_slot_t s[2];
+    memset(s, 0, sizeof(s));
+    if (rank == 0) {
+        for (int k = 0; k < 2; k++) {
+            glucx_coll_args_t a = {.coll = GLUCX_COLL_ALLREDUCE,
+                                   .sendbuf = GLUCX_IN_PLACE,
+                                   .recvbuf = buf[k],
+                                   .count = 4096,
+                                   .dtype = GLUCX_DTYPE_I32,
+                                   .op = GLUCX_OP_SUM};
+            ITEST_STATUS(glucx_coll_start_cb(comm, &a, opts[k], itest_slot_done, &s[k]), GLUCX_OK,
+                         "%s: start before destroy %d", name, k);
+        }
+        itest_sleep_ms(50);
+        glucx_comm_destroy(comm);
+        for (int k = 0; k < 2; k++) {
+            ITEST_CHECK(atomic_load(&s[k].calls) == 1, "%s: callback %d ran %d times by destroy",
+                        name, k, atomic_load(&s[k].calls));
+            ITEST_CHECK(s[k].status != GLUCX_OK, "%s: callback %d: OK after destroy", name, k);
+            ITEST_CHECK(s[k].text[0] != '\0', "%s: callback %d: no text", name, k);
+        }
+        __atomic_store_n(&env->shared->flag, 1, __ATOMIC_RELEASE);
+    } else {
+        /* wait (bounded) until rank 0 has destroyed its communicator, then destroy ours */
+        const int64_t end = itest_now_ns() + wait_ms * 1000000;
+        while (__atomic_load_n(&env->shared->flag, __ATOMIC_ACQUIRE) == 0 && itest_now_ns() < end)
+            itest_sleep_ms(5);
+        ITEST_CHECK(__atomic_load_n(&env->shared->flag, __ATOMIC_ACQUIRE) == 1,
+                    "%s: rank 0 did not finish its destroy part", name);
+        glucx_comm_destroy(comm);
+    }
+}

@@ -14,7 +14,9 @@
 #ifndef GLUCX_ITEST_H
 #define GLUCX_ITEST_H
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -161,6 +163,34 @@ int itest_names_rank(const char *text);
  * with plugin/coll/<kind>/<kind>.c by hand; case "coll" fails when they drift apart.
  */
 const char *const *itest_algs(glucx_coll_t coll);
+
+/* ---- completion callbacks (glucx_coll_start_cb) ---- */
+
+/** What one collective's completion callback saw. Zero it before use. */
+typedef struct itest_slot {
+    atomic_int calls;
+    atomic_int order; /**< position among the completions since itest_slots_reset() (1-based) */
+    glucx_status_t status;
+    char text[512];
+    pthread_t thread; /**< the thread the callback ran on */
+} itest_slot_t;
+
+/** Restart the completion positions at 1. */
+void itest_slots_reset(void);
+/** A glucx_coll_callback_t: @p arg is an itest_slot_t. */
+void itest_slot_done(void *arg, glucx_status_t status, const char *error);
+/** Wait (at most @p wait_ms) until each of s[0..n) was called. @return 0 when all were. */
+int itest_wait_slots(itest_slot_t *s, int n, int64_t wait_ms, const char *what);
+
+/**
+ * On a new communicator @p name: rank 0 starts two 4096-element allreduces with callbacks
+ * (options opts[k], may be NULL) that the others never join and destroys the communicator;
+ * both callbacks must have run, with errors and a text, when the destroy returns. The others
+ * destroy theirs once rank 0 is done (bounded wait).
+ */
+void itest_destroy_outstanding(const itest_env_t *env, glucx_context_t *ctx, glucx_store_t *store,
+                               int rank, int size, const char *name,
+                               const glucx_coll_opts_t *const opts[2]);
 
 /* ---- the cases ---- */
 
