@@ -737,7 +737,10 @@ static json_t *section_decisions(const run_t *R[2], int iter_only, double dT, js
             if (!rea && json_object_set_new(side, "reasons", rea = json_object()))
                 goto out;
             double m = num(d, "measured_ns") * scale / R[s]->iters;
-            if (add_count(side, "count", 1) || add_count(ch, str(d, "chosen", "?"), 1) ||
+            /* a priority decision's options are other collectives' chunks, named by seqs that
+             * differ between runs: counted as one option ("chunk"), never "changed" */
+            const char *opt = strcmp(kind, "priority") == 0 ? "chunk" : str(d, "chosen", "?");
+            if (add_count(side, "count", 1) || add_count(ch, opt, 1) ||
                 add_count(rea, str(d, "reason", "?"), 1) ||
                 add_real(side, "measured_ns_per_iteration", m))
                 goto out;

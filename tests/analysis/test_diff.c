@@ -271,6 +271,47 @@ static void test_collectives_in_iterations(void **state)
     json_decref(d);
 }
 
+/* Priority decisions: A chose seq 4 (and 5), B the same chunks under other seqs (9, 10): one
+ * option "chunk" on both sides, not changed; an algorithm decision that went ring -> torus
+ * is. */
+static void test_priority_decisions_not_changed(void **state)
+{
+    (void)state;
+    const char *fmt =
+        "{\"schema_version\":1,\"summary\":{\"iterations\":1,\"mean_iteration_ns\":%d},"
+        "\"decisions\":["
+        "{\"comm_id\":\"0x1\",\"seq\":%d,\"kind\":\"priority\",\"coll\":\"allreduce\",\"bytes\":"
+        "4096,\"chosen\":\"seq %d\",\"reason\":\"priority 1, 2 ready\",\"measured_ns\":100},"
+        "{\"comm_id\":\"0x1\",\"seq\":%d,\"kind\":\"priority\",\"coll\":\"allreduce\",\"bytes\":"
+        "4096,\"chosen\":\"seq %d\",\"reason\":\"priority 0, 1 ready\",\"measured_ns\":100},"
+        "{\"comm_id\":\"0x1\",\"seq\":%d,\"kind\":\"algorithm\",\"coll\":\"allreduce\",\"bytes\":"
+        "4096,\"chosen\":\"%s\",\"measured_ns\":%d}]}";
+    char ta[2048], tb[2048];
+    snprintf(ta, sizeof(ta), fmt, 1000, 4, 4, 5, 5, 4, "ring", 100);
+    snprintf(tb, sizeof(tb), fmt, 1500, 9, 9, 10, 10, 9, "torus", 600);
+    json_t *d = diff(J(ta), J(tb));
+    int seen = 0;
+    for (size_t i = 0; i < json_array_size(G(d, "decisions")); i++) {
+        const json_t *e = json_array_get(G(d, "decisions"), i);
+        const char *kind = json_string_value(json_object_get(e, "kind"));
+        if (strcmp(kind, "priority") == 0) {
+            seen++;
+            assert_true(json_is_false(json_object_get(e, "changed")));
+            assert_string_equal(
+                json_string_value(json_object_get(json_object_get(e, "a"), "option")), "chunk");
+            assert_int_equal(json_integer_value(json_object_get(json_object_get(e, "b"), "count")),
+                             2);
+        } else {
+            seen += 10;
+            assert_true(json_is_true(json_object_get(e, "changed")));
+        }
+    }
+    assert_int_equal(seen, 11);
+    assert_string_equal(S(d, "cause.kind"), "decision");
+    assert_non_null(strstr(S(d, "cause.sentence"), "ring"));
+    json_decref(d);
+}
+
 /* Physical links matched by (dimension, endpoints), whichever end is named first. A (4
  * iterations): link 4 (package 0 - package 1) busy 4000 (1000 per iteration), link 5 (package 1
  * - package 2) busy 4000 (1000). B (2 iterations): link 4 named package 1 - package 0, busy 2000
@@ -500,6 +541,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_phases_and_ranks),
         cmocka_unit_test(test_collectives_and_decisions),
         cmocka_unit_test(test_collectives_in_iterations),
+        cmocka_unit_test(test_priority_decisions_not_changed),
         cmocka_unit_test(test_links),
         cmocka_unit_test(test_rank_pair_links),
         cmocka_unit_test(test_mismatched_ranks),
