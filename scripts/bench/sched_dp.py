@@ -13,6 +13,9 @@ Modes (--mode):
   sched-auto   ScheduledDataParallel on "glucx" with partition_bytes="auto"
   sched-preempt  sched-glucx with preempt_chunk_bytes (--preempt-chunk-bytes, default 1 MiB):
                the partitions' allreduces scheduled by priority in libglucx, cut into chunks
+  sharded      glucx.torch.ShardedDataParallel on "glucx" (units: the Linear layers; --prefetch,
+               default 1); the allgather algorithm is the selection's unless GLUCX_TUNE says
+               otherwise (scripts/bench/sharded_ag.sh)
   compute      no process group: forward, backward and step only (the compute floor)
 
 Timing: WARMUP untimed steps, a barrier, ITERS steps, then (scheduled) synchronize() and a
@@ -24,7 +27,7 @@ DDP's iterations and compute phases are recorded as ScheduledDataParallel record
 (scripts/bench/sched_exposed.sh compares their exposed communication).
 
 usage: sched_dp.py --mode M [--iters 20] [--warmup 5] [--width 512] [--layers 8] [--batch 64]
-                   [--partition-bytes N] [--instrument]
+                   [--partition-bytes N] [--preempt-chunk-bytes N] [--prefetch K] [--instrument]
 """
 import argparse
 import datetime
@@ -49,7 +52,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", required=True,
                     choices=["ddp-gloo", "ddp-glucx", "sched-glucx", "sched-auto", "sched-preempt",
-                             "compute"])
+                             "sharded", "compute"])
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--width", type=int, default=512)
@@ -57,6 +60,7 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--partition-bytes", type=int, default=4 << 20)
     ap.add_argument("--preempt-chunk-bytes", type=int, default=1 << 20)
+    ap.add_argument("--prefetch", type=int, default=1, help="sharded: units prefetched")
     ap.add_argument("--instrument", action="store_true",
                     help="ddp-glucx: glucx.torch.instrument() the DDP model (trace events)")
     a = ap.parse_args()
@@ -64,6 +68,7 @@ def main():
         ap.error("--instrument is for --mode ddp-glucx (sched-glucx records its own events)")
     torch.set_num_threads(1)
     net = build(a.width, a.layers)
+    nbytes = sum(p.numel() * p.element_size() for p in net.parameters())   # before sharding
     g = torch.Generator().manual_seed(11 + int(os.environ.get("RANK", "0")))
     x = torch.randn(a.batch, a.width, generator=g)
     y = torch.randint(0, 10, (a.batch,), generator=g)
@@ -81,6 +86,8 @@ def main():
         rank = dist.get_rank()
         if a.mode.startswith("ddp"):
             model = nn.parallel.DistributedDataParallel(net)
+        elif a.mode == "sharded":
+            model = glucx.torch.ShardedDataParallel(net, prefetch=a.prefetch)
         else:   # the wrapper steps each partition itself: no optimizer here
             model = glucx.torch.ScheduledDataParallel(
                 net, sgd, partition_bytes="auto" if a.mode == "sched-auto" else a.partition_bytes,
@@ -111,7 +118,6 @@ def main():
         dist.barrier()
     ms = (time.perf_counter() - t0) * 1e3 / a.iters
     if rank == 0:
-        nbytes = sum(p.numel() * p.element_size() for p in net.parameters())
         print(f"{a.mode} {ms:.1f} ms/step (params {nbytes / 2**20:.1f} MiB, batch {a.batch}, "
               f"world {dist.get_world_size() if dist.is_initialized() else 1})", flush=True)
     if dist.is_initialized():
