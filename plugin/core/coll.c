@@ -26,8 +26,8 @@ struct glucx_coll_job {
     glucx_coll_args_t args;
     glucx_coll_opts_t opts;
     char algorithm[32];
-    uint32_t seq;             /**< scheduled: the first chunk's; the chunks' follow, then the
-                                   decisions' (see sched_step) */
+    uint32_t seq;             /**< scheduled: its agreements'; its chunks' follow (sched_step) */
+    uint32_t nseq;            /**< sequence numbers it reserved (comm->seqs_outstanding) */
     uint64_t order;           /**< position in the start order (comm->job_order) */
     glucx_request_t *req;     /**< glucx_coll_start(): the request to complete */
     glucx_coll_callback_t cb; /**< glucx_coll_start_cb(): the callback to call instead */
@@ -345,23 +345,33 @@ static void coll_thread_priority(const glucx_comm_t *comm)
 
 /* ---- scheduled collectives (GLUCX_COLL_OPT_PRIORITY) ----
  *
- * Every scheduled job takes nchunks + 1 sequence numbers when it is started: one per chunk and
- * one for the agreements taken while it is the oldest unfinished job (the queue's head), whose
- * steps are told apart by step_base = decisions * SCHED_STEP_SPAN. Before each chunk every rank
- * contributes, for each of the first SCHED_WINDOW unfinished jobs in start order, its priority
- * (SCHED_FENCE for an unscheduled job, SCHED_NOT when it has not started it) and its negation;
- * an allreduce MAX gives every rank the same maximum and minimum per slot. The candidates are the
- * slots before the first one some rank has not started or that is a fence; the highest priority
- * wins, ties by start order. Jobs leave the queue only when they end, on every rank alike, so
- * slot i names the same job everywhere. Since each chunk is followed by an agreement no rank can
- * be more than one chunk or agreement ahead of another, and the sequence numbers in flight stay
- * within the window's (far below the 16-bit wrap of the tags). */
+ * Every scheduled job takes 1 + nchunks sequence numbers when it is started: first one for the
+ * agreements taken while it is the oldest unfinished job (the queue's head), whose steps are told
+ * apart by step_base = decisions * SCHED_STEP_SPAN, then one per chunk. The agreement's comes
+ * first so that it does not depend on the chunk count: ranks that disagree on the chunk size, or
+ * on whether the job is scheduled at all (an unscheduled one runs on that same number), meet on
+ * it and find the mismatch (length or signature) instead of waiting on different numbers. Before
+ * each chunk every rank contributes, for each of the first SCHED_WINDOW unfinished jobs in start
+ * order, its priority (SCHED_FENCE for an unscheduled job, SCHED_NOT when it has not started it)
+ * and its negation; an allreduce MAX gives every rank the same maximum and minimum per slot. The
+ * candidates are the slots before the first one some rank has not started or that is a fence; the
+ * highest priority wins, ties by start order. Jobs leave the queue only when they end, on every
+ * rank alike, so slot i names the same job everywhere. Since each chunk is followed by an agreement
+ * no rank can be more than one chunk or agreement ahead of another, and the sequence numbers in
+ * flight stay within the window's (far below the 16-bit wrap of the tags). */
 #define SCHED_WINDOW 16
 #define SCHED_STEP_SPAN 32   /* recursive doubling uses log2(n) + 2 <= 16 steps */
 #define SCHED_PASSED_MAX 256 /* starvation guard; 256 * 32 steps stay below the confirm range */
 #define SCHED_NOT INT64_MAX  /* slot not started on this rank */
 #define SCHED_FENCE (INT64_MAX - 1)
 #define SCHED_DONE (INT64_MIN + 1) /* never sent: jobs leave the queue when they end */
+
+/* Free a job that was queued, returning its sequence numbers. */
+static void job_free(glucx_comm_t *comm, glucx_coll_job_t *job)
+{
+    atomic_fetch_sub(&comm->seqs_outstanding, job->nseq);
+    free(job);
+}
 
 static int chunkable(glucx_coll_t coll)
 {
@@ -379,7 +389,13 @@ static void sched_plan(glucx_coll_job_t *job)
     size_t elems = es > 0 ? chunk / es : count;
     if (elems == 0)
         elems = 1;
-    if (!chunkable(job->args.coll) || count <= elems) {
+    /* an input overlapping the output other than exactly in place would be overwritten by
+     * one chunk's output before a later chunk reads it: such calls run as one chunk */
+    const char *in = job->args.sendbuf == GLUCX_IN_PLACE ? NULL : job->args.sendbuf;
+    const char *out = job->args.recvbuf;
+    const int overlap =
+        in != NULL && out != NULL && in != out && in < out + count * es && out < in + count * es;
+    if (!chunkable(job->args.coll) || count <= elems || overlap) {
         job->nchunks = 1;
         job->chunk_elems = count;
         return;
@@ -470,7 +486,7 @@ static void sched_trace(const glucx_comm_t *comm, glucx_coll_job_t *const *cand,
             if (glucx_select_by_cost(comm->topo, a.coll, glucx_coll_bytes(&a, comm->size), &alg,
                                      &cost, 1) < 1)
                 cost = 0;
-            ids[n] = (int32_t)(j->seq + j->next_chunk);
+            ids[n] = (int32_t)(j->seq + 1 + j->next_chunk);
             costs[n++] = cost <= 0 ? 0 : (uint64_t)llround(cost);
         }
     GLUCX_TP(sched_decision, comm->trace_id, comm->rank, (uint32_t)ids[0],
@@ -497,7 +513,7 @@ static void sched_step(glucx_comm_t *comm)
         vec[i] = v;
         vec[SCHED_WINDOW + i] = -v;
     }
-    const uint32_t agree_seq = head->seq + head->nchunks;
+    const uint32_t agree_seq = head->seq;
     const unsigned step_base = head->decisions * SCHED_STEP_SPAN;
     const int64_t timeout_ms = effective_timeout(comm, &head->opts);
     const int guard = head->passed_over >= SCHED_PASSED_MAX;
@@ -557,7 +573,7 @@ static void sched_step(glucx_comm_t *comm)
         pthread_mutex_unlock(&comm->lock);
         glucx_comm_record_error(comm, st);
         job_complete(head, st);
-        free(head);
+        job_free(comm, head);
         pthread_mutex_lock(&comm->lock);
         return;
     }
@@ -577,12 +593,12 @@ static void sched_step(glucx_comm_t *comm)
     glucx_coll_args_t a;
     chunk_args(job, job->next_chunk, &a);
     st = execute(comm, &a, job->algorithm[0] ? job->algorithm : NULL,
-                 effective_timeout(comm, &job->opts), job->seq + job->next_chunk, 0);
+                 effective_timeout(comm, &job->opts), job->seq + 1 + job->next_chunk, 0);
     if (st != GLUCX_OK && job->nchunks > 1)
         glucx_error(st, "%s of %zu %s elements (chunk %u of %u, seq %u): %s",
                     glucx_coll_name(job->args.coll), job->args.count,
                     glucx_dtype_name(job->args.dtype), job->next_chunk + 1, job->nchunks,
-                    job->seq + job->next_chunk, glucx_error_text());
+                    job->seq + 1 + job->next_chunk, glucx_error_text());
     glucx_comm_record_error(comm, st);
     job->next_chunk++;
 
@@ -600,7 +616,7 @@ static void sched_step(glucx_comm_t *comm)
                         glucx_coll_name(job->args.coll), comm->name, job->next_chunk, job->nchunks);
     pthread_mutex_unlock(&comm->lock);
     job_complete(job, st);
-    free(job);
+    job_free(comm, job);
     pthread_mutex_lock(&comm->lock);
 }
 
@@ -634,7 +650,7 @@ static void *coll_thread(void *arg)
         comm->thread_busy = 0;
         pthread_mutex_unlock(&comm->lock);
         job_complete(job, st);
-        free(job);
+        job_free(comm, job);
         pthread_mutex_lock(&comm->lock);
     }
     pthread_mutex_unlock(&comm->lock);
@@ -657,7 +673,7 @@ void glucx_comm_stop_thread(glucx_comm_t *comm, glucx_status_t status)
         glucx_error(status, "%s: communicator '%s' destroyed before the collective ran",
                     glucx_coll_name(job->args.coll), comm->name);
         job_complete(job, status);
-        free(job);
+        job_free(comm, job);
         job = next;
     }
     if (started) {
@@ -688,11 +704,26 @@ static glucx_status_t enqueue(glucx_comm_t *comm, glucx_coll_job_t *job)
                            glucx_coll_name(job->args.coll), comm->name);
     }
     /* sequence numbers are taken in call order, like glucx_coll(); a scheduled job takes one
-     * per chunk and one for its agreements */
-    job->seq = atomic_fetch_add(&comm->coll_seq, job->scheduled ? job->nchunks + 1 : 1);
+     * for its agreements and one per chunk. Tags carry 16 bits of them: with more reserved by
+     * unfinished started collectives than GLUCX_COLL_SEQS_OUTSTANDING_MAX, a collective still
+     * queued and one called now (glucx_coll() on another thread) could share tags. */
+    job->nseq = job->scheduled ? job->nchunks + 1 : 1;
+    if (atomic_load(&comm->seqs_outstanding) + job->nseq > GLUCX_COLL_SEQS_OUTSTANDING_MAX) {
+        const unsigned held = atomic_load(&comm->seqs_outstanding);
+        pthread_mutex_unlock(&comm->lock);
+        return glucx_error(GLUCX_ERR_UNSUPPORTED,
+                           "%s of %zu %s elements: too many started collectives outstanding on "
+                           "communicator '%s' (rank %d): they hold %u sequence numbers, this one "
+                           "needs %u, the limit is %u; wait for some first",
+                           glucx_coll_name(job->args.coll), job->args.count,
+                           glucx_dtype_name(job->args.dtype), comm->name, comm->rank, held,
+                           job->nseq, (unsigned)GLUCX_COLL_SEQS_OUTSTANDING_MAX);
+    }
+    atomic_fetch_add(&comm->seqs_outstanding, job->nseq);
+    job->seq = atomic_fetch_add(&comm->coll_seq, job->nseq);
     job->order = comm->job_order++;
     if (job->req != NULL)
-        job->req->trace_seq = job->seq;
+        job->req->trace_seq = job->scheduled ? job->seq + 1 : job->seq;
     if (comm->queue_tail != NULL)
         comm->queue_tail->next = job;
     else

@@ -60,6 +60,7 @@ struct glucx_comm {
     pthread_cond_t queue_cond;
     glucx_coll_job_t *queue_head, *queue_tail; /**< unfinished jobs in start order */
     uint64_t job_order;                        /**< start counter of jobs (lock) */
+    atomic_uint seqs_outstanding; /**< sequence numbers reserved by unfinished started jobs */
     int thread_started;
     int thread_stop;
     int thread_busy; /**< the collective thread is running a job */

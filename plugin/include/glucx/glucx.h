@@ -491,6 +491,9 @@ enum {
 /** Default chunk of a scheduled collective (GLUCX_COLL_OPT_PRIORITY without GLUCX_COLL_OPT_CHUNK).
  */
 #define GLUCX_COLL_CHUNK_DEFAULT ((size_t)1 << 20)
+/** Sequence numbers that unfinished started collectives may hold on one communicator (each holds
+ *  one; a scheduled one one per chunk plus one): beyond, glucx_coll_start() refuses. */
+#define GLUCX_COLL_SEQS_OUTSTANDING_MAX 16384u
 /** A scheduled collective is cut into at most this many chunks (larger chunks beyond). */
 #define GLUCX_COLL_SCHED_CHUNKS_MAX 64
 
@@ -549,14 +552,21 @@ GLUCX_API glucx_status_t glucx_coll(glucx_comm_t *comm, const glucx_coll_args_t 
  * priority, ties by start order (priority-based preemption at chunk boundaries, as in
  * ByteScheduler, SOSP'19, and P3, MLSys'19). Only what every rank has started counts, so a
  * rank that starts a collective late delays the others but never makes them order differently;
- * results are those of the unscheduled collective, bitwise. Up to 16 started collectives are
+ * each chunk is an ordinary collective of its size, so results are bitwise equal across ranks;
+ * a floating-point sum may differ in the last bits from one unscheduled call on the whole
+ * vector, where that call picks another algorithm than the chunks do. An input overlapping the
+ * output other than exactly in place runs as one chunk. Up to 16 started collectives are
  * considered at a time; a collective started without a priority is a fence (scheduled ones
  * started before it finish first, later ones wait for it). A collective passed over 256 times
  * in a row at the head of the queue runs to its end (starvation guard). Priorities and chunk
  * sizes must be equal on every rank: different priorities fail every rank with
  * GLUCX_ERR_MISMATCH at the next decision, different chunk sizes as different counts do.
- * Completions (requests, callbacks) come in the order the collectives end. Each decision is a
- * trace event `sched_decision` of kind `priority` (trace/EVENTS.md).
+ * Completions (requests, callbacks) come in the order the collectives end.
+ * Started collectives (scheduled or not) that have not ended may hold at most
+ * GLUCX_COLL_SEQS_OUTSTANDING_MAX sequence numbers (a scheduled one holds its chunks + 1):
+ * beyond, the start returns GLUCX_ERR_UNSUPPORTED (locally, no traffic; peers that started it
+ * wait for this rank until their timeout), since a 16-bit tag could otherwise be shared. Each
+ * decision is a trace event `sched_decision` of kind `priority` (trace/EVENTS.md).
  *
  * @param request_p receives the request; wait on it and release it with glucx_request_free().
  * @return as glucx_coll(); also GLUCX_ERR_INVALID_ARG for chunk_bytes == 0 with
