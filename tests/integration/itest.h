@@ -229,8 +229,16 @@ int itest_case_fork_new(const itest_env_t *env, int rank, int size);
 int itest_case_topology(const itest_env_t *env, int rank, int size);
 int itest_case_topology_rooted(const itest_env_t *env, int rank, int size);
 int itest_case_priority(const itest_env_t *env, int rank, int size);
+int itest_case_priority_kinds(const itest_env_t *env, int rank, int size);
+int itest_case_priority_overlap(const itest_env_t *env, int rank, int size);
+int itest_case_priority_chunk_mismatch(const itest_env_t *env, int rank, int size);
+int itest_case_priority_head_mismatch(const itest_env_t *env, int rank, int size);
+int itest_case_priority_wrap(const itest_env_t *env, int rank, int size);
+int itest_case_priority_bitwise(const itest_env_t *env, int rank, int size);
+int itest_case_priority_killed(const itest_env_t *env, int rank, int size);
 
 /** Parent-side verdicts for cases whose ranks cannot all exit cleanly; 0 when passed. */
 int itest_verdict_killed(const itest_env_t *env, int run_result);
+int itest_verdict_priority_killed(const itest_env_t *env, int run_result);
 
 #endif

@@ -52,6 +52,13 @@ static const case_entry_t cases[] = {
     {"topology", itest_case_topology, NULL},
     {"topology_rooted", itest_case_topology_rooted, NULL},
     {"priority", itest_case_priority, NULL},
+    {"priority_kinds", itest_case_priority_kinds, NULL},
+    {"priority_overlap", itest_case_priority_overlap, NULL},
+    {"priority_chunk_mismatch", itest_case_priority_chunk_mismatch, NULL},
+    {"priority_head_mismatch", itest_case_priority_head_mismatch, NULL},
+    {"priority_wrap", itest_case_priority_wrap, NULL},
+    {"priority_bitwise", itest_case_priority_bitwise, NULL},
+    {"priority_killed", itest_case_priority_killed, itest_verdict_priority_killed},
 };
 
 typedef struct run_arg {
