@@ -17,15 +17,15 @@
  *    every rank).
  * "priority_head_mismatch": the only collective is started with a priority on every rank but
  *    rank 0 (documented: GLUCX_ERR_MISMATCH "or started without a priority").
- * "priority_wrap": ~1010 outstanding 64-chunk scheduled allreduces take > 65536 sequence numbers,
- *    so a blocking glucx_allreduce() started after them shares its 16-bit tag with a chunk of an
- *    early job; a rank that enters the blocking call early must not have its message taken by
- *    the peer's chunk.
- * "priority_bitwise": a float allreduce scheduled in chunks equals, bitwise, the same allreduce
- *    run by glucx_coll() (documented: "results are those of the unscheduled collective,
- *    bitwise"), also where a chunk's size selects another algorithm than the whole's.
- * The overlap, mismatch, wrap and bitwise (3 ranks) cases fail on the commit they were written
- * against: each demonstrates a problem (see its comment).
+ * "priority_wrap": with the collective thread held, 64-chunk scheduled allreduces are started
+ *    until they would hold more than GLUCX_COLL_SEQS_OUTSTANDING_MAX sequence numbers: the start
+ *    over the limit is refused (GLUCX_ERR_UNSUPPORTED) on every rank alike; the others complete
+ *    with exact values, and a blocking allreduce after them is not disturbed (before the limit,
+ *    ~1010 such jobs wrapped the 16-bit tags and a blocking call took a chunk's message).
+ * "priority_bitwise": a float allreduce scheduled in 2 KiB chunks equals, bitwise, glucx_coll()
+ *    on each chunk's range (the whole vector in one call may pick another algorithm).
+ * The overlap, both mismatch cases and wrap failed on the commit they were written against
+ * (wrong data, timeouts instead of mismatches, silently wrong data).
  * "priority_killed": rank 1 is SIGKILLed while scheduled collectives are queued: every survivor's
  *    collectives end with an error within the communicator timeout (parent's verdict).
  */
@@ -276,10 +276,10 @@ static int kjob_check(const kjob_t *k, int j, int rank, int size)
 static void part_kinds(glucx_comm_t *comm, int rank, int size)
 {
     static const glucx_coll_t kinds[] = {
-        GLUCX_COLL_ALLREDUCE, GLUCX_COLL_ALLGATHER, GLUCX_COLL_ALLGATHERV,
-        GLUCX_COLL_REDUCE_SCATTER, GLUCX_COLL_ALLTOALL, GLUCX_COLL_ALLTOALLV,
-        GLUCX_COLL_BROADCAST, GLUCX_COLL_REDUCE, GLUCX_COLL_GATHER,
-        GLUCX_COLL_SCATTER, GLUCX_COLL_BARRIER};
+        GLUCX_COLL_ALLREDUCE,      GLUCX_COLL_ALLGATHER, GLUCX_COLL_ALLGATHERV,
+        GLUCX_COLL_REDUCE_SCATTER, GLUCX_COLL_ALLTOALL,  GLUCX_COLL_ALLTOALLV,
+        GLUCX_COLL_BROADCAST,      GLUCX_COLL_REDUCE,    GLUCX_COLL_GATHER,
+        GLUCX_COLL_SCATTER,        GLUCX_COLL_BARRIER};
     static const size_t counts[] = {0, 1, 7, 301};
     enum { NK = sizeof(kinds) / sizeof(kinds[0]), NC = sizeof(counts) / sizeof(counts[0]) };
     static kjob_t jobs[NK * NC];
@@ -315,7 +315,8 @@ static void part_window(glucx_comm_t *comm, int rank, int size)
     size_t count[WJOBS];
     int64_t blk[8][33];
     for (int j = 0; j < WJOBS; j++) {
-        count[j] = j % 5 == 0 ? 1000 : (size_t)(3 + j * 7); /* 1000 with 8-byte chunks: 1000 asked */
+        count[j] =
+            j % 5 == 0 ? 1000 : (size_t)(3 + j * 7); /* 1000 with 8-byte chunks: 1000 asked */
         buf[j] = malloc(count[j] * 8);
         for (size_t i = 0; i < count[j]; i++)
             buf[j][i] = val(rank, j, i);
@@ -468,7 +469,8 @@ static void part_threads(glucx_comm_t *comm, int rank, int size)
     }
 }
 
-/* ---- priority_kinds, part 4: INT_MIN / 0 / INT_MAX order, decided on the collective thread ---- */
+/* ---- priority_kinds, part 4: INT_MIN / 0 / INT_MAX order, decided on the collective thread ----
+ */
 
 typedef struct ext {
     glucx_comm_t *comm;
@@ -676,14 +678,15 @@ static void expect_mismatch(glucx_comm_t *comm, const glucx_coll_args_t *a,
     itest_slot_t s;
     memset(&s, 0, sizeof(s));
     const int64_t t0 = itest_now_ns();
-    if (ITEST_STATUS(glucx_coll_start_cb(comm, a, o, itest_slot_done, &s), GLUCX_OK,
-                     "%s: start", what) != 0 ||
+    if (ITEST_STATUS(glucx_coll_start_cb(comm, a, o, itest_slot_done, &s), GLUCX_OK, "%s: start",
+                     what) != 0 ||
         itest_wait_slots(&s, 1, WAIT_MS, what) != 0)
         return;
     const long long ms = (long long)((itest_now_ns() - t0) / 1000000);
-    ITEST_STATUS(s.status, GLUCX_ERR_MISMATCH, "%s: status after %lld ms (communicator timeout "
-                 "%lld ms; text: %s)", what, ms, (long long)glucx_test_ms(MISMATCH_TIMEOUT_MS),
-                 s.text);
+    ITEST_STATUS(s.status, GLUCX_ERR_MISMATCH,
+                 "%s: status after %lld ms (communicator timeout "
+                 "%lld ms; text: %s)",
+                 what, ms, (long long)glucx_test_ms(MISMATCH_TIMEOUT_MS), s.text);
 }
 
 int itest_case_priority_chunk_mismatch(const itest_env_t *env, int rank, int size)
@@ -691,8 +694,8 @@ int itest_case_priority_chunk_mismatch(const itest_env_t *env, int rank, int siz
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
-    if (itest_open(env, rank, size, "prio-chunk-mismatch", glucx_test_ms(MISMATCH_TIMEOUT_MS),
-                   &ctx, &store, &comm) != GLUCX_OK)
+    if (itest_open(env, rank, size, "prio-chunk-mismatch", glucx_test_ms(MISMATCH_TIMEOUT_MS), &ctx,
+                   &store, &comm) != GLUCX_OK)
         return 1;
     static int32_t buf[1024];
     glucx_coll_args_t a = {.coll = GLUCX_COLL_ALLREDUCE,
@@ -725,26 +728,50 @@ int itest_case_priority_head_mismatch(const itest_env_t *env, int rank, int size
                            .dtype = GLUCX_DTYPE_I32,
                            .op = GLUCX_OP_SUM};
     glucx_coll_opts_t o = popts(3, 1024);
-    expect_mismatch(comm, &a, rank == 0 ? NULL : &o,
-                    "started without a priority on rank 0 only");
+    expect_mismatch(comm, &a, rank == 0 ? NULL : &o, "started without a priority on rank 0 only");
     itest_close(ctx, store, comm);
     return itest_failures() != 0;
 }
 
 /* ---- priority_wrap ---- */
 
-#define WRAP_JOBS 1010 /* x 65 sequence numbers > 65536 */
+/* The collective thread is held inside the first collective's callback until every start is
+ * done, so the sequence numbers held on this rank only grow: 1 + 65 j. */
+static atomic_int wrap_release;
+
+static void wrap_hold(void *arg, glucx_status_t status, const char *error)
+{
+    itest_slot_done(arg, status, error);
+    const int64_t end = itest_now_ns() + (int64_t)WAIT_MS * 1000000;
+    while (!atomic_load(&wrap_release) && itest_now_ns() < end)
+        itest_sleep_ms(1);
+}
+
+#define WRAP_JOBS 300 /* x 65 sequence numbers > GLUCX_COLL_SEQS_OUTSTANDING_MAX */
 
 int itest_case_priority_wrap(const itest_env_t *env, int rank, int size)
 {
     glucx_context_t *ctx;
     glucx_store_t *store;
     glucx_comm_t *comm;
-    if (itest_open(env, rank, size, "prio-wrap", glucx_test_ms(10000), &ctx, &store, &comm) !=
+    if (itest_open(env, rank, size, "prio-wrap", glucx_test_ms(60000), &ctx, &store, &comm) !=
         GLUCX_OK)
         return 1;
     static int32_t bufs[WRAP_JOBS][64];
     static glucx_request_t *req[WRAP_JOBS];
+    int64_t first = rank;
+    itest_slot_t hold;
+    memset(&hold, 0, sizeof(hold));
+    glucx_coll_args_t f = {.coll = GLUCX_COLL_ALLREDUCE,
+                           .sendbuf = GLUCX_IN_PLACE,
+                           .recvbuf = &first,
+                           .count = 1,
+                           .dtype = GLUCX_DTYPE_I64,
+                           .op = GLUCX_OP_SUM};
+    ITEST_STATUS(glucx_coll_start_cb(comm, &f, NULL, wrap_hold, &hold), GLUCX_OK, "wrap: hold");
+    /* 1 + 65 j <= 16384: jobs 0..251 fit, job 252 is refused on every rank alike */
+    const int fit = (int)((GLUCX_COLL_SEQS_OUTSTANDING_MAX - 1) / 65);
+    int started = 0;
     for (int j = 0; j < WRAP_JOBS; j++) {
         for (int i = 0; i < 64; i++)
             bufs[j][i] = (int32_t)val(rank, j % 50, (size_t)i);
@@ -755,22 +782,31 @@ int itest_case_priority_wrap(const itest_env_t *env, int rank, int size)
                                .dtype = GLUCX_DTYPE_I32,
                                .op = GLUCX_OP_SUM};
         glucx_coll_opts_t o = popts(0, 4); /* 64 chunks of one element: 65 seqs */
-        if (ITEST_STATUS(glucx_coll_start(comm, &a, &o, &req[j]), GLUCX_OK, "wrap: start %d", j))
-            break;
+        req[j] = NULL;
+        glucx_status_t st = glucx_coll_start(comm, &a, &o, &req[j]);
+        if (j < fit) {
+            if (ITEST_STATUS(st, GLUCX_OK, "wrap: start %d", j) != 0)
+                break;
+            started++;
+            continue;
+        }
+        ITEST_STATUS(st, GLUCX_ERR_UNSUPPORTED, "wrap: start %d (over the limit)", j);
+        ITEST_CHECK(strstr(glucx_last_error(), "too many started collectives outstanding") != NULL,
+                    "wrap: text \"%s\"", glucx_last_error());
+        ITEST_CHECK(req[j] == NULL, "wrap: a refused start wrote a request");
+        break;
     }
-    /* rank 0 enters its blocking allreduce (same signature as a one-element chunk) only after
-     * its collective thread has run the first jobs; the others at once */
+    atomic_store(&wrap_release, 1);
+    itest_wait_slots(&hold, 1, WAIT_MS, "wrap: hold");
+    /* a blocking call now shares no tag with a queued chunk */
     int32_t one = 1000 + rank;
-    if (rank == 0 && req[2] != NULL)
-        ITEST_STATUS(glucx_request_wait(req[2], WAIT_MS), GLUCX_OK, "wrap: wait job 2");
-    ITEST_STATUS(glucx_allreduce(comm, GLUCX_IN_PLACE, &one, 1, GLUCX_DTYPE_I32, GLUCX_OP_SUM, NULL),
-                 GLUCX_OK, "wrap: blocking allreduce");
+    ITEST_STATUS(
+        glucx_allreduce(comm, GLUCX_IN_PLACE, &one, 1, GLUCX_DTYPE_I32, GLUCX_OP_SUM, NULL),
+        GLUCX_OK, "wrap: blocking allreduce");
     const int32_t want_one = 1000 * size + size * (size - 1) / 2;
     ITEST_CHECK(one == want_one, "wrap: blocking allreduce gave %d, expected %d", one, want_one);
     int bad = 0;
-    for (int j = 0; j < WRAP_JOBS; j++) {
-        if (req[j] == NULL)
-            continue;
+    for (int j = 0; j < started; j++) {
         glucx_status_t st = glucx_request_wait(req[j], WAIT_MS);
         if (st != GLUCX_OK && bad++ < 3)
             ITEST_STATUS(st, GLUCX_OK, "wrap: wait job %d", j);
@@ -787,6 +823,20 @@ int itest_case_priority_wrap(const itest_env_t *env, int rank, int size)
             }
         }
     }
+    /* the limit is per outstanding work: once they ended, more can start */
+    glucx_coll_args_t a = {.coll = GLUCX_COLL_ALLREDUCE,
+                           .sendbuf = GLUCX_IN_PLACE,
+                           .recvbuf = bufs[0],
+                           .count = 64,
+                           .dtype = GLUCX_DTYPE_I32,
+                           .op = GLUCX_OP_SUM};
+    glucx_coll_opts_t o = popts(0, 4);
+    glucx_request_t *again = NULL;
+    if (ITEST_STATUS(glucx_coll_start(comm, &a, &o, &again), GLUCX_OK, "wrap: start after") == 0) {
+        ITEST_STATUS(glucx_request_wait(again, WAIT_MS), GLUCX_OK, "wrap: wait after");
+        glucx_request_free(again);
+    }
+    (void)env;
     itest_close(ctx, store, comm);
     return itest_failures() != 0;
 }
@@ -814,8 +864,13 @@ int itest_case_priority_bitwise(const itest_env_t *env, int rank, int size)
     itest_note("algorithms: %s for %zu bytes, %s for %zu bytes",
                glucx_comm_algorithm(comm, GLUCX_COLL_ALLREDUCE, n * 4), n * 4,
                glucx_comm_algorithm(comm, GLUCX_COLL_ALLREDUCE, chunk), chunk);
-    ITEST_STATUS(glucx_allreduce(comm, in, ref, n, GLUCX_DTYPE_F32, GLUCX_OP_SUM, NULL), GLUCX_OK,
-                 "bitwise: reference");
+    /* the reference: each chunk's range allreduced by glucx_coll() on its own (a chunk is an
+     * ordinary collective of its size; the whole vector at once may pick another algorithm,
+     * whose float sums differ in the last bits, as the header says) */
+    for (size_t off = 0; off < n; off += chunk / 4)
+        ITEST_STATUS(glucx_allreduce(comm, in + off, ref + off, chunk / 4, GLUCX_DTYPE_F32,
+                                     GLUCX_OP_SUM, NULL),
+                     GLUCX_OK, "bitwise: reference at %zu", off);
     glucx_coll_args_t a = {.coll = GLUCX_COLL_ALLREDUCE,
                            .sendbuf = in,
                            .recvbuf = got,

@@ -28,7 +28,8 @@ numbers recomputed here from the report's own totals:
     after the first; chunks = ceil(partition bytes / 4096)), each on its own collective: chosen
     "seq N" with N its seq, among its options, that chunk's collective time measured, no
     saving, the ranks agree; the scheduling section's priority entry counts them; the order
-    decisions are as in the first run (each at its allreduce's first chunk).
+    decisions are as in the first run (each at its allreduce's agreement seq, the first chunk's
+    seq right after).
 Exit 0 pass, 77 skip (no venv or no glucx backend).
 """
 import argparse
@@ -147,9 +148,11 @@ def run_case(a, auto, preempt=None):
                   d["measured_ns"] is not None and d["measured_ns"] > 0 and
                   d["saving_ns"] == 0 and d["ranks_agree"] and d["coll"] == "allreduce",
                   "priority decision %s" % d)
-        firsts = {d["seq"] for d in order}
-        check(firsts <= {d["seq"] for d in prio}, "an order decision's seq %s is no chunk's"
-              % sorted(firsts - {d["seq"] for d in prio}))
+        # an order decision names the seq its allreduce then takes: that of its agreements,
+        # its first chunk's follows
+        firsts = {d["seq"] + 1 for d in order}
+        check(firsts <= {d["seq"] for d in prio}, "an order decision's allreduce has no first "
+              "chunk at seq %s" % sorted(firsts - {d["seq"] for d in prio}))
         check(sched.get("priority", {}).get("decisions") == len(prio),
               "scheduling/priority %s, expected %d decisions" % (sched.get("priority"), len(prio)))
     else:
