@@ -32,16 +32,6 @@
 #define JOBS 14
 #define WAIT_MS glucx_test_ms(120000)
 
-static glucx_coll_opts_t prio_opts(int priority, size_t chunk_bytes)
-{
-    glucx_coll_opts_t o = {.field_mask = GLUCX_COLL_OPT_PRIORITY, .priority = priority};
-    if (chunk_bytes > 0) {
-        o.field_mask |= GLUCX_COLL_OPT_CHUNK;
-        o.chunk_bytes = chunk_bytes;
-    }
-    return o;
-}
-
 /* Rank r's element i of job j (small integers: sums of a few ranks are exact in f32). */
 static int32_t value(int r, int j, size_t i)
 {
@@ -135,7 +125,7 @@ static void part_skew(glucx_comm_t *comm, int rank, int size)
                                .dtype = sp[j].dtype,
                                .op = GLUCX_OP_SUM,
                                .root = sp[j].root};
-        glucx_coll_opts_t o = prio_opts(sp[j].priority, sp[j].chunk_bytes);
+        glucx_coll_opts_t o = itest_prio_opts(sp[j].priority, sp[j].chunk_bytes);
         ITEST_STATUS(glucx_coll_start(comm, &a, sp[j].priority < 0 ? NULL : &o, &req[j]), GLUCX_OK,
                      "skew: start job %d", j);
     }
@@ -195,7 +185,7 @@ static void order_start(void *arg, glucx_status_t status, const char *error)
                                .count = p->count[k],
                                .dtype = GLUCX_DTYPE_I32,
                                .op = GLUCX_OP_SUM};
-        glucx_coll_opts_t o = prio_opts(p->priority[k], p->chunk_bytes[k]);
+        glucx_coll_opts_t o = itest_prio_opts(p->priority[k], p->chunk_bytes[k]);
         glucx_status_t st = glucx_coll_start_cb(p->comm, &a, &o, itest_slot_done, &p->slots[k]);
         if (st != GLUCX_OK)
             p->start_status = st;
@@ -298,7 +288,7 @@ static void part_mismatch(glucx_context_t *ctx, glucx_store_t *store, int rank, 
                            .count = 4096,
                            .dtype = GLUCX_DTYPE_I32,
                            .op = GLUCX_OP_SUM};
-    glucx_coll_opts_t o = prio_opts(rank == 0 ? 1 : 2, 1024);
+    glucx_coll_opts_t o = itest_prio_opts(rank == 0 ? 1 : 2, 1024);
     const int64_t t0 = itest_now_ns();
     if (ITEST_STATUS(glucx_coll_start_cb(comm, &a, &o, itest_slot_done, &s), GLUCX_OK,
                      "mismatch: start") == 0 &&
@@ -325,7 +315,7 @@ static void part_invalid(glucx_comm_t *comm)
                            .count = 4,
                            .dtype = GLUCX_DTYPE_I32,
                            .op = GLUCX_OP_SUM};
-    glucx_coll_opts_t o = prio_opts(1, 0);
+    glucx_coll_opts_t o = itest_prio_opts(1, 0);
     o.field_mask |= GLUCX_COLL_OPT_CHUNK;
     ITEST_STATUS(glucx_coll_start_cb(comm, &a, &o, itest_slot_done, &s), GLUCX_ERR_INVALID_ARG,
                  "chunk_bytes 0");
@@ -338,7 +328,7 @@ static void part_invalid(glucx_comm_t *comm)
 static void part_destroy(const itest_env_t *env, glucx_context_t *ctx, glucx_store_t *store,
                          int rank, int size)
 {
-    const glucx_coll_opts_t o0 = prio_opts(0, 1024), o1 = prio_opts(1, 1024);
+    const glucx_coll_opts_t o0 = itest_prio_opts(0, 1024), o1 = itest_prio_opts(1, 1024);
     const glucx_coll_opts_t *const opts[2] = {&o0, &o1};
     itest_destroy_outstanding(env, ctx, store, rank, size, "priority-destroy", opts);
 }

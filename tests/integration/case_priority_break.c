@@ -43,16 +43,6 @@
 
 #define WAIT_MS glucx_test_ms(120000)
 
-static glucx_coll_opts_t popts(int priority, size_t chunk_bytes)
-{
-    glucx_coll_opts_t o = {.field_mask = GLUCX_COLL_OPT_PRIORITY, .priority = priority};
-    if (chunk_bytes > 0) {
-        o.field_mask |= GLUCX_COLL_OPT_CHUNK;
-        o.chunk_bytes = chunk_bytes;
-    }
-    return o;
-}
-
 /* Rank r's element i of job j: small integers, exact in every dtype used. */
 static int64_t val(int r, int j, size_t i)
 {
@@ -288,7 +278,7 @@ static void part_kinds(glucx_comm_t *comm, int rank, int size)
         for (int ki = 0; ki < NK; ki++, nj++)
             kjob_setup(&jobs[nj], nj, kinds[ki], counts[ci], rank, size);
     for (int j = 0; j < nj; j++) {
-        glucx_coll_opts_t o = popts(jobs[j].prio, jobs[j].chunk);
+        glucx_coll_opts_t o = itest_prio_opts(jobs[j].prio, jobs[j].chunk);
         ITEST_STATUS(glucx_coll_start(comm, &jobs[j].a, &o, &jobs[j].req), GLUCX_OK,
                      "kinds: start job %d (%s)", j, glucx_coll_name(jobs[j].a.coll));
     }
@@ -330,7 +320,7 @@ static void part_window(glucx_comm_t *comm, int rank, int size)
                                .dtype = GLUCX_DTYPE_I64,
                                .op = GLUCX_OP_SUM};
         const int prio = j % 3 == 0 ? INT_MAX : j % 3 == 1 ? INT_MIN : j;
-        glucx_coll_opts_t o = popts(prio, j % 2 ? 8 : 5); /* 5: not a multiple of 8 */
+        glucx_coll_opts_t o = itest_prio_opts(prio, j % 2 ? 8 : 5); /* 5: not a multiple of 8 */
         ITEST_STATUS(glucx_coll_start(comm, &a, j % 9 == 4 ? NULL : &o, &req[j]), GLUCX_OK,
                      "window: start %d", j);
         if (j % 6 == 5 && nb < 8) { /* a blocking collective while the queue is full */
@@ -408,7 +398,7 @@ static void *starter(void *p)
                                .count = s->count[j],
                                .dtype = GLUCX_DTYPE_I32,
                                .op = GLUCX_OP_SUM};
-        glucx_coll_opts_t o = popts(j % 4, 256);
+        glucx_coll_opts_t o = itest_prio_opts(j % 4, 256);
         const glucx_coll_opts_t *op = (t->parity == 1 && j % 3 == 0) ? NULL : &o;
         glucx_status_t st;
         if (j % 2)
@@ -495,7 +485,7 @@ static void ext_start(void *arg, glucx_status_t status, const char *error)
                                .count = e->count[k],
                                .dtype = GLUCX_DTYPE_I32,
                                .op = GLUCX_OP_SUM};
-        glucx_coll_opts_t o = popts(e->prio[k], 1024);
+        glucx_coll_opts_t o = itest_prio_opts(e->prio[k], 1024);
         glucx_status_t st = glucx_coll_start_cb(e->comm, &a, &o, itest_slot_done, &e->slots[k]);
         if (st != GLUCX_OK)
             e->start_status = st;
@@ -570,7 +560,7 @@ static void part_destroy(glucx_context_t *ctx, glucx_store_t *store, int rank, i
                                .count = 4096,
                                .dtype = GLUCX_DTYPE_I32,
                                .op = GLUCX_OP_SUM};
-        glucx_coll_opts_t o = popts(j % 5, 256);
+        glucx_coll_opts_t o = itest_prio_opts(j % 5, 256);
         ITEST_STATUS(glucx_coll_start_cb(comm, &a, &o, itest_slot_done, &slots[j]), GLUCX_OK,
                      "destroy: start %d", j);
     }
@@ -645,7 +635,7 @@ int itest_case_priority_overlap(const itest_env_t *env, int rank, int size)
                                .count = N,
                                .dtype = GLUCX_DTYPE_I32,
                                .op = GLUCX_OP_SUM};
-        glucx_coll_opts_t o = popts(1, 16); /* 4 elements per chunk: 16 chunks */
+        glucx_coll_opts_t o = itest_prio_opts(1, 16); /* 4 elements per chunk: 16 chunks */
         glucx_request_t *req = NULL;
         if (ITEST_STATUS(glucx_coll_start(comm, &a, sched ? &o : NULL, &req), GLUCX_OK,
                          "overlap: start") != 0)
@@ -705,7 +695,7 @@ int itest_case_priority_chunk_mismatch(const itest_env_t *env, int rank, int siz
                            .dtype = GLUCX_DTYPE_I32,
                            .op = GLUCX_OP_SUM};
     /* 64 chunks of 16 elements on rank 0, 32 chunks of 32 elements elsewhere */
-    glucx_coll_opts_t o = popts(3, rank == 0 ? 64 : 128);
+    glucx_coll_opts_t o = itest_prio_opts(3, rank == 0 ? 64 : 128);
     expect_mismatch(comm, &a, &o, "chunk_bytes 64 on rank 0, 128 elsewhere");
     itest_close(ctx, store, comm);
     return itest_failures() != 0;
@@ -727,7 +717,7 @@ int itest_case_priority_head_mismatch(const itest_env_t *env, int rank, int size
                            .count = 1024,
                            .dtype = GLUCX_DTYPE_I32,
                            .op = GLUCX_OP_SUM};
-    glucx_coll_opts_t o = popts(3, 1024);
+    glucx_coll_opts_t o = itest_prio_opts(3, 1024);
     expect_mismatch(comm, &a, rank == 0 ? NULL : &o, "started without a priority on rank 0 only");
     itest_close(ctx, store, comm);
     return itest_failures() != 0;
@@ -781,7 +771,7 @@ int itest_case_priority_wrap(const itest_env_t *env, int rank, int size)
                                .count = 64,
                                .dtype = GLUCX_DTYPE_I32,
                                .op = GLUCX_OP_SUM};
-        glucx_coll_opts_t o = popts(0, 4); /* 64 chunks of one element: 65 seqs */
+        glucx_coll_opts_t o = itest_prio_opts(0, 4); /* 64 chunks of one element: 65 seqs */
         req[j] = NULL;
         glucx_status_t st = glucx_coll_start(comm, &a, &o, &req[j]);
         if (j < fit) {
@@ -830,7 +820,7 @@ int itest_case_priority_wrap(const itest_env_t *env, int rank, int size)
                            .count = 64,
                            .dtype = GLUCX_DTYPE_I32,
                            .op = GLUCX_OP_SUM};
-    glucx_coll_opts_t o = popts(0, 4);
+    glucx_coll_opts_t o = itest_prio_opts(0, 4);
     glucx_request_t *again = NULL;
     if (ITEST_STATUS(glucx_coll_start(comm, &a, &o, &again), GLUCX_OK, "wrap: start after") == 0) {
         ITEST_STATUS(glucx_request_wait(again, WAIT_MS), GLUCX_OK, "wrap: wait after");
@@ -877,7 +867,7 @@ int itest_case_priority_bitwise(const itest_env_t *env, int rank, int size)
                            .count = n,
                            .dtype = GLUCX_DTYPE_F32,
                            .op = GLUCX_OP_SUM};
-    glucx_coll_opts_t o = popts(0, chunk);
+    glucx_coll_opts_t o = itest_prio_opts(0, chunk);
     glucx_request_t *req = NULL;
     if (ITEST_STATUS(glucx_coll_start(comm, &a, &o, &req), GLUCX_OK, "bitwise: start") == 0) {
         ITEST_STATUS(glucx_request_wait(req, WAIT_MS), GLUCX_OK, "bitwise: wait");
@@ -928,7 +918,7 @@ int itest_case_priority_killed(const itest_env_t *env, int rank, int size)
                                .count = 1 << 16,
                                .dtype = GLUCX_DTYPE_F32,
                                .op = GLUCX_OP_SUM};
-        glucx_coll_opts_t o = popts(j % 4, 4096);
+        glucx_coll_opts_t o = itest_prio_opts(j % 4, 4096);
         ITEST_STATUS(glucx_coll_start(comm, &a, &o, &req[j]), GLUCX_OK, "killed: start %d", j);
     }
     if (rank == KVICTIM) { /* die with its scheduled collectives queued and running */

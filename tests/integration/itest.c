@@ -483,6 +483,16 @@ int itest_names_rank(const char *text)
 
 /* ---- completion callbacks ---- */
 
+glucx_coll_opts_t itest_prio_opts(int priority, size_t chunk_bytes)
+{
+    glucx_coll_opts_t o = {.field_mask = GLUCX_COLL_OPT_PRIORITY, .priority = priority};
+    if (chunk_bytes > 0) {
+        o.field_mask |= GLUCX_COLL_OPT_CHUNK;
+        o.chunk_bytes = chunk_bytes;
+    }
+    return o;
+}
+
 static atomic_int slot_completions;
 
 void itest_slots_reset(void)

@@ -175,6 +175,10 @@ typedef struct itest_slot {
     pthread_t thread; /**< the thread the callback ran on */
 } itest_slot_t;
 
+/** Options scheduling a collective by @p priority (GLUCX_COLL_OPT_PRIORITY), with chunks of
+ *  @p chunk_bytes (GLUCX_COLL_OPT_CHUNK) unless it is 0. */
+glucx_coll_opts_t itest_prio_opts(int priority, size_t chunk_bytes);
+
 /** Restart the completion positions at 1. */
 void itest_slots_reset(void);
 /** A glucx_coll_callback_t: @p arg is an itest_slot_t. */
